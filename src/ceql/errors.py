@@ -1,0 +1,92 @@
+"""Errors raised by ceql for bad queries, declarations and events.
+
+Every error that a user can cause carries enough context to be fixed without a traceback:
+query errors carry the line, the column, an excerpt with a caret and what was expected.
+"""
+
+from __future__ import annotations
+
+
+class CeqlError(Exception):
+    """Base class of every error ceql raises on purpose."""
+
+
+class QueryError(CeqlError):
+    """A query or declaration that ceql rejects.
+
+    Attributes:
+        message: what is wrong, in one sentence.
+        line, column: 1-based position in the text (None when the error has no position).
+        excerpt: the offending line of the text with a caret under the column.
+        expected: what would have been accepted there, if known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        text: str | None = None,
+        offset: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.message = message
+        self.expected = expected
+        self.line: int | None = None
+        self.column: int | None = None
+        self.excerpt: str | None = None
+        if text is not None and offset is not None:
+            offset = max(0, min(offset, len(text)))
+            self.line = text.count("\n", 0, offset) + 1
+            line_start = text.rfind("\n", 0, offset) + 1
+            line_end = text.find("\n", offset)
+            if line_end == -1:
+                line_end = len(text)
+            self.column = offset - line_start + 1
+            source_line = text[line_start:line_end].replace("\t", " ")
+            self.excerpt = f"  {source_line}\n  {' ' * (self.column - 1)}^"
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = f"line {self.line}, column {self.column}: " if self.line is not None else ""
+        text = f"{where}{self.message}"
+        if self.expected and "expected" not in self.message:
+            text += f" (expected {self.expected})"
+        if self.excerpt:
+            text += "\n" + self.excerpt
+        return text
+
+
+class QuerySyntaxError(QueryError):
+    """The text does not follow the CEQL grammar."""
+
+
+class DeclarationError(QueryError):
+    """A stream or event declaration is malformed or inconsistent."""
+
+
+class UnsupportedQueryError(QueryError):
+    """The query is valid CEQL but uses a feature this engine does not evaluate yet."""
+
+
+class EventError(CeqlError):
+    """An input event that cannot be processed (unknown type, bad value, bad time...).
+
+    Attributes:
+        row: 0-based index of the event in its input (None if unknown).
+        reason: why the event was rejected.
+        source: the file (or other source) the event came from, if known.
+    """
+
+    def __init__(self, reason: str, row: int | None = None, source: str | None = None) -> None:
+        self.reason = reason
+        self.row = row
+        self.source = source
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        parts = []
+        if self.source:
+            parts.append(str(self.source))
+        if self.row is not None:
+            parts.append(f"row {self.row}")
+        prefix = ", ".join(parts)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
