@@ -28,6 +28,7 @@ def declare(*texts: str) -> Schema:
     schema = Schema()
     for text in texts:
         schema = schema.merge(parse_declarations(text))
+    schema.validate()
     return schema
 
 

@@ -91,17 +91,14 @@ class _Analyzer:
         if not self.query.streams:
             return {name: None for name in self.schema.event_types}
         allowed: dict[str, str | None] = {}
-        for stream in self.query.streams:
+        positions = self.query.streams_pos or (self.query.pos,) * len(self.query.streams)
+        for stream, pos in zip(self.query.streams, positions):
             if stream not in self.schema.streams:
                 known = ", ".join(sorted(self.schema.streams)) or "none declared"
-                raise self.fail(f"unknown stream {stream}", self.find_word(stream, self.query.pos), f"one of: {known}")
+                raise self.fail(f"unknown stream {stream}", pos, f"one of: {known}")
             for type_name in self.schema.streams[stream]:
                 allowed.setdefault(type_name, stream)
         return allowed
-
-    def find_word(self, word: str, start: int) -> int:
-        index = self.text.find(word, max(start, 0))
-        return index if index >= 0 else max(start, 0)
 
     # ------------------------------------------------------------------ formulas
 
@@ -234,7 +231,9 @@ class _Analyzer:
             for value in pred.values:
                 if _kind_of_value(value) != kind:
                     raise self.fail(
-                        f"IN compares a {kind} with {_kind_of_value(value)} value {value!r}", pred.pos
+                        f"IN mixes types: the tested value is a {kind}, {value!r} is a "
+                        f"{_kind_of_value(value)}",
+                        pred.pos,
                     )
         elif isinstance(pred, ast.InInterval):
             if self.expr(pred.operand, attr_kind) != "number":
@@ -292,7 +291,7 @@ class _Analyzer:
         if not groups:
             return {}
         if len(groups) == 2 and len(groups[0]) != len(groups[1]):
-            raise self.fail("both PARTITION BY lists must have the same number of attributes", self.find_word("PARTITION", self.query.pos))
+            raise self.fail("both PARTITION BY lists must have the same number of attributes", self.query.partition_pos)
         keys: dict[str, tuple[str, ...]] = {}
         for type_name in self.used:
             decl = self.schema.event_types[type_name]
@@ -304,13 +303,13 @@ class _Analyzer:
                 missing = [a for a in groups[0] if decl.attribute(a) is None]
                 raise self.fail(
                     f"event type {type_name} has no attribute {missing[0]} to PARTITION BY",
-                    self.find_word("PARTITION", self.query.pos),
+                    self.query.partition_pos,
                 )
         for index in range(len(groups[0])):
             kinds = {_kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()}
             if len(kinds) > 1:
                 raise self.fail(
-                    "PARTITION BY compares attributes of different types", self.find_word("PARTITION", self.query.pos)
+                    "PARTITION BY compares attributes of different types", self.query.partition_pos
                 )
         return keys
 

@@ -265,6 +265,8 @@ class Query(Node):
     consume: str | None = None
     limit: int | None = None
     limit_pos: int = field(default=-1, compare=False, repr=False)
+    streams_pos: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    partition_pos: int = field(default=-1, compare=False, repr=False)
 
     @property
     def effective_strategy(self) -> str:

@@ -146,12 +146,16 @@ class _Parser:
                 strategy = self.advance().upper
         projection = self.parse_projection()
         streams: list[str] = []
+        streams_pos: list[int] = []
         if self.is_kw("FROM"):
             self.advance()
-            streams.append(self.name_value(self.expect_name("a stream name")))
-            while self.is_op(","):
+            while True:
+                tok = self.expect_name("a stream name")
+                streams.append(self.name_value(tok))
+                streams_pos.append(tok.offset)
+                if not self.is_op(","):
+                    break
                 self.advance()
-                streams.append(self.name_value(self.expect_name("a stream name")))
         if not self.is_kw("WHERE"):
             raise self.error("FROM or WHERE" if not streams else "',' or WHERE")
         self.advance()
@@ -161,8 +165,9 @@ class _Parser:
         consume = None
         limit = None
         limit_pos = -1
+        partition_pos = -1
         if self.is_kw("PARTITION"):
-            self.advance()
+            partition_pos = self.advance().offset
             self.expect_kw("BY")
             partition_by.append(self.parse_attribute_list())
             if self.is_op(","):
@@ -196,6 +201,8 @@ class _Parser:
             consume=consume,
             limit=limit,
             limit_pos=limit_pos,
+            streams_pos=tuple(streams_pos),
+            partition_pos=partition_pos,
             pos=start.offset,
         )
 

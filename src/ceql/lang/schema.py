@@ -96,6 +96,16 @@ class Schema:
         merged.quarantines.extend(other.quarantines)
         return merged
 
+    def validate(self) -> None:
+        """Check references across declarations: quarantines must name declared streams."""
+        for policy in self.quarantines:
+            for stream in policy.streams:
+                if stream not in self.streams:
+                    known = ", ".join(sorted(self.streams)) or "none"
+                    raise DeclarationError(
+                        f"CREATE QUARANTINE names unknown stream {stream} (declared streams: {known})"
+                    )
+
     def allowed_lateness_ns(self) -> int | None:
         """The FIXED_TIME quarantine span, if one is declared (the largest one)."""
         spans = [q.span_ns for q in self.quarantines if q.kind == "FIXED_TIME" and q.span_ns]
@@ -122,7 +132,6 @@ class _DeclarationParser:
         self.tokens = tokenize(text, DeclarationError)
         self.i = 0
         self.schema = Schema()
-        self.stream_refs: list[Token] = []  # streams named by quarantines, checked at the end
 
     @property
     def tok(self) -> Token:
@@ -189,7 +198,6 @@ class _DeclarationParser:
                 self.advance()
             else:
                 raise self.error("CREATE or DECLARE")
-        self.check_streams()
         return self.schema
 
     def parse_type(self) -> str:
@@ -317,14 +325,8 @@ class _DeclarationParser:
         self.expect_op("}")
 
     def stream_ref(self) -> str:
-        tok = self.expect_name("a stream name")
-        self.stream_refs.append(tok)
-        return str(tok.value)
+        return str(self.expect_name("a stream name").value)
 
-    def check_streams(self) -> None:
-        for tok in self.stream_refs:
-            if str(tok.value) not in self.schema.streams:
-                raise DeclarationError(f"unknown stream {tok.value}", self.text, tok.offset)
 
     def parse_time_span(self) -> int:
         units = {"HOUR": 3600, "HOURS": 3600, "MINUTE": 60, "MINUTES": 60, "SECOND": 1,

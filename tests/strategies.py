@@ -1,0 +1,221 @@
+"""Hypothesis strategies: random valid CEQL queries over a small schema, and random streams."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from ceql.lang import ast
+
+TEST_DECLARATION = """
+CREATE STREAM S {
+  EVENT A { id:int, v:int, s:string, t:primary_time },
+  EVENT B { id:int, v:int, s:string, t:primary_time },
+  EVENT C { id:int, v:double, s:string, t:primary_time },
+  EVENT D { id:int, v:int, s:string, t:primary_time }
+}
+"""
+TYPES = ("A", "B", "C", "D")
+LABELS = ("x", "y", "z")
+STRINGS = ("a", "b", "ab")
+
+
+def defined_labels(node: ast.Formula) -> set[str]:
+    """Labels a condition on ``node`` may name: event types outside NOT, and AS labels."""
+    if isinstance(node, ast.EventType):
+        return {node.name}
+    if isinstance(node, ast.NotEvent):
+        return set()
+    if isinstance(node, ast.Label):
+        return defined_labels(node.body) | {node.label}
+    out: set[str] = set()
+    for child in ast.children(node):
+        out |= defined_labels(child)
+    return out
+
+
+def covers_events(node: ast.Formula) -> bool:
+    """Whether the formula can report at least one event (is not made of NOT(...) only)."""
+    return any(label in TYPES for label in defined_labels(node))
+
+
+# --------------------------------------------------------------------------- predicates
+
+value_attr = st.just(ast.Attr("v"))
+small_int = st.integers(min_value=0, max_value=4)
+
+
+def number_expr(labels: tuple[str, ...] | None) -> st.SearchStrategy[ast.Expr]:
+    """Numeric expressions; ``labels`` None means one-event (bare attributes)."""
+    if labels is None:
+        attrs = st.sampled_from([ast.Attr("v"), ast.Attr("id")])
+    else:
+        attrs = st.builds(lambda lab, name: ast.Attr(name, lab), st.sampled_from(labels), st.sampled_from(["v", "id"]))
+    base = st.one_of(attrs, st.builds(ast.Literal, small_int))
+    return st.one_of(
+        base,
+        st.builds(ast.Arith, st.sampled_from(["+", "-", "*"]), base, base),
+        st.builds(ast.Neg, attrs),
+    )
+
+
+compare_op = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
+
+atomic_pred = st.one_of(
+    st.builds(ast.Compare, compare_op, number_expr(None), number_expr(None)),
+    st.builds(ast.Compare, st.sampled_from(["=", "!="]), st.just(ast.Attr("s")), st.builds(ast.Literal, st.sampled_from(STRINGS))),
+    st.builds(ast.Like, st.just(ast.Attr("s")), st.sampled_from(["a.*", "b", "(a|b)+", ".*b"])),
+    st.builds(ast.InSet, value_attr, st.lists(small_int, min_size=1, max_size=3).map(tuple), st.booleans()),
+    st.builds(ast.InSet, st.just(ast.Attr("s")), st.lists(st.sampled_from(STRINGS), min_size=1, max_size=2).map(tuple), st.booleans()),
+    st.builds(ast.InInterval, value_attr, st.one_of(st.none(), small_int), small_int, st.booleans()),
+    st.builds(ast.InInterval, value_attr, small_int, st.none(), st.booleans()),
+    st.builds(ast.InRange, value_attr, st.builds(ast.Literal, small_int), st.builds(ast.Literal, small_int)),
+)
+
+preds = st.recursive(
+    atomic_pred,
+    lambda inner: st.one_of(
+        st.builds(ast.Not, inner),
+        st.lists(inner, min_size=2, max_size=3).map(lambda p: ast.And(tuple(p))),
+        st.lists(inner, min_size=2, max_size=3).map(lambda p: ast.Or(tuple(p))),
+    ),
+    max_leaves=4,
+)
+
+
+def conditions(labels: tuple[str, ...], cross: bool = True) -> st.SearchStrategy[ast.Cond]:
+    """Conditions over the given labels (LabelCond, and cross-event comparisons if ``cross``)."""
+    label_cond = st.builds(ast.LabelCond, st.sampled_from(labels), preds)
+    atoms = [label_cond]
+    if cross:
+        atoms.append(st.builds(ast.Compare, compare_op, number_expr(labels), number_expr(labels)).filter(_has_label))
+    atom = st.one_of(*atoms)
+    return st.recursive(
+        atom,
+        lambda inner: st.one_of(
+            st.lists(inner, min_size=2, max_size=3).map(lambda p: ast.And(tuple(p))),
+            st.lists(inner, min_size=2, max_size=3).map(lambda p: ast.Or(tuple(p))),
+        ),
+        max_leaves=3,
+    )
+
+
+def _has_label(compare: ast.Compare) -> bool:
+    stack = [compare.left, compare.right]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Attr) and item.label:
+            return True
+        if isinstance(item, ast.Arith):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, ast.Neg):
+            stack.append(item.operand)
+    return False
+
+
+# --------------------------------------------------------------------------- formulas
+
+OPERATORS_ALL = ("seq", "cseq", "or", "iter", "citer", "as", "filter", "not", "and", "all", "unless")
+
+
+@st.composite
+def formulas(draw, depth: int = 3, operators: tuple[str, ...] = OPERATORS_ALL, cross: bool = True):
+    """A random formula using only the given operators (atoms are always allowed)."""
+    choices = ["atom"]
+    if depth > 0:
+        choices += [op for op in operators if op != "not"]
+    if "not" in operators:
+        choices.append("not")
+    kind = draw(st.sampled_from(choices))
+    if kind == "atom":
+        return ast.EventType(draw(st.sampled_from(TYPES)))
+    if kind == "not":
+        atom = ast.EventType(draw(st.sampled_from(TYPES)))
+        cond = draw(st.one_of(st.none(), st.builds(ast.LabelCond, st.just(atom.name), preds)))
+        return ast.NotEvent(atom, cond)
+    sub = formulas(depth - 1, operators, cross)
+    if kind in ("seq", "cseq"):
+        parts = draw(st.lists(sub, min_size=2, max_size=3))
+        return ast.Sequence(tuple(parts), kind == "cseq")
+    if kind in ("or", "and", "all"):
+        parts = tuple(draw(st.lists(sub, min_size=2, max_size=2)))
+        return {"or": ast.Union_, "and": ast.Conjunction, "all": ast.AllOf}[kind](parts)
+    if kind == "unless":
+        return ast.Unless(draw(sub), draw(sub))
+    body = draw(sub)
+    if kind in ("iter", "citer"):
+        return ast.Iteration(body, kind == "citer")
+    if kind == "as":
+        if not covers_events(body):
+            return body
+        return ast.Label(body, draw(st.sampled_from(LABELS)))
+    labels = tuple(sorted(defined_labels(body)))
+    if not labels:
+        return body
+    return ast.Filter(body, draw(conditions(labels, cross)))
+
+
+@st.composite
+def queries(
+    draw,
+    depth: int = 3,
+    operators: tuple[str, ...] = OPERATORS_ALL,
+    strategies_: tuple[str | None, ...] = (None, "ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"),
+    cross: bool = True,
+    clauses: bool = True,
+):
+    """A random valid query over TEST_DECLARATION."""
+    formula = draw(formulas(depth, operators, cross).filter(covers_events))
+    labels = sorted(defined_labels(formula))
+    projection_kind = draw(st.sampled_from(["star", "star", "none", "list"]))
+    items: tuple = ()
+    if projection_kind == "list":
+        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+        items = tuple(ast.ProjectionItem(label) for label in chosen)
+    within = None
+    partition: tuple = ()
+    consume = None
+    limit = None
+    if clauses:
+        within = draw(
+            st.one_of(
+                st.none(),
+                st.builds(ast.Within, st.just("events"), st.integers(1, 6)),
+                st.builds(ast.Within, st.just("attribute"), st.integers(1, 8), st.just("t")),
+                st.builds(ast.Within, st.just("time"), st.integers(1, 8)),
+            )
+        )
+        partition = draw(st.sampled_from([(), (), (("id",),)]))
+        consume = draw(st.sampled_from([None, None, "NONE", "ANY", "PARTITION"]))
+        limit = draw(st.one_of(st.none(), st.none(), st.integers(1, 3)))
+    return ast.Query(
+        projection=ast.Projection(projection_kind, items),
+        formula=formula,
+        strategy=draw(st.sampled_from(strategies_)),
+        streams=draw(st.sampled_from([(), ("S",)])),
+        partition_by=partition,
+        within=within,
+        consume=consume,
+        limit=limit,
+    )
+
+
+@st.composite
+def streams(draw, min_size: int = 0, max_size: int = 8, types: tuple[str, ...] = TYPES):
+    """A random stream of events over TEST_DECLARATION, with non-decreasing time ``t``."""
+    size = draw(st.integers(min_size, max_size))
+    events = []
+    time = 0
+    for _ in range(size):
+        time += draw(st.integers(0, 3))
+        event_type = draw(st.sampled_from(types))
+        value = draw(st.integers(0, 4))
+        events.append(
+            {
+                "event_type": event_type,
+                "id": draw(st.integers(0, 1)),
+                "v": float(value) if event_type == "C" else value,
+                "s": draw(st.sampled_from(STRINGS)),
+                "t": time,
+            }
+        )
+    return events
