@@ -49,7 +49,9 @@ def number_expr(labels: tuple[str, ...] | None) -> st.SearchStrategy[ast.Expr]:
     if labels is None:
         attrs = st.sampled_from([ast.Attr("v"), ast.Attr("id")])
     else:
-        attrs = st.builds(lambda lab, name: ast.Attr(name, lab), st.sampled_from(labels), st.sampled_from(["v", "id"]))
+        attrs = st.builds(
+            lambda lab, name: ast.Attr(name, lab), st.sampled_from(labels), st.sampled_from(["v", "id"])
+        )
     base = st.one_of(attrs, st.builds(ast.Literal, small_int))
     return st.one_of(
         base,
@@ -62,10 +64,20 @@ compare_op = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
 
 atomic_pred = st.one_of(
     st.builds(ast.Compare, compare_op, number_expr(None), number_expr(None)),
-    st.builds(ast.Compare, st.sampled_from(["=", "!="]), st.just(ast.Attr("s")), st.builds(ast.Literal, st.sampled_from(STRINGS))),
+    st.builds(
+        ast.Compare,
+        st.sampled_from(["=", "!="]),
+        st.just(ast.Attr("s")),
+        st.builds(ast.Literal, st.sampled_from(STRINGS)),
+    ),
     st.builds(ast.Like, st.just(ast.Attr("s")), st.sampled_from(["a.*", "b", "(a|b)+", ".*b"])),
     st.builds(ast.InSet, value_attr, st.lists(small_int, min_size=1, max_size=3).map(tuple), st.booleans()),
-    st.builds(ast.InSet, st.just(ast.Attr("s")), st.lists(st.sampled_from(STRINGS), min_size=1, max_size=2).map(tuple), st.booleans()),
+    st.builds(
+        ast.InSet,
+        st.just(ast.Attr("s")),
+        st.lists(st.sampled_from(STRINGS), min_size=1, max_size=2).map(tuple),
+        st.booleans(),
+    ),
     st.builds(ast.InInterval, value_attr, st.one_of(st.none(), small_int), small_int, st.booleans()),
     st.builds(ast.InInterval, value_attr, small_int, st.none(), st.booleans()),
     st.builds(ast.InRange, value_attr, st.builds(ast.Literal, small_int), st.builds(ast.Literal, small_int)),
@@ -87,7 +99,9 @@ def conditions(labels: tuple[str, ...], cross: bool = True) -> st.SearchStrategy
     label_cond = st.builds(ast.LabelCond, st.sampled_from(labels), preds)
     atoms = [label_cond]
     if cross:
-        atoms.append(st.builds(ast.Compare, compare_op, number_expr(labels), number_expr(labels)).filter(_has_label))
+        atoms.append(
+            st.builds(ast.Compare, compare_op, number_expr(labels), number_expr(labels)).filter(_has_label)
+        )
     atom = st.one_of(*atoms)
     return st.recursive(
         atom,
@@ -179,9 +193,12 @@ def queries(
         within = draw(
             st.one_of(
                 st.none(),
-                st.builds(ast.Within, st.just("events"), st.integers(1, 6)),
-                st.builds(ast.Within, st.just("attribute"), st.integers(1, 8), st.just("t")),
-                st.builds(ast.Within, st.just("time"), st.integers(1, 8)),
+                st.none(),
+                st.none(),
+                st.builds(ast.Within, st.just("events"), st.integers(1, 8)),
+                st.builds(ast.Within, st.just("attribute"), st.integers(1, 10), st.just("t")),
+                st.builds(ast.Within, st.just("attribute"), st.integers(1, 10), st.just("v")),
+                st.builds(ast.Within, st.just("time"), st.integers(1, 10)),
             )
         )
         partition = draw(st.sampled_from([(), (), (("id",),)]))
@@ -201,13 +218,14 @@ def queries(
 
 @st.composite
 def streams(draw, min_size: int = 0, max_size: int = 8, types: tuple[str, ...] = TYPES):
+    # Mostly A, B and C so that patterns over them often match.
     """A random stream of events over TEST_DECLARATION, with non-decreasing time ``t``."""
     size = draw(st.integers(min_size, max_size))
     events = []
     time = 0
     for _ in range(size):
         time += draw(st.integers(0, 3))
-        event_type = draw(st.sampled_from(types))
+        event_type = draw(st.sampled_from(types + ("A", "B", "C")))
         value = draw(st.integers(0, 4))
         events.append(
             {

@@ -57,7 +57,9 @@ def _notes_blocks() -> list[str]:
 def test_appendix_declarations_parse() -> None:
     blocks = [b for b in _notes_blocks() if b.lstrip().startswith(("CREATE", "DECLARE"))]
     assert len(blocks) >= 7
-    streams = "CREATE STREAM S { EVENT E { t:primary_time } } CREATE STREAM Bluesky { EVENT P { t:primary_time } }"
+    streams = (
+        "CREATE STREAM S { EVENT E { t:primary_time } } CREATE STREAM Bluesky { EVENT P { t:primary_time } }"
+    )
     for block in blocks:
         schema = ceql.declare(streams, block)
         assert schema.event_types
@@ -96,8 +98,7 @@ def test_java_declaration_dialect() -> None:
 
 def test_quarantine_declarations() -> None:
     schema = ceql.declare(
-        "CREATE STREAM S { EVENT E { t:primary_time } }\n"
-        "CREATE QUARANTINE { FIXED_TIME 2 seconds {S} }"
+        "CREATE STREAM S { EVENT E { t:primary_time } }\nCREATE QUARANTINE { FIXED_TIME 2 seconds {S} }"
     )
     assert schema.allowed_lateness_ns() == 2 * 10**9
     direct = ceql.declare("CREATE STREAM B { EVENT E { t:primary_time } } CREATE QUARANTINE { DIRECT {B} }")
@@ -152,8 +153,12 @@ def test_filter_binds_loosest() -> None:
 
 
 def test_keywords_case_insensitive_and_backquotes() -> None:
-    a = parse_query("select all * from S where A as x; `B` filter x[v >= 1] within 3 events consume by any limit 2")
-    b = parse_query("SELECT ALL * FROM S WHERE A AS x; B FILTER x[v >= 1] WITHIN 3 EVENTS CONSUME BY ANY LIMIT 2")
+    a = parse_query(
+        "select all * from S where A as x; `B` filter x[v >= 1] within 3 events consume by any limit 2"
+    )
+    b = parse_query(
+        "SELECT ALL * FROM S WHERE A AS x; B FILTER x[v >= 1] WITHIN 3 EVENTS CONSUME BY ANY LIMIT 2"
+    )
     assert a == b
     keyword_label = parse_query("SELECT * WHERE A AS `last`")
     assert keyword_label.formula.label == "last"
@@ -161,9 +166,7 @@ def test_keywords_case_insensitive_and_backquotes() -> None:
 
 
 def test_comments_and_strings() -> None:
-    query = parse_query(
-        "SELECT * -- a comment\nWHERE /* block\ncomment */ A FILTER A[s = 'it''s']"
-    )
+    query = parse_query("SELECT * -- a comment\nWHERE /* block\ncomment */ A FILTER A[s = 'it''s']")
     assert query.formula.cond.pred.right.value == "it's"
     assert "'it''s'" in print_query(query)
 
@@ -175,7 +178,9 @@ def test_time_window_units() -> None:
 
 
 def test_value_sequences() -> None:
-    query = parse_query("SELECT * WHERE A FILTER A[v IN {1..5} AND v NOT IN {..0} AND v IN {2..} AND s IN {'a', 'b'}]")
+    query = parse_query(
+        "SELECT * WHERE A FILTER A[v IN {1..5} AND v NOT IN {..0} AND v IN {2..} AND s IN {'a', 'b'}]"
+    )
     preds = query.formula.cond.pred.parts
     assert preds[0] == ast.InInterval(ast.Attr("v"), 1, 5)
     assert preds[1] == ast.InInterval(ast.Attr("v"), None, 0, True)

@@ -1,14 +1,15 @@
 """ceql: complex event recognition for Python, with CEQL queries.
 
-    import ceql
-    schema = ceql.declare(declaration_text)
-    checked = ceql.check(query_text, schema)      # parse + analyse, or raise ceql.QueryError
-    matches = ceql.reference.run(checked, events)  # the brute-force oracle
+import ceql
+schema = ceql.declare(declaration_text)
+checked = ceql.check(query_text, schema)      # parse + analyse, or raise ceql.QueryError
+matches = ceql.reference.run(checked, events)  # the brute-force oracle
 """
 
 from __future__ import annotations
 
 from ceql import reference
+from ceql.api import Query, compile
 from ceql.errors import (
     CeqlError,
     DeclarationError,
@@ -44,6 +45,8 @@ def check(text: str, schema: Schema) -> CheckedQuery:
 
 __all__ = [
     "CeqlError",
+    "Query",
+    "compile",
     "CheckedQuery",
     "DeclarationError",
     "EventError",

@@ -1,6 +1,6 @@
 """The ``ceql`` command line.
 
-    ceql check   --declaration DECL --query QUERY        parse and analyse a query
+ceql check   --declaration DECL --query QUERY        parse and analyse a query
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ def read_text_or_file(value: str, what: str) -> tuple[str, str]:
     if os.path.isfile(value):
         with open(value, encoding="utf-8") as handle:
             return handle.read(), value
-    if "\n" not in value and len(value) < 256 and (os.sep in value or value.endswith((".txt", ".core", ".ceql"))):
+    if (
+        "\n" not in value
+        and len(value) < 256
+        and (os.sep in value or value.endswith((".txt", ".core", ".ceql")))
+    ):
         raise CeqlError(f"{what} file not found: {value}")
     return value, f"<{what} text>"
 
@@ -74,10 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status 2 on any error.",
     )
     check.add_argument(
-        "--declaration", "-d", action="append", required=True, metavar="FILE",
+        "--declaration",
+        "-d",
+        action="append",
+        required=True,
+        metavar="FILE",
         help="declaration file (CREATE STREAM ... or DECLARE EVENT ...); repeat for several",
     )
-    check.add_argument("--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text")
+    check.add_argument(
+        "--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text"
+    )
     check.set_defaults(func=cmd_check)
     return parser
 

@@ -111,9 +111,7 @@ class _Reference:
         if strategy == "ANY":
             return [min(ces, key=lambda ce: sorted(ce))]
         if strategy in ("NEXT", "LAST"):
-            best = functools.reduce(
-                lambda a, b: b if _better(b, a, strategy) else a, supports.values()
-            )
+            best = functools.reduce(lambda a, b: b if _better(b, a, strategy) else a, supports.values())
             return [ce for ce in ces if supports[ce] == best]
         if strategy == "MAX":
             all_supports = set(supports.values())
@@ -210,14 +208,11 @@ class _FormulaEvaluator:
             return frozenset()
         if isinstance(node, ast.NotEvent):
             matches = event["event_type"] == node.atom.name and (
-                node.cond is None
-                or satisfies(node.cond, CE({(node.atom.name, j)}), self.stream)
+                node.cond is None or satisfies(node.cond, CE({(node.atom.name, j)}), self.stream)
             )
             return frozenset() if matches else frozenset({CE()})
         if isinstance(node, ast.Label):
-            return frozenset(
-                ce | {(node.label, p) for _, p in ce} for ce in self.evaluate(node.body, i, j)
-            )
+            return frozenset(ce | {(node.label, p) for _, p in ce} for ce in self.evaluate(node.body, i, j))
         if isinstance(node, ast.Filter):
             return frozenset(
                 ce for ce in self.evaluate(node.body, i, j) if satisfies(node.cond, ce, self.stream)
@@ -232,9 +227,7 @@ class _FormulaEvaluator:
             result = self.evaluate(node.parts[0], i, j)
             for part in node.parts[1:]:
                 right = self.evaluate(part, i, j)
-                result = frozenset(
-                    a | b for a in result for b in right if _support(a) == _support(b)
-                )
+                result = frozenset(a | b for a in result for b in right if _support(a) == _support(b))
             return result
         if isinstance(node, ast.AllOf):
             return self._all_of(node, len(node.parts), i, j)
@@ -331,14 +324,12 @@ def satisfies(cond: ast.Cond, ce: frozenset, stream: list[dict[str, Any]]) -> bo
     if isinstance(cond, ast.Or):
         return any(satisfies(part, ce, stream) for part in cond.parts)
     if isinstance(cond, ast.LabelCond):
-        return all(
-            eval_pred(cond.pred, stream[p]) for label, p in ce if label == cond.label
-        )
+        return all(eval_pred(cond.pred, stream[p]) for label, p in ce if label == cond.label)
     labels = sorted({attr.label for attr in _attrs_of(cond)})
     choices = [[p for label, p in ce if label == name] for name in labels]
     for combination in itertools.product(*choices):
         bound = {name: stream[p] for name, p in zip(labels, combination)}
-        if not _compare(cond, lambda attr: bound[attr.label].get(attr.name, _MISSING)):
+        if not _compare(cond, lambda attr, bound=bound: bound[attr.label].get(attr.name, _MISSING)):
             return False
     return True
 
@@ -434,12 +425,20 @@ def _value(expr: ast.Expr, lookup) -> Any:
         return _MISSING
     if op == "/":
         return left / right
-    return math.fmod(left, right) if isinstance(left, float) or isinstance(right, float) else _int_mod(left, right)
+    return (
+        math.fmod(left, right)
+        if isinstance(left, float) or isinstance(right, float)
+        else _int_mod(left, right)
+    )
 
 
 def _int_mod(left: int, right: int) -> int:
     # Truncated remainder (sign of the dividend), as in C, Java and Arrow.
-    return int(math.fmod(left, right)) if abs(left) < 2**53 and abs(right) < 2**53 else left - right * int(left / right)
+    return (
+        int(math.fmod(left, right))
+        if abs(left) < 2**53 and abs(right) < 2**53
+        else left - right * int(left / right)
+    )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -73,7 +73,9 @@ class _Analyzer:
         partition_keys = self.check_partition()
         self.check_within()
         if query.limit is not None and query.limit < 1:
-            raise self.fail(f"LIMIT must be at least 1, found {query.limit}", query.limit_pos, "a whole number >= 1")
+            raise self.fail(
+                f"LIMIT must be at least 1, found {query.limit}", query.limit_pos, "a whole number >= 1"
+            )
         return CheckedQuery(
             query=query,
             schema=self.schema,
@@ -177,9 +179,7 @@ class _Analyzer:
         # A comparison over labelled attributes (x.a < y.b, or x.a > 5).
         attrs = list(_attrs(cond))
         if not attrs:
-            raise self.fail(
-                "a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos
-            )
+            raise self.fail("a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos)
         for attr in attrs:
             types = self.label_in_scope(attr.label or "", attr.pos, labels)
             self.attribute_type(attr, types, attr.label or "")
@@ -204,7 +204,9 @@ class _Analyzer:
                 found[type_name] = declared.value_type
         if not found:
             names = ", ".join(sorted(types))
-            raise self.fail(f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos)
+            raise self.fail(
+                f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos
+            )
         kinds = {_kind(t) for t in found.values()}
         if len(kinds) > 1:
             detail = ", ".join(f"{t}.{attr.name} is {k}" for t, k in found.items())
@@ -282,7 +284,11 @@ class _Analyzer:
         for item in projection.items:
             if item.label not in labels:
                 defined = ", ".join(sorted(labels)) or "none"
-                raise self.fail(f"label {item.label} in SELECT is not defined in the formula", item.pos, f"one of: {defined}")
+                raise self.fail(
+                    f"label {item.label} in SELECT is not defined in the formula",
+                    item.pos,
+                    f"one of: {defined}",
+                )
             for attribute in item.attributes or ():
                 self.attribute_type(ast.Attr(attribute, pos=item.pos), labels[item.label], item.label)
 
@@ -291,7 +297,9 @@ class _Analyzer:
         if not groups:
             return {}
         if len(groups) == 2 and len(groups[0]) != len(groups[1]):
-            raise self.fail("both PARTITION BY lists must have the same number of attributes", self.query.partition_pos)
+            raise self.fail(
+                "both PARTITION BY lists must have the same number of attributes", self.query.partition_pos
+            )
         keys: dict[str, tuple[str, ...]] = {}
         for type_name in self.used:
             decl = self.schema.event_types[type_name]
@@ -306,7 +314,9 @@ class _Analyzer:
                     self.query.partition_pos,
                 )
         for index in range(len(groups[0])):
-            kinds = {_kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()}
+            kinds = {
+                _kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()
+            }
             if len(kinds) > 1:
                 raise self.fail(
                     "PARTITION BY compares attributes of different types", self.query.partition_pos
@@ -331,7 +341,9 @@ class _Analyzer:
             for type_name in self.used:
                 declared = self.schema.event_types[type_name].attribute(within.attribute or "")
                 if declared is None:
-                    raise self.fail(f"event type {type_name} has no attribute {within.attribute} for WITHIN", within.pos)
+                    raise self.fail(
+                        f"event type {type_name} has no attribute {within.attribute} for WITHIN", within.pos
+                    )
                 if declared.type not in NUMERIC_TYPES:
                     raise self.fail(f"WITHIN [{within.attribute}] needs a numeric attribute", within.pos)
 

@@ -19,9 +19,12 @@ MAX_TOKENS = 200_000
 
 _COMPARISON_OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _NS_PER_UNIT = {
-    "HOUR": 3600 * 10**9, "HOURS": 3600 * 10**9,
-    "MINUTE": 60 * 10**9, "MINUTES": 60 * 10**9,
-    "SECOND": 10**9, "SECONDS": 10**9,
+    "HOUR": 3600 * 10**9,
+    "HOURS": 3600 * 10**9,
+    "MINUTE": 60 * 10**9,
+    "MINUTES": 60 * 10**9,
+    "SECOND": 10**9,
+    "SECONDS": 10**9,
 }
 
 
@@ -339,14 +342,10 @@ class _Parser:
         return self._nary(self.parse_colon, "AND", lambda p, pos: ast.Conjunction(p, pos=pos))
 
     def parse_colon(self) -> ast.Formula:
-        return self._nary(
-            self.parse_semicolon, ":", lambda p, pos: ast.Sequence(p, True, pos=pos), False
-        )
+        return self._nary(self.parse_semicolon, ":", lambda p, pos: ast.Sequence(p, True, pos=pos), False)
 
     def parse_semicolon(self) -> ast.Formula:
-        return self._nary(
-            self.parse_postfix, ";", lambda p, pos: ast.Sequence(p, False, pos=pos), False
-        )
+        return self._nary(self.parse_postfix, ";", lambda p, pos: ast.Sequence(p, False, pos=pos), False)
 
     def parse_postfix(self) -> ast.Formula:
         body = self.parse_primary()
@@ -511,8 +510,10 @@ class _Parser:
             except QuerySyntaxError:
                 closed = False
             self.leave()
-            if closed and not self._starts_expression_continuation(self.peek()) and not self.is_kw(
-                "IN", "LIKE", "NOT", tok=self.peek()
+            if (
+                closed
+                and not self._starts_expression_continuation(self.peek())
+                and not self.is_kw("IN", "LIKE", "NOT", tok=self.peek())
             ):
                 self.advance()
                 return inner

@@ -125,7 +125,11 @@ def print_formula(node: ast.Formula) -> str:
         return _child(node.left, _UNLESS) + " UNLESS " + _child(node.right, _UNLESS + 1)
     level = _precedence(node)
     separator = {
-        _OR: " OR ", _ALL: " ALL ", _AND: " AND ", _COLON: " : ", _SEMI: "; ",
+        _OR: " OR ",
+        _ALL: " ALL ",
+        _AND: " AND ",
+        _COLON: " : ",
+        _SEMI: "; ",
     }[level]
     return separator.join(_child(part, level + 1) for part in node.parts)
 
@@ -169,9 +173,7 @@ def print_pred(pred: ast.Pred) -> str:
         high = "" if pred.high is None else value(pred.high)
         return f"{print_expr(pred.operand)} {keyword} {{{low}..{high}}}"
     if isinstance(pred, ast.InRange):
-        return (
-            f"{print_expr(pred.operand)} IN RANGE({print_expr(pred.low)}, {print_expr(pred.high)})"
-        )
+        return f"{print_expr(pred.operand)} IN RANGE({print_expr(pred.low)}, {print_expr(pred.high)})"
     if isinstance(pred, ast.Not):
         inner = print_pred(pred.operand)
         if isinstance(pred.operand, (ast.And, ast.Or)):

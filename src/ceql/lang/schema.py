@@ -172,7 +172,9 @@ class _DeclarationParser:
 
     def parse(self) -> Schema:
         if self.tok.kind == "EOF":
-            raise self.error("a declaration (CREATE STREAM, DECLARE EVENT, DECLARE STREAM or CREATE QUARANTINE)")
+            raise self.error(
+                "a declaration (CREATE STREAM, DECLARE EVENT, DECLARE STREAM or CREATE QUARANTINE)"
+            )
         while self.tok.kind != "EOF":
             if self.is_word("CREATE"):
                 self.advance()
@@ -230,9 +232,7 @@ class _DeclarationParser:
                     raise DeclarationError(
                         "an event type has at most one primary_time attribute", self.text, tok.offset
                     )
-        decl = EventTypeDecl(
-            str(name_tok.value), tuple(Attribute(str(t.value), ty) for t, ty in attributes)
-        )
+        decl = EventTypeDecl(str(name_tok.value), tuple(Attribute(str(t.value), ty) for t, ty in attributes))
         _add_event_type(self.schema, decl, self.text, name_tok.offset)
         return decl
 
@@ -327,10 +327,17 @@ class _DeclarationParser:
     def stream_ref(self) -> str:
         return str(self.expect_name("a stream name").value)
 
-
     def parse_time_span(self) -> int:
-        units = {"HOUR": 3600, "HOURS": 3600, "MINUTE": 60, "MINUTES": 60, "SECOND": 1,
-                 "SECONDS": 1, "MILLISECOND": 1e-3, "MILLISECONDS": 1e-3}
+        units = {
+            "HOUR": 3600,
+            "HOURS": 3600,
+            "MINUTE": 60,
+            "MINUTES": 60,
+            "SECOND": 1,
+            "SECONDS": 1,
+            "MILLISECOND": 1e-3,
+            "MILLISECONDS": 1e-3,
+        }
         total = 0
         if self.tok.kind not in ("INT", "FLOAT"):
             raise self.error("a time span such as '2 seconds'")

@@ -1,0 +1,44 @@
+"""The public engine API: compile a query, run it over events, or push events incrementally."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ceql.lang import CheckedQuery, Schema, analyze, parse_query
+from ceql.match import Match
+from ceql.runtime.evaluator import Evaluator
+from ceql.runtime.plan import Plan, build_plan
+
+
+class Query:
+    """A compiled query. ``run`` evaluates it over events; ``evaluator`` gives an incremental
+    evaluator; ``explain`` describes how it is evaluated."""
+
+    def __init__(self, checked: CheckedQuery) -> None:
+        self.checked = checked
+        self.plan: Plan = build_plan(checked)
+
+    @property
+    def text(self) -> str:
+        return self.checked.text
+
+    def evaluator(self) -> Evaluator:
+        """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches."""
+        return Evaluator(self.plan)
+
+    def run(self, events: Any) -> Iterator[Match]:
+        """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data),
+        lazily, in trigger order."""
+        return self.evaluator().process(events)
+
+    def explain(self, dot: bool = False) -> str:
+        """The normalised query, predicates and automaton, as text (or Graphviz DOT)."""
+        from ceql.explain import explain
+
+        return explain(self, dot=dot)
+
+
+def compile(text: str, schema: Schema) -> Query:  # noqa: A001 - the natural name of the API
+    """Parse, analyse and compile a query against a schema."""
+    return Query(analyze(parse_query(text), schema, text))

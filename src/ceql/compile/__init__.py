@@ -1,0 +1,1 @@
+"""From a checked query to an automaton: predicates, machines, determinization, rewrites."""

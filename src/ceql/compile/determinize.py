@@ -1,0 +1,131 @@
+"""Event symbols and the lazily I/O-determinized automaton.
+
+A symbol is (event type, bit mask of the predicates that hold); symbols get small ids. The
+determinized automaton's states are sets of machine states, interned as ints; its transitions
+are computed the first time a (state, symbol) pair is seen and cached, grouped by the label set
+they report (I/O-determinism: one target per label set), so each complex event has one run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ceql.compile import automata, guards
+
+MAX_RELEVANCE_STATES = 20_000
+
+
+class SymbolTable:
+    """Maps (type index, predicate mask) pairs to dense symbol ids."""
+
+    def __init__(self, type_names: list[str]) -> None:
+        self.type_names = list(type_names)
+        self.ids: dict[tuple[int, int], int] = {}
+        self.entries: list[tuple[str, int]] = []
+
+    def symbol(self, type_index: int, mask: int) -> int:
+        key = (type_index, mask)
+        found = self.ids.get(key)
+        if found is None:
+            found = len(self.entries)
+            self.ids[key] = found
+            self.entries.append((self.type_names[type_index], mask))
+        return found
+
+    def ids_for(self, type_index: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Symbol ids for whole columns of type indexes and masks (vectorized)."""
+        if len(type_index) == 0:
+            return np.zeros(0, dtype=np.int64)
+        pairs = np.stack([type_index.astype(np.uint64), masks.astype(np.uint64)], axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        local = np.array([self.symbol(int(t), int(m)) for t, m in unique], dtype=np.int64)
+        return local[inverse.reshape(-1)]
+
+
+class DetAutomaton:
+    """The I/O-determinization of a machine, built on demand."""
+
+    def __init__(self, machine: automata.Machine, symbols: SymbolTable) -> None:
+        self.machine = machine
+        self.symbols = symbols
+        self._transitions: dict = {}
+        self._final: dict = {}
+        self.subsets: list[frozenset] = []
+        self.ids: dict[frozenset, int] = {}
+        self.final: list[bool] = []
+        self.cache: dict[tuple[int, int], tuple] = {}
+        self._labels: dict[frozenset, frozenset] = {}
+        self._irrelevant: dict[int, bool] = {}
+        self._reachable: list | None | bool = False  # False: not computed yet
+        self.initial = self.intern(frozenset(machine.initial()))
+
+    def transitions_of(self, state) -> tuple:
+        found = self._transitions.get(state)
+        if found is None:
+            found = self.machine.transitions(state)
+            self._transitions[state] = found
+        return found
+
+    def is_final_state(self, state) -> bool:
+        found = self._final.get(state)
+        if found is None:
+            found = self.machine.final(state)
+            self._final[state] = found
+        return found
+
+    def intern(self, subset: frozenset) -> int:
+        found = self.ids.get(subset)
+        if found is None:
+            found = len(self.subsets)
+            self.ids[subset] = found
+            self.subsets.append(subset)
+            self.final.append(any(self.is_final_state(s) for s in subset))
+        return found
+
+    def step(self, det_state: int, symbol: int) -> tuple:
+        """Transitions of a determinized state on a symbol: ((labels or None, target), ...)."""
+        key = (det_state, symbol)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        type_name, mask = self.symbols.entries[symbol]
+        buckets: dict[frozenset, set] = {}
+        for state in self.subsets[det_state]:
+            for guard, labels, target in self.transitions_of(state):
+                if guards.holds(guard, type_name, mask):
+                    buckets.setdefault(labels, set()).add(target)
+        out = []
+        for labels, targets in buckets.items():
+            interned = self._labels.setdefault(labels, labels) if labels else None
+            out.append((interned, self.intern(frozenset(targets))))
+        # Reporting transitions first: the evaluator builds their nodes before unions.
+        out.sort(key=lambda item: item[0] is None)
+        found = tuple(out)
+        self.cache[key] = found
+        return found
+
+    def reachable(self) -> list | None:
+        if self._reachable is False:
+            self._reachable = automata.reachable_states(self.machine, MAX_RELEVANCE_STATES)
+        return self._reachable  # type: ignore[return-value]
+
+    def irrelevant(self, symbol: int) -> bool:
+        """Whether every reachable state just skips events with this symbol (nothing changes)."""
+        found = self._irrelevant.get(symbol)
+        if found is not None:
+            return found
+        states = self.reachable()
+        result = states is not None
+        if result:
+            type_name, mask = self.symbols.entries[symbol]
+            for state in states:
+                enabled = {
+                    (labels, target)
+                    for guard, labels, target in self.transitions_of(state)
+                    if guards.holds(guard, type_name, mask)
+                }
+                if enabled != {(automata.EMPTY_LABELS, state)}:
+                    result = False
+                    break
+        self._irrelevant[symbol] = result
+        return result

@@ -1,0 +1,1 @@
+"""Evaluation: input batches, the tECS, and the streaming evaluator."""

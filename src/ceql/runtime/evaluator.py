@@ -1,0 +1,393 @@
+"""The streaming evaluator: constant work per relevant event, lazy enumeration of matches.
+
+Per batch of events, predicates are evaluated column-wise into one symbol per event; events
+whose symbol only makes every reachable state skip are dropped before the Python loop. For each
+remaining event the evaluator moves every active determinized state along its cached transitions,
+building tECS nodes (runtime/nodes.py); when a final state is reached, the complex events of its
+node are enumerated (lazily, with output-linear delay), filtered by cross-event conditions,
+selected by the strategy, projected and limited.
+
+State is plain data (dicts of ints to tuples), one map per PARTITION BY key, created on demand
+and dropped when it holds no live run. With a window over a non-decreasing measure, structure
+that can no longer contribute is periodically pruned, so memory is bounded by the window.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ceql.compile.strategies import strict_rewritable
+from ceql.errors import EventError, UnsupportedQueryError
+from ceql.match import Match
+from ceql.runtime import nodes
+from ceql.runtime.batches import iter_tables
+from ceql.runtime.crossconditions import compile_condition
+from ceql.runtime.plan import Plan
+
+BOTTOM = nodes.BOTTOM
+_output = nodes.output
+_union = nodes.union
+COMPACT_MIN = 50_000  # nodes created before the first pruning pass
+
+
+class Evaluator:
+    """Incremental evaluation of one query: ``push(event)``, ``push_batch(batch)``, ``process``."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.position = 0  # number of events seen
+        self.partitions: dict[Any, dict[int, tuple]] = {}
+        self.local_counts: dict[Any, int] = {}  # events seen per partition (sub-stream indexes)
+        self.last_time: float | None = None
+        self.created = 0
+        self.compact_at = COMPACT_MIN
+        self.matches_reported = 0
+        det = plan.det
+        self._init = det.initial
+        self._cross = [
+            compile_condition(c, {a: i for i, a in enumerate(plan.cross_attributes)})
+            for c in plan.compiled.cross
+        ]
+        self._strict_filter = plan.strategy == "STRICT" and not strict_rewritable(plan.checked.query.formula)
+        self._needs_local = self._strict_filter
+        self._needs_data = bool(self._cross) or self._needs_local
+        self._projection_cache: dict[frozenset, tuple[bool, tuple[str, ...]]] = {}
+        self._irrelevant = np.zeros(0, dtype=bool)
+        self._type_index = {name: i for i, name in enumerate(plan.type_names)}
+        self._type_array = pa.array(plan.type_names, pa.string())
+        if plan.strategy not in ("ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX"):
+            raise UnsupportedQueryError(f"selection strategy {plan.strategy} is not supported yet")
+
+    # ------------------------------------------------------------------ public API
+
+    def push(self, event: dict) -> list[Match]:
+        """Process one event (a dict with ``event_type``); return the matches it triggers."""
+        return list(self.process([event]))
+
+    def push_batch(self, batch: Any) -> list[Match]:
+        """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
+        return list(self.process(batch))
+
+    def process(self, events: Any) -> Iterator[Match]:
+        """Process events lazily: matches are produced as the iterator is consumed. Consume it
+        fully before pushing more events."""
+        for table in iter_tables(events, self.plan.builder):
+            yield from self._process_table(table)
+
+    def live_nodes(self) -> int:
+        """The number of tECS nodes reachable from the live state (a memory measure)."""
+        roots = [node for active in self.partitions.values() for node in active.values()]
+        return nodes.count_nodes(roots)
+
+    # ------------------------------------------------------------------ per batch
+
+    def _symbols(self, table: pa.Table) -> np.ndarray:
+        plan = self.plan
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
+        masks = np.zeros(table.num_rows, dtype=np.uint64)
+        if len(plan.compiled.predicates) > 64:
+            raise UnsupportedQueryError("a query may use at most 64 distinct predicates")
+        for bit, values in enumerate(plan.compiled.predicates.evaluate(table)):
+            masks |= values.astype(np.uint64) << np.uint64(bit)
+        symbols = plan.symbols.ids_for(types, masks)
+        if len(plan.symbols.entries) > len(self._irrelevant):
+            extra = [plan.det.irrelevant(s) for s in range(len(self._irrelevant), len(plan.symbols.entries))]
+            self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
+        return symbols
+
+    def _measures(self, table: pa.Table, base: int) -> np.ndarray | None:
+        plan = self.plan
+        if plan.window_kind is None:
+            return None
+        if plan.window_kind == "events":
+            return np.arange(base, base + table.num_rows, dtype=np.float64)
+        names = set(plan.time_attributes.values())
+        if len(names) == 1:
+            column = table.column(names.pop())
+        else:
+            types = table.column("event_type")
+            column = pa.nulls(table.num_rows, pa.float64())
+            for type_name, attribute in plan.time_attributes.items():
+                mask = pc.equal(types, type_name)
+                column = pc.if_else(mask, pc.cast(table.column(attribute), pa.float64()), column)
+        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+        return values
+
+    def _check_order(self, table: pa.Table, measures: np.ndarray, base: int) -> None:
+        """Time windows need events in non-decreasing primary_time order."""
+        used = np.isin(
+            table.column("event_type").to_numpy(zero_copy_only=False), list(self.plan.time_attributes)
+        )
+        values = measures[used]
+        rows = np.nonzero(used)[0]
+        missing = np.isnan(values)
+        if missing.any():
+            row = int(rows[np.argmax(missing)])
+            raise EventError("missing time value (the query's window needs it)", base + row)
+        if len(values) == 0:
+            return
+        previous = np.concatenate([[self.last_time if self.last_time is not None else -np.inf], values[:-1]])
+        bad = values < previous
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise EventError(
+                f"out of order: time {values[k]:.0f} after {previous[k]:.0f} (a time window needs events in "
+                "time order; sort the input or declare CREATE QUARANTINE to reorder late events)",
+                base + int(rows[k]),
+            )
+        self.last_time = float(values[-1])
+
+    def _partition_keys(self, table: pa.Table, rows: np.ndarray) -> list:
+        plan = self.plan
+        types = table.column("event_type").take(pa.array(rows)).to_pylist()
+        groups: dict[tuple[str, ...], list] = {}
+        for group in plan.partition_groups:
+            groups[group] = [table.column(a).take(pa.array(rows)).to_pylist() for a in group]
+        keys = []
+        for k, type_name in enumerate(types):
+            group = plan.partition_types.get(type_name)
+            if group is None:
+                keys.append(None)
+                continue
+            key = tuple(column[k] for column in groups[group])
+            keys.append(None if any(v is None for v in key) else key)
+        return keys
+
+    def _row_data(self, table: pa.Table, rows: np.ndarray) -> list | None:
+        if not self.plan.cross_attributes:
+            return None
+        columns = [table.column(a).take(pa.array(rows)).to_pylist() for a in self.plan.cross_attributes]
+        return list(zip(*columns)) if columns else None
+
+    def _process_table(self, table: pa.Table) -> Iterator[Match]:
+        plan = self.plan
+        n = table.num_rows
+        base = self.position
+        symbols = self._symbols(table)
+        measures = self._measures(table, base)
+        if plan.ordered_time and measures is not None:
+            self._check_order(table, measures, base)
+        if self._needs_local:
+            relevant = np.arange(n)  # sub-stream indexes count every event
+        else:
+            relevant = np.nonzero(~self._irrelevant[symbols])[0]
+        partitioned = bool(plan.partition_groups)
+        keys = self._partition_keys(table, relevant) if partitioned else None
+        row_data = self._row_data(table, relevant)
+        symbol_list = symbols[relevant].tolist()
+        measure_list = measures[relevant].tolist() if measures is not None else None
+        positions = (relevant + base).tolist()
+        self.position = base + n
+        for k, pos in enumerate(positions):
+            key = keys[k] if partitioned else None
+            if partitioned and key is None:
+                continue
+            m = measure_list[k] if measure_list is not None else pos
+            data = row_data[k] if row_data is not None else None
+            yield from self._step(key, symbol_list[k], pos, m, data)
+        if self.created > self.compact_at:
+            self._compact()
+
+    # ------------------------------------------------------------------ per event
+
+    def _step(self, key: Any, symbol: int, pos: int, m: float, data: Any) -> Iterator[Match]:
+        plan = self.plan
+        det = plan.det
+        cache = det.cache
+        final = det.final
+        active = self.partitions.get(key)
+        if active is None:
+            active = {self._init: BOTTOM}
+        if self._needs_local:
+            local = self.local_counts.get(key, 0)
+            self.local_counts[key] = local + 1
+            data = (local, data)
+        window = plan.window
+        limit = m - window if (window is not None and plan.monotone) else None
+        new: dict[int, tuple] = {}
+        created = 0
+        for state, node in active.items():
+            moves = cache.get((state, symbol))
+            if moves is None:
+                moves = det.step(state, symbol)
+            for labels, target in moves:
+                if labels is not None:
+                    if limit is not None and not node[1] and node[0] <= limit:
+                        continue  # every complex event through here would exceed the window
+                    target_node = _output(pos, labels, node, m, data)
+                    created += 1
+                else:
+                    target_node = node
+                previous = new.get(target)
+                if previous is None:
+                    new[target] = target_node
+                else:
+                    new[target] = _union(previous, target_node)
+                    created += 1
+        self.created += created
+        finals = [node for state, node in new.items() if final[state]]
+        if finals:
+            produced = False
+            for match in self._matches(finals, pos, key):
+                produced = True
+                yield match
+            if produced and plan.consume != "NONE":
+                # Every partial match is dropped; runs that reported nothing yet survive.
+                new = {state: BOTTOM for state, node in new.items() if node[1]}
+        if key is not None or plan.partition_groups:
+            if len(new) == 1 and new.get(self._init) is BOTTOM:
+                self.partitions.pop(key, None)
+                self.local_counts.pop(key, None)
+            else:
+                self.partitions[key] = new
+        else:
+            self.partitions[key] = new
+
+    # ------------------------------------------------------------------ outputs
+
+    def _paths(self, finals: list[tuple]) -> Iterator[tuple | None]:
+        window = self.plan.window
+        for root in finals:
+            yield from nodes.enumerate_paths(root, window)
+
+    def _matches(self, finals: list[tuple], trigger: int, key: Any) -> Iterator[Match]:
+        plan = self.plan
+        paths: Iterable = self._paths(finals)
+        if self._cross:
+            paths = (p for p in paths if self._cross_ok(p))
+        if self._strict_filter:
+            paths = (p for p in paths if _is_interval(p))
+        strategy = plan.strategy
+        if strategy == "ANY":
+            paths = itertools.islice(paths, 1)
+        elif strategy in ("NEXT", "LAST", "MAX"):
+            paths = _select(list(paths), strategy)
+        projection = plan.projection
+        dedupe = projection is not None and projection.kind != "star"
+        seen: set | None = set() if dedupe else None
+        limit = plan.limit
+        count = 0
+        partition = key if plan.partition_groups else None
+        for path in paths:
+            match = self._match(path, trigger, partition)
+            if seen is not None:
+                identity = (match.positions, tuple(sorted(match.labels.items())))
+                if identity in seen:
+                    continue
+                seen.add(identity)
+            yield match
+            count += 1
+            if limit is not None and count >= limit:
+                break
+        self.matches_reported += count
+
+    def _projection(self, labels: frozenset) -> tuple[bool, tuple[str, ...]]:
+        found = self._projection_cache.get(labels)
+        if found is None:
+            projection = self.plan.projection
+            as_labels = self.plan.as_labels
+            if projection is None or projection.kind == "star":
+                found = (True, tuple(sorted(labels & as_labels)))
+            elif projection.kind == "none":
+                found = (False, ())
+            else:
+                kept = {item.label for item in projection.items}
+                found = (bool(labels & kept), tuple(sorted(labels & kept & as_labels)))
+            self._projection_cache[labels] = found
+        return found
+
+    def _match(self, path: tuple | None, trigger: int, partition: Any) -> Match:
+        positions = []
+        labels: dict[str, list[int]] = {}
+        projection = self._projection
+        while path is not None:
+            pos, event_labels, _, path = path
+            keep, as_labels = projection(event_labels)
+            if keep:
+                positions.append(pos)
+            for label in as_labels:
+                found = labels.get(label)
+                if found is None:
+                    labels[label] = [pos]
+                else:
+                    found.append(pos)
+        return Match(trigger, tuple(positions), {k: tuple(v) for k, v in labels.items()}, partition)
+
+    def _cross_ok(self, path: tuple | None) -> bool:
+        events = []
+        local = self._needs_local
+        while path is not None:
+            _, labels, data, path = path
+            events.append((labels, data[1] if local else data))
+        return all(check(events) for check in self._cross)
+
+    # ------------------------------------------------------------------ memory
+
+    def _compact(self) -> None:
+        """Drop structure that no future complex event can use (window over a monotone measure)."""
+        plan = self.plan
+        if plan.window is None or not plan.monotone:
+            self.compact_at = self.created + max(COMPACT_MIN, self.created)
+            return
+        if plan.window_kind == "events":
+            now = float(self.position - 1)
+        else:
+            now = self.last_time if self.last_time is not None else -np.inf
+        limit = now - plan.window
+        for key in list(self.partitions):
+            active = self.partitions[key]
+            states = list(active)
+            pruned = nodes.prune([active[s] for s in states], limit)
+            kept = {s: node for s, node in zip(states, pruned) if node is not None}
+            if self._init not in kept and not kept:
+                kept = {self._init: BOTTOM}
+            if plan.partition_groups and len(kept) == 1 and kept.get(self._init) is BOTTOM:
+                del self.partitions[key]
+                self.local_counts.pop(key, None)
+            else:
+                self.partitions[key] = kept
+        live = self.live_nodes()
+        self.created = 0
+        self.compact_at = max(COMPACT_MIN, 2 * live)
+
+
+def _support(path: tuple | None) -> list[int]:
+    out = []
+    while path is not None:
+        out.append(path[0])
+        path = path[3]
+    return out
+
+
+def _is_interval(path: tuple | None) -> bool:
+    """Whether the CE's positions are consecutive in its (sub-)stream (local indexes)."""
+    local = []
+    while path is not None:
+        local.append(path[2][0])
+        path = path[3]
+    return not local or local[-1] - local[0] + 1 == len(local)
+
+
+def _select(paths: list, strategy: str) -> list:
+    """NEXT / LAST / MAX among the complex events of one trigger (by their supports)."""
+    if not paths:
+        return paths
+    supports = [frozenset(_support(p)) for p in paths]
+    if strategy == "MAX":
+        distinct = set(supports)
+        return [p for p, s in zip(paths, supports) if not any(s < other for other in distinct)]
+    best = supports[0]
+    for support in supports[1:]:
+        if support != best:
+            diff = support ^ best
+            pivot = min(diff) if strategy == "NEXT" else max(diff)
+            if pivot in support:
+                best = support
+    return [p for p, s in zip(paths, supports) if s == best]

@@ -1,0 +1,190 @@
+"""The timed enumerable compact set (tECS): the shared structure of all partial matches.
+
+Nodes are immutable tuples, so a structure handed to an enumeration stays valid whatever the
+evaluator does next. Each node represents a set of complex events (CEs):
+
+  BOTTOM                          the set holding only the empty CE
+  output (mf, he, minf, pos, labels, child, m, data)
+                                  every CE of ``child`` plus the event at ``pos`` reported under
+                                  ``labels``; ``m`` is that event's window measure and ``data``
+                                  what later checks need of it (attribute values, local index)
+  union  (mf, he, minf, a, b)     the CEs of a and of b (disjoint by I/O-determinism)
+
+``mf``/``minf`` are the largest/smallest window measure of the *first* event over the node's
+non-empty CEs (-inf/+inf if none) and ``he`` tells whether the empty CE is in the set. They let
+the enumeration skip, in constant time, every sub-structure whose CEs all fall out of the window,
+so the delay between two outputs stays proportional to the output (no wasted descents).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+NEG_INF = -math.inf
+POS_INF = math.inf
+BOTTOM = (NEG_INF, True, POS_INF)
+
+
+def output(pos: int, labels: frozenset, child: tuple, m: float, data=None) -> tuple:
+    """A node for the CEs of ``child`` extended with the event at ``pos``."""
+    if child[1]:
+        mf = child[0] if child[0] > m else m
+        minf = child[2] if child[2] < m else m
+    else:
+        mf, minf = child[0], child[2]
+    return (mf, False, minf, pos, labels, child, m, data)
+
+
+def union(a: tuple, b: tuple) -> tuple:
+    """A node for the CEs of a and b."""
+    return (
+        a[0] if a[0] > b[0] else b[0],
+        a[1] or b[1],
+        a[2] if a[2] < b[2] else b[2],
+        a,
+        b,
+    )
+
+
+def has_empty(node: tuple) -> bool:
+    return node[1]
+
+
+def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]:
+    """Every CE of ``root`` within the window, as a linked list ``(pos, labels, data, rest)`` in
+    increasing position order (None for the empty CE). Explicit stack, no recursion.
+
+    A CE is within the window when ``m(last) - m(first) < window``; its last event is the first
+    output node met from the root, which fixes the limit for everything below it.
+    """
+    stack: list[tuple] = [(root, None, None, True)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node, path, limit, empty_ok = pop()
+        while True:
+            size = len(node)
+            if size == 3:  # BOTTOM
+                if empty_ok:
+                    yield path
+                break
+            if size == 5:  # union
+                a, b = node[3], node[4]
+                if limit is None:
+                    push((b, path, None, empty_ok))
+                    node = a
+                    continue
+                a_ok = a[0] > limit or (a[1] and empty_ok)
+                if b[0] > limit or (b[1] and empty_ok):
+                    if a_ok:
+                        push((b, path, limit, empty_ok))
+                        node = a
+                        continue
+                    node = b
+                    continue
+                if a_ok:
+                    node = a
+                    continue
+                break
+            # output
+            pos, m, child = node[3], node[6], node[5]
+            if limit is None and window is not None:
+                limit = m - window  # this is the CE's last event
+            if limit is not None:
+                empty_ok = m > limit
+                if not (child[0] > limit or (child[1] and empty_ok)):
+                    break
+            path = (pos, node[4], node[7], path)
+            node = child
+
+
+def prune(roots: list[tuple], limit: float) -> list[tuple | None]:
+    """Copies of ``roots`` without the CEs whose first event has measure <= ``limit`` (the empty
+    CE is kept). Shared sub-structures stay shared; untouched ones are not copied. Iterative,
+    memoised per (node, empty allowed), so the cost is proportional to the pruned boundary."""
+    memo: dict[tuple[int, bool], tuple | None] = {}
+    keep_alive: list[tuple] = []  # nodes whose id() is a memo key must stay alive
+
+    def settled(node: tuple, empty_ok: bool) -> tuple | None | bool:
+        """The result if known without looking at children, else False."""
+        if len(node) == 3:
+            return node if empty_ok else None
+        if node[0] <= limit and not (node[1] and empty_ok):
+            return None
+        if node[2] > limit and (empty_ok or not node[1]):
+            return node  # everything inside survives
+        return memo.get((id(node), empty_ok), False)
+
+    results: list[tuple | None] = []
+    for root in roots:
+        top = settled(root, True)
+        if top is not False:
+            results.append(top)  # type: ignore[arg-type]
+            continue
+        # Post-order over (node, empty_ok) pairs.
+        work: list[tuple[tuple, bool, bool]] = [(root, True, False)]
+        while work:
+            node, empty_ok, expanded = work.pop()
+            key = (id(node), empty_ok)
+            if key in memo:
+                continue
+            if len(node) == 5:
+                a, b = node[3], node[4]
+                ra, rb = settled(a, empty_ok), settled(b, empty_ok)
+                if not expanded and (ra is False or rb is False):
+                    work.append((node, empty_ok, True))
+                    if ra is False:
+                        work.append((a, empty_ok, False))
+                    if rb is False:
+                        work.append((b, empty_ok, False))
+                    continue
+                if ra is False:
+                    ra = memo[(id(a), empty_ok)]
+                if rb is False:
+                    rb = memo[(id(b), empty_ok)]
+                if ra is None:
+                    result = rb
+                elif rb is None:
+                    result = ra
+                elif ra is a and rb is b:
+                    result = node
+                else:
+                    result = union(ra, rb)
+            else:
+                child = node[5]
+                child_ok = node[6] > limit
+                rc = settled(child, child_ok)
+                if rc is False:
+                    if not expanded:
+                        work.append((node, empty_ok, True))
+                        work.append((child, child_ok, False))
+                        continue
+                    rc = memo[(id(child), child_ok)]
+                if rc is None:
+                    result = None
+                elif rc is child:
+                    result = node
+                else:
+                    result = output(node[3], node[4], rc, node[6], node[7])
+            memo[key] = result
+            keep_alive.append(node)
+        results.append(memo[(id(root), True)])
+    return results
+
+
+def count_nodes(roots: list[tuple]) -> int:
+    """The number of distinct nodes reachable from ``roots`` (for memory accounting)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if len(node) == 3 or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if len(node) == 5:
+            stack.append(node[3])
+            stack.append(node[4])
+        else:
+            stack.append(node[5])
+    return len(seen)
