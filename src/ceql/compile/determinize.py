@@ -56,6 +56,8 @@ class DetAutomaton:
         self.cache: dict[tuple[int, int], tuple] = {}
         self._labels: dict[frozenset, frozenset] = {}
         self._irrelevant: dict[int, bool] = {}
+        self._state_moves: dict[tuple, bool] = {}
+        self._touching: dict[int, list] = {}
         self._reachable: list | None | bool = False  # False: not computed yet
         self.initial = self.intern(frozenset(machine.initial()))
 
@@ -72,6 +74,10 @@ class DetAutomaton:
             found = self.machine.final(state)
             self._final[state] = found
         return found
+
+    def is_dead(self, state) -> bool:
+        """A state that is not final and has no transitions: runs there can never report."""
+        return not self.is_final_state(state) and not self.transitions_of(state)
 
     def intern(self, subset: frozenset) -> int:
         found = self.ids.get(subset)
@@ -92,7 +98,7 @@ class DetAutomaton:
         buckets: dict[frozenset, set] = {}
         for state in self.subsets[det_state]:
             for guard, labels, target in self.transitions_of(state):
-                if guards.holds(guard, type_name, mask):
+                if guards.holds(guard, type_name, mask) and not self.is_dead(target):
                     buckets.setdefault(labels, set()).add(target)
         out = []
         for labels, targets in buckets.items():
@@ -104,13 +110,46 @@ class DetAutomaton:
         self.cache[key] = found
         return found
 
+    def _moves(self, state, symbol: int) -> bool:
+        """Whether a machine state does anything but skip on this symbol (a state without
+        transitions counts as moving: its runs end)."""
+        key = (state, symbol)
+        found = self._state_moves.get(key)
+        if found is None:
+            type_name, mask = self.symbols.entries[symbol]
+            transitions = self.transitions_of(state)
+            enabled = {
+                (labels, target)
+                for guard, labels, target in transitions
+                if guards.holds(guard, type_name, mask) and not self.is_dead(target)
+            }
+            found = not transitions or enabled != {(automata.EMPTY_LABELS, state)}
+            self._state_moves[key] = found
+        return found
+
+    def touching(self, symbol: int) -> set[int]:
+        """The determinized states that this symbol changes (all others just skip it)."""
+        entry = self._touching.get(symbol)
+        if entry is None:
+            entry = [0, set()]
+            self._touching[symbol] = entry
+        count = len(self.subsets)
+        if entry[0] < count:
+            for det_state in range(entry[0], count):
+                if any(self._moves(state, symbol) for state in self.subsets[det_state]):
+                    entry[1].add(det_state)
+            entry[0] = count
+        return entry[1]
+
     def reachable(self) -> list | None:
         if self._reachable is False:
             self._reachable = automata.reachable_states(self.machine, MAX_RELEVANCE_STATES)
         return self._reachable  # type: ignore[return-value]
 
     def irrelevant(self, symbol: int) -> bool:
-        """Whether every reachable state just skips events with this symbol (nothing changes)."""
+        """Whether every reachable state just skips events with this symbol, so that processing
+        the event changes nothing that can matter later (states without transitions, such as a
+        reached final state, are ignored: their runs end at the next event either way)."""
         found = self._irrelevant.get(symbol)
         if found is not None:
             return found
@@ -119,10 +158,12 @@ class DetAutomaton:
         if result:
             type_name, mask = self.symbols.entries[symbol]
             for state in states:
+                if not self.transitions_of(state):
+                    continue  # runs there influence nothing after this event either way
                 enabled = {
                     (labels, target)
                     for guard, labels, target in self.transitions_of(state)
-                    if guards.holds(guard, type_name, mask)
+                    if guards.holds(guard, type_name, mask) and not self.is_dead(target)
                 }
                 if enabled != {(automata.EMPTY_LABELS, state)}:
                     result = False

@@ -45,6 +45,10 @@ class Evaluator:
         self.partitions: dict[Any, dict[int, tuple]] = {}
         self.local_counts: dict[Any, int] = {}  # events seen per partition (sub-stream indexes)
         self.last_time: float | None = None
+        # CONSUME BY ANY across partitions: the last position that produced output, and per
+        # partition the value it had when that partition was last brought up to date.
+        self.consumed_at = -1
+        self.partition_consumed: dict[Any, int] = {}
         self.created = 0
         self.compact_at = COMPACT_MIN
         self.matches_reported = 0
@@ -205,15 +209,28 @@ class Evaluator:
         active = self.partitions.get(key)
         if active is None:
             active = {self._init: BOTTOM}
+        elif plan.partition_groups and self.partition_consumed.get(key, -1) < self.consumed_at:
+            # Another partition produced output since: drop this one's partial matches too.
+            active = {state: BOTTOM for state, node in active.items() if node[1]}
         if self._needs_local:
             local = self.local_counts.get(key, 0)
             self.local_counts[key] = local + 1
             data = (local, data)
         window = plan.window
         limit = m - window if (window is not None and plan.monotone) else None
-        new: dict[int, tuple] = {}
+        # States the symbol does not change keep their nodes as they are (a C-level copy);
+        # only the touched ones are moved along their transitions.
+        touched = det.touching(symbol)
+        if len(touched) < len(active):
+            moving = [(state, active[state]) for state in touched if state in active]
+        else:
+            moving = [(state, node) for state, node in active.items() if state in touched]
+        new = dict(active)
+        for state, _ in moving:
+            del new[state]
+        entered = []
         created = 0
-        for state, node in active.items():
+        for state, node in moving:
             moves = cache.get((state, symbol))
             if moves is None:
                 moves = det.step(state, symbol)
@@ -228,11 +245,12 @@ class Evaluator:
                 previous = new.get(target)
                 if previous is None:
                     new[target] = target_node
+                    entered.append(target)
                 else:
                     new[target] = _union(previous, target_node)
                     created += 1
         self.created += created
-        finals = [node for state, node in new.items() if final[state]]
+        finals = [new[state] for state in entered if final[state]]
         if finals:
             produced = False
             for match in self._matches(finals, pos, key):
@@ -241,12 +259,16 @@ class Evaluator:
             if produced and plan.consume != "NONE":
                 # Every partial match is dropped; runs that reported nothing yet survive.
                 new = {state: BOTTOM for state, node in new.items() if node[1]}
-        if key is not None or plan.partition_groups:
+                if plan.consume == "ANY":
+                    self.consumed_at = pos
+        if plan.partition_groups:
             if len(new) == 1 and new.get(self._init) is BOTTOM:
                 self.partitions.pop(key, None)
                 self.local_counts.pop(key, None)
+                self.partition_consumed.pop(key, None)
             else:
                 self.partitions[key] = new
+                self.partition_consumed[key] = self.consumed_at
         else:
             self.partitions[key] = new
 
@@ -351,6 +373,7 @@ class Evaluator:
             if plan.partition_groups and len(kept) == 1 and kept.get(self._init) is BOTTOM:
                 del self.partitions[key]
                 self.local_counts.pop(key, None)
+                self.partition_consumed.pop(key, None)
             else:
                 self.partitions[key] = kept
         live = self.live_nodes()

@@ -1,0 +1,116 @@
+"""Describe how a query is evaluated: normalised formula, predicates, plan and automaton."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ceql.compile import guards
+from ceql.compile.strategies import rewrite_strict, strict_rewritable
+from ceql.lang.printer import print_cond, print_formula, print_query
+
+if TYPE_CHECKING:
+    from ceql.api import Query
+
+MAX_STATES = 300
+
+
+def automaton_graph(query: Query) -> tuple[list, list, set, set]:
+    """The reachable states (numbered in discovery order) and transitions of the automaton:
+    (states, edges (source, guard text, labels, target), initial, final)."""
+    machine = query.plan.compiled.machine
+    texts = query.plan.compiled.predicates.texts
+    number: dict = {}
+    order: list = []
+    for state in machine.initial():
+        number.setdefault(state, len(number))
+        order.append(state)
+    edges = []
+    index = 0
+    while index < len(order) and len(order) <= MAX_STATES:
+        state = order[index]
+        index += 1
+        for guard, labels, target in machine.transitions(state):
+            if not machine.final(target) and not machine.transitions(target):
+                continue  # a dead end (e.g. the end of a sub-formula that continues elsewhere)
+            if target not in number:
+                number[target] = len(number)
+                order.append(target)
+            visible = sorted(label for label in labels if not label.startswith("\x00"))
+            edges.append((number[state], guards.describe(guard, texts), visible, number[target]))
+    initial = {number[s] for s in machine.initial()}
+    final = {number[s] for s in order if machine.final(s)}
+    return list(range(len(order))), edges, initial, final
+
+
+def explain(query: Query, dot: bool = False) -> str:
+    """Text (default) or Graphviz DOT description of a compiled query."""
+    states, edges, initial, final = automaton_graph(query)
+    if dot:
+        return _dot(states, edges, initial, final)
+    plan = query.plan
+    checked = query.checked
+    formula = checked.query.formula
+    lines = ["query:", _indent(print_query(checked.query)), ""]
+    if plan.strategy == "STRICT":
+        if strict_rewritable(formula):
+            lines += ["normalised formula (STRICT compiled into contiguous operators):",
+                      _indent(print_formula(rewrite_strict(formula))), ""]
+        else:
+            lines += ["STRICT: checked on each complex event (the formula uses NOT or ALL)", ""]
+    else:
+        lines += ["formula:", _indent(print_formula(formula)), ""]
+    lines.append("predicates (evaluated column-wise, one bit each):")
+    for pid, text in enumerate(plan.compiled.predicates.texts):
+        lines.append(f"  p{pid}: {text}")
+    if not plan.compiled.predicates.texts:
+        lines.append("  (none)")
+    if plan.compiled.cross:
+        lines.append("cross-event conditions (checked on enumerated complex events):")
+        for condition in plan.compiled.cross:
+            lines.append(f"  {print_cond(condition.compare)}")
+    lines.append("")
+    lines.append("plan:")
+    within = checked.query.within
+    if within is None:
+        lines.append("  window: none (partial matches are kept for the whole stream)")
+    else:
+        how = "expired partial matches are pruned" if plan.monotone else "exact, not pruned"
+        lines.append(f"  window: {within.kind} {within.value}" + (f" [{within.attribute}]" if within.attribute else "")
+                     + f"; {how}")
+    if plan.partition_groups:
+        groups = ", ".join("[" + ", ".join(g) + "]" for g in plan.partition_groups)
+        lines.append(f"  partition by {groups}: one evaluator state per key, created on demand, "
+                     "dropped when it holds no live run")
+    lines.append(f"  selection strategy: {plan.strategy}; consume by: {plan.consume}"
+                 + (f"; limit {plan.limit} per trigger" if plan.limit else ""))
+    for note in plan.notes:
+        lines.append(f"  note: {note}")
+    lines.append("")
+    lines.append(f"automaton: {len(states)} states, {len(edges)} transitions "
+                 "(determinized lazily at run time)")
+    for source, guard, labels, target in edges:
+        mark = "{" + ", ".join(labels) + "}" if labels else "-"
+        lines.append(f"  q{source} --[{guard}] / {mark}--> q{target}")
+    lines.append(f"  initial: {', '.join(f'q{s}' for s in sorted(initial))}")
+    lines.append(f"  final: {', '.join(f'q{s}' for s in sorted(final))}")
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _dot(states, edges, initial, final) -> str:
+    out = ["digraph ceql {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];',
+           '  edge [fontname="Helvetica", fontsize=10];', '  start [shape=point];']
+    for state in states:
+        shape = "doublecircle" if state in final else "circle"
+        out.append(f'  q{state} [shape={shape}, label="q{state}"];')
+    for state in sorted(initial):
+        out.append(f"  start -> q{state};")
+    for source, guard, labels, target in edges:
+        mark = "{" + ", ".join(labels) + "}" if labels else "-"
+        label = f"{guard} / {mark}".replace("\\", "\\\\").replace('"', '\\"')
+        out.append(f'  q{source} -> q{target} [label="{label}"];')
+    out.append("}")
+    return "\n".join(out)
