@@ -53,8 +53,11 @@ def explain(query: Query, dot: bool = False) -> str:
     lines = ["query:", _indent(print_query(checked.query)), ""]
     if plan.strategy == "STRICT":
         if strict_rewritable(formula):
-            lines += ["normalised formula (STRICT compiled into contiguous operators):",
-                      _indent(print_formula(rewrite_strict(formula))), ""]
+            lines += [
+                "normalised formula (STRICT compiled into contiguous operators):",
+                _indent(print_formula(rewrite_strict(formula))),
+                "",
+            ]
         else:
             lines += ["STRICT: checked on each complex event (the formula uses NOT or ALL)", ""]
     else:
@@ -75,19 +78,27 @@ def explain(query: Query, dot: bool = False) -> str:
         lines.append("  window: none (partial matches are kept for the whole stream)")
     else:
         how = "expired partial matches are pruned" if plan.monotone else "exact, not pruned"
-        lines.append(f"  window: {within.kind} {within.value}" + (f" [{within.attribute}]" if within.attribute else "")
-                     + f"; {how}")
+        lines.append(
+            f"  window: {within.kind} {within.value}"
+            + (f" [{within.attribute}]" if within.attribute else "")
+            + f"; {how}"
+        )
     if plan.partition_groups:
         groups = ", ".join("[" + ", ".join(g) + "]" for g in plan.partition_groups)
-        lines.append(f"  partition by {groups}: one evaluator state per key, created on demand, "
-                     "dropped when it holds no live run")
-    lines.append(f"  selection strategy: {plan.strategy}; consume by: {plan.consume}"
-                 + (f"; limit {plan.limit} per trigger" if plan.limit else ""))
+        lines.append(
+            f"  partition by {groups}: one evaluator state per key, created on demand, "
+            "dropped when it holds no live run"
+        )
+    lines.append(
+        f"  selection strategy: {plan.strategy}; consume by: {plan.consume}"
+        + (f"; limit {plan.limit} per trigger" if plan.limit else "")
+    )
     for note in plan.notes:
         lines.append(f"  note: {note}")
     lines.append("")
-    lines.append(f"automaton: {len(states)} states, {len(edges)} transitions "
-                 "(determinized lazily at run time)")
+    lines.append(
+        f"automaton: {len(states)} states, {len(edges)} transitions (determinized lazily at run time)"
+    )
     for source, guard, labels, target in edges:
         mark = "{" + ", ".join(labels) + "}" if labels else "-"
         lines.append(f"  q{source} --[{guard}] / {mark}--> q{target}")
@@ -101,8 +112,13 @@ def _indent(text: str) -> str:
 
 
 def _dot(states, edges, initial, final) -> str:
-    out = ["digraph ceql {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];',
-           '  edge [fontname="Helvetica", fontsize=10];', '  start [shape=point];']
+    out = [
+        "digraph ceql {",
+        "  rankdir=LR;",
+        '  node [shape=circle, fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+        "  start [shape=point];",
+    ]
     for state in states:
         shape = "doublecircle" if state in final else "circle"
         out.append(f'  q{state} [shape={shape}, label="q{state}"];')

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import total_ordering
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@total_ordering
-@dataclass(frozen=True, eq=False)
-class Match:
-    """One reported complex event.
+class Match(NamedTuple):
+    """One reported complex event (an immutable value).
 
     Attributes:
         trigger: position of the event whose arrival reported this complex event.
@@ -21,29 +17,26 @@ class Match:
 
     trigger: int
     positions: tuple[int, ...]
-    labels: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
-    partition: tuple | None = field(default=None, compare=False, hash=False)
+    labels: dict[str, tuple[int, ...]] = {}
+    partition: tuple | None = None
 
-    # Equality and hashing include labels and partition; dicts are not hashable, so compare a
-    # canonical key instead of relying on the generated methods for those fields.
     def key(self) -> tuple[Any, ...]:
         """A hashable, totally ordered identity of the match."""
-        return (
-            self.trigger,
-            self.positions,
-            tuple(sorted(self.labels.items())),
-            _sortable(self.partition),
-        )
+        return (self.trigger, self.positions, tuple(sorted(self.labels.items())), _sortable(self.partition))
+
+    def __hash__(self) -> int:  # labels is a dict: hash a canonical form instead
+        return hash(self.key())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Match):
             return NotImplemented
         return self.key() == other.key()
 
-    def __hash__(self) -> int:
-        return hash(self.key())
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
 
-    def __lt__(self, other: Match) -> bool:
+    def __lt__(self, other: Match) -> bool:  # type: ignore[override]
         return self.key() < other.key()
 
     def to_dict(self) -> dict[str, Any]:

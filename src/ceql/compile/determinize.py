@@ -54,7 +54,9 @@ class DetAutomaton:
         self.ids: dict[frozenset, int] = {}
         self.final: list[bool] = []
         self.cache: dict[tuple[int, int], tuple] = {}
-        self._labels: dict[frozenset, frozenset] = {}
+        # Label sets as sorted tuples: tuples of strings are not tracked by the cycle collector,
+        # and neither, in the end, are the tECS nodes holding them (a large saving on big states).
+        self._labels: dict[frozenset, tuple] = {}
         self._irrelevant: dict[int, bool] = {}
         self._state_moves: dict[tuple, bool] = {}
         self._touching: dict[int, list] = {}
@@ -102,7 +104,7 @@ class DetAutomaton:
                     buckets.setdefault(labels, set()).add(target)
         out = []
         for labels, targets in buckets.items():
-            interned = self._labels.setdefault(labels, labels) if labels else None
+            interned = self._labels.setdefault(labels, tuple(sorted(labels))) if labels else None
             out.append((interned, self.intern(frozenset(targets))))
         # Reporting transitions first: the evaluator builds their nodes before unions.
         out.sort(key=lambda item: item[0] is None)

@@ -14,6 +14,7 @@ that can no longer contribute is periodically pruned, so memory is bounded by th
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -61,7 +62,7 @@ class Evaluator:
         self._strict_filter = plan.strategy == "STRICT" and not strict_rewritable(plan.checked.query.formula)
         self._needs_local = self._strict_filter
         self._needs_data = bool(self._cross) or self._needs_local
-        self._projection_cache: dict[frozenset, tuple[bool, tuple[str, ...]]] = {}
+        self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_index = {name: i for i, name in enumerate(plan.type_names)}
         self._type_array = pa.array(plan.type_names, pa.string())
@@ -189,13 +190,28 @@ class Evaluator:
         measure_list = measures[relevant].tolist() if measures is not None else None
         positions = (relevant + base).tolist()
         self.position = base + n
-        for k, pos in enumerate(positions):
-            key = keys[k] if partitioned else None
-            if partitioned and key is None:
-                continue
-            m = measure_list[k] if measure_list is not None else pos
-            data = row_data[k] if row_data is not None else None
-            yield from self._step(key, symbol_list[k], pos, m, data)
+        # The tECS is acyclic and freed by reference counting; the cycle collector would only
+        # rescan millions of live nodes. It stays off while the evaluator works and is restored
+        # whenever control goes back to the caller.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for k, pos in enumerate(positions):
+                key = keys[k] if partitioned else None
+                if partitioned and key is None:
+                    continue
+                m = measure_list[k] if measure_list is not None else pos
+                data = row_data[k] if row_data is not None else None
+                for match in self._step(key, symbol_list[k], pos, m, data):
+                    if collecting:
+                        gc.enable()
+                        yield match
+                        gc.disable()
+                    else:
+                        yield match
+        finally:
+            if collecting:
+                gc.enable()
         if self.created > self.compact_at:
             self._compact()
 
@@ -310,9 +326,11 @@ class Evaluator:
                 break
         self.matches_reported += count
 
-    def _projection(self, labels: frozenset) -> tuple[bool, tuple[str, ...]]:
+    def _projection(self, labels: tuple) -> tuple[bool, tuple[str, ...]]:
         found = self._projection_cache.get(labels)
         if found is None:
+            key = labels
+            labels = frozenset(labels)
             projection = self.plan.projection
             as_labels = self.plan.as_labels
             if projection is None or projection.kind == "star":
@@ -322,25 +340,30 @@ class Evaluator:
             else:
                 kept = {item.label for item in projection.items}
                 found = (bool(labels & kept), tuple(sorted(labels & kept & as_labels)))
-            self._projection_cache[labels] = found
+            self._projection_cache[key] = found
         return found
 
     def _match(self, path: tuple | None, trigger: int, partition: Any) -> Match:
         positions = []
         labels: dict[str, list[int]] = {}
-        projection = self._projection
+        cache = self._projection_cache
+        append = positions.append
         while path is not None:
             pos, event_labels, _, path = path
-            keep, as_labels = projection(event_labels)
-            if keep:
-                positions.append(pos)
-            for label in as_labels:
-                found = labels.get(label)
-                if found is None:
+            found = cache.get(event_labels)
+            if found is None:
+                found = self._projection(event_labels)
+            if found[0]:
+                append(pos)
+            for label in found[1]:
+                seen = labels.get(label)
+                if seen is None:
                     labels[label] = [pos]
                 else:
-                    found.append(pos)
-        return Match(trigger, tuple(positions), {k: tuple(v) for k, v in labels.items()}, partition)
+                    seen.append(pos)
+        for label, seen in labels.items():
+            labels[label] = tuple(seen)  # type: ignore[assignment]
+        return Match(trigger, tuple(positions), labels, partition)  # type: ignore[arg-type]
 
     def _cross_ok(self, path: tuple | None) -> bool:
         events = []
