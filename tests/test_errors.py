@@ -323,6 +323,16 @@ def test_syntax_errors_are_query_errors() -> None:
         "SELECT * WHERE A" + " FILTER A[v > 1]" * 5000,
         "SELECT * WHERE A FILTER A[v > " + " + ".join(["1"] * 5000) + "]",
     ],
+    ids=[
+        "parens",
+        "condition-parens",
+        "not-chain",
+        "minus-chain",
+        "postfix-chain",
+        "unless-chain",
+        "filter-chain",
+        "arith-chain",
+    ],
 )
 def test_deep_or_huge_queries_fail_cleanly(text: str) -> None:
     with pytest.raises(ceql.QuerySyntaxError) as caught:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ceql.compile import guards
 from ceql.compile.strategies import rewrite_strict, strict_rewritable
+from ceql.errors import UnsupportedQueryError
 from ceql.lang.printer import print_cond, print_formula, print_query
 
 if TYPE_CHECKING:
@@ -29,8 +30,13 @@ def automaton_graph(query: Query) -> tuple[list, list, set, set]:
     while index < len(order) and len(order) <= MAX_STATES:
         state = order[index]
         index += 1
-        for guard, labels, target in machine.transitions(state):
-            if not machine.final(target) and not machine.transitions(target):
+        try:
+            transitions = machine.moves(state)
+        except UnsupportedQueryError as exc:
+            edges.append((number[state], f"(not expanded: {exc.message})", [], number[state]))
+            continue
+        for guard, labels, target in transitions:
+            if not machine.final(target) and not _has_moves(machine, target):
                 continue  # a dead end (e.g. the end of a sub-formula that continues elsewhere)
             if target not in number:
                 number[target] = len(number)
@@ -40,6 +46,13 @@ def automaton_graph(query: Query) -> tuple[list, list, set, set]:
     initial = {number[s] for s in machine.initial()}
     final = {number[s] for s in order if machine.final(s)}
     return list(range(len(order))), edges, initial, final
+
+
+def _has_moves(machine, state) -> bool:
+    try:
+        return bool(machine.moves(state))
+    except UnsupportedQueryError:
+        return True
 
 
 def explain(query: Query, dot: bool = False) -> str:
@@ -70,7 +83,7 @@ def explain(query: Query, dot: bool = False) -> str:
     if plan.compiled.cross:
         lines.append("cross-event conditions (checked on enumerated complex events):")
         for condition in plan.compiled.cross:
-            lines.append(f"  {print_cond(condition.compare)}")
+            lines.append(f"  {print_cond(condition.cond)}")
     lines.append("")
     lines.append("plan:")
     within = checked.query.within

@@ -7,6 +7,11 @@ follow the SO-CEL paper (appendix C.1, with the errata fixes of the notes: the `
 on the dummy state, labelled first transitions after ``:``), plus products for AND and ALL and
 the corrected UNLESS construction, all epsilon-free.
 
+``moves(state, symbol)`` gives the transitions of a state: symbolically (``symbol`` None:
+guards as written, for ``explain`` and static analysis) or for one concrete event symbol
+``(type name, predicate mask)`` (only the transitions it enables, with TRUE guards). Both modes
+share one implementation per operator, so they cannot disagree.
+
 States are plain ints for the base constructions. Products (AND, ALL, UNLESS) use tuples whose
 first item is the product's tag; a machine owns the ints in ``[lo, hi)`` and the tuples tagged
 with them, so sub-machines never share states. Transitions are computed on demand (a machine
@@ -56,7 +61,7 @@ class Machine:
     def final(self, state: State) -> bool:
         raise NotImplementedError
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         raise NotImplementedError
 
     def kind(self) -> str:
@@ -79,10 +84,10 @@ class Atom(Machine):
     def final(self, state: State) -> bool:
         return state == self.end
 
-    def transitions(self, state: State) -> tuple:
-        if state == self.lo:
-            return ((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, self.labels, self.end))
-        return ()
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        if state != self.lo:
+            return ()
+        return _select(((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, self.labels, self.end)), symbol)
 
 
 class NotAtom(Machine):
@@ -100,10 +105,10 @@ class NotAtom(Machine):
     def final(self, state: State) -> bool:
         return state == self.end
 
-    def transitions(self, state: State) -> tuple:
-        if state == self.lo:
-            return ((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, EMPTY_LABELS, self.end))
-        return ()
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        if state != self.lo:
+            return ()
+        return _select(((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, EMPTY_LABELS, self.end)), symbol)
 
 
 class Wrapper(Machine):
@@ -127,10 +132,10 @@ class LabelWith(Wrapper):
         super().__init__(child)
         self.label = label
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         return tuple(
             (g, labels | {self.label} if labels else labels, t)
-            for g, labels, t in self.child.transitions(state)
+            for g, labels, t in self.child.moves(state, symbol)
         )
 
 
@@ -141,14 +146,19 @@ class Restrict(Wrapper):
         super().__init__(child)
         self.required = required
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         out = []
-        for g, labels, t in self.child.transitions(state):
+        for g, labels, t in self.child.moves(state, symbol):
             extra = set()
             for label in labels:
                 extra |= self.required.get(label, frozenset())
             if extra:
-                g = g | frozenset(("P", pid) for pid in extra)
+                if symbol is not None:
+                    mask = symbol[1]
+                    if not all((mask >> pid) & 1 for pid in extra):
+                        continue
+                else:
+                    g = g | frozenset(("P", pid) for pid in extra)
             out.append((g, labels, t))
         return tuple(out)
 
@@ -172,8 +182,8 @@ class Union(Machine):
     def final(self, state: State) -> bool:
         return self.owner(state).final(state)
 
-    def transitions(self, state: State) -> tuple:
-        return self.owner(state).transitions(state)
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        return self.owner(state).moves(state, symbol)
 
 
 class Sequence(Machine):
@@ -191,9 +201,9 @@ class Sequence(Machine):
     def final(self, state: State) -> bool:
         return self.right.owns(state) and self.right.final(state)
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         if self.left.owns(state):
-            out = list(self.left.transitions(state))
+            out = list(self.left.moves(state, symbol))
             for g, labels, t in tuple(out):
                 if not self.left.final(t):
                     continue
@@ -207,10 +217,10 @@ class Sequence(Machine):
             return tuple(
                 (g, labels, t)
                 for i in self.right.initial()
-                for g, labels, t in self.right.transitions(i)
+                for g, labels, t in self.right.moves(i, symbol)
                 if labels
             )
-        return self.right.transitions(state)
+        return self.right.moves(state, symbol)
 
 
 class Iteration(Machine):
@@ -228,18 +238,18 @@ class Iteration(Machine):
     def final(self, state: State) -> bool:
         return state != self.dummy and self.body.final(state)
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         if state == self.dummy:
             first = [
                 (g, labels, t)
                 for i in self.body.initial()
-                for g, labels, t in self.body.transitions(i)
+                for g, labels, t in self.body.moves(i, symbol)
                 if labels
             ]
             # A one-event body that ends right away may iterate again at once (errata fix).
             loops = [(g, labels, self.dummy) for g, labels, t in first if self.body.final(t)]
             return tuple(first + loops)
-        out = list(self.body.transitions(state))
+        out = list(self.body.moves(state, symbol))
         for g, labels, t in tuple(out):
             if not self.body.final(t):
                 continue
@@ -272,10 +282,10 @@ class Conjunction(Product):
     def final(self, state: State) -> bool:
         return self.left.final(state[1]) and self.right.final(state[2])
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         out = []
-        for g1, l1, t1 in self.left.transitions(state[1]):
-            for g2, l2, t2 in self.right.transitions(state[2]):
+        for g1, l1, t1 in self.left.moves(state[1], symbol):
+            for g2, l2, t2 in self.right.moves(state[2], symbol):
                 if bool(l1) != bool(l2):
                     continue
                 g = guards.conjoin(g1, g2)
@@ -288,11 +298,11 @@ class AllOf(Product):
     """``f ALL g``: both match from the same start, in any order, possibly overlapping; the
     complex event is reported when the later of the two ends."""
 
-    def _moves(self, machine: Machine, state: State) -> Iterable[tuple]:
+    def _moves(self, machine: Machine, state: State, symbol: tuple | None) -> Iterable[tuple]:
         if state == _TOP:
             yield (guards.TRUE, EMPTY_LABELS, _TOP)
             return
-        for g, labels, t in machine.transitions(state):
+        for g, labels, t in machine.moves(state, symbol):
             yield (g, labels, t)
             if machine.final(t):
                 yield (g, labels, _TOP)
@@ -303,10 +313,10 @@ class AllOf(Product):
             return False
         return (a == _TOP or self.left.final(a)) and (b == _TOP or self.right.final(b))
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         out = []
-        right_moves = list(self._moves(self.right, state[2]))
-        for g1, l1, t1 in self._moves(self.left, state[1]):
+        right_moves = list(self._moves(self.right, state[2], symbol))
+        for g1, l1, t1 in self._moves(self.left, state[1], symbol):
             for g2, l2, t2 in right_moves:
                 if t1 == _TOP and t2 == _TOP:
                     continue
@@ -337,9 +347,14 @@ class Unless(Machine):
     def final(self, state: State) -> bool:
         return self.left.final(state[1])
 
-    def _right_successors(self, subset: Iterable[State]) -> list[tuple[Guard, frozenset]]:
-        """Split on the guards of g's transitions: (guard of the case, successor subset)."""
-        moves = [(g, t) for s in subset for g, _, t in self.right.transitions(s)]
+    def _right_successors(
+        self, subset: Iterable[State], symbol: tuple | None
+    ) -> list[tuple[Guard, frozenset]]:
+        """g's successor subset: for a concrete symbol the one subset; symbolically, one case per
+        combination of the guards of g's transitions: (guard of the case, successor subset)."""
+        moves = [(g, t) for s in subset for g, _, t in self.right.moves(s, symbol)]
+        if symbol is not None:
+            return [(guards.TRUE, frozenset(t for _, t in moves))]
         distinct = sorted({g for g, _ in moves if g}, key=repr)
         always = frozenset(t for g, t in moves if not g)
         if len(distinct) > _MAX_UNLESS_GUARDS:
@@ -361,10 +376,10 @@ class Unless(Machine):
             cases.append((guard, targets))
         return cases
 
-    def transitions(self, state: State) -> tuple:
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         _, a, subset, hit = state
         out = []
-        for g1, labels, t1 in self.left.transitions(a):
+        for g1, labels, t1 in self.left.moves(a, symbol):
             if subset is None and not labels:
                 out.append((g1, labels, (self.tag, t1, None, False)))
                 continue
@@ -373,7 +388,7 @@ class Unless(Machine):
                     out.append((g1, labels, (self.tag, t1, frozenset(), True)))
                 continue
             source = self.right.initial() if subset is None else subset
-            for case_guard, targets in self._right_successors(source):
+            for case_guard, targets in self._right_successors(source, symbol):
                 g = guards.conjoin(g1, case_guard)
                 if g is None:
                     continue
@@ -387,13 +402,25 @@ class Unless(Machine):
         return tuple(out)
 
 
+def _select(transitions: tuple, symbol: tuple | None) -> tuple:
+    """All transitions (symbolic) or those a concrete symbol enables, with TRUE guards."""
+    if symbol is None:
+        return transitions
+    type_name, mask = symbol
+    return tuple((guards.TRUE, labels, t) for g, labels, t in transitions if guards.holds(g, type_name, mask))
+
+
 def reachable_states(machine: Machine, limit: int) -> list[State] | None:
     """All states reachable from the initial ones (ignoring guards), or None past ``limit``."""
     seen = dict.fromkeys(machine.initial())
     frontier = list(seen)
     while frontier:
         state = frontier.pop()
-        for _, _, target in machine.transitions(state):
+        try:
+            moves = machine.moves(state)
+        except UnsupportedQueryError:
+            return None
+        for _, _, target in moves:
             if target not in seen:
                 seen[target] = None
                 if len(seen) > limit:

@@ -22,16 +22,30 @@ MAX_DISJUNCTS = 64
 
 @dataclass(frozen=True)
 class CrossCondition:
-    """A comparison between events of several labels, checked on whole complex events.
+    """A FILTER conjunct that compares events of several labels, checked on whole complex events.
 
-    ``scope`` is the set of labels the condition's FILTER applies to: a condition inside a
-    sub-formula only constrains the events of that sub-formula, which the compiler marks with
-    a private label (``scope_label``).
+    ``cond`` is a boolean combination of LabelCond and Compare atoms; its one-label parts are
+    also interned as predicates (``unary``: id(atom) -> predicate id) so that they are read from
+    the events' predicate bits. A condition inside a sub-formula only constrains the events of
+    that sub-formula, which the compiler marks with a private label (``scope_label``).
     """
 
-    compare: ast.Compare
-    labels: tuple[str, ...]
-    scope_label: str | None
+    cond: ast.Cond
+    scope_label: str
+    unary: dict[int, int]
+
+    @property
+    def compares(self) -> list[ast.Compare]:
+        """The cross-event comparisons inside the condition."""
+        out = []
+        stack = [self.cond]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (ast.And, ast.Or)):
+                stack.extend(item.parts)
+            elif isinstance(item, ast.Compare) and len(compare_labels(item)) > 1:
+                out.append(item)
+        return out
 
 
 @dataclass
@@ -169,33 +183,55 @@ class _Compiler:
             self.cross_blocker = saved
 
     def build_filter(self, node: ast.Filter) -> automata.Machine:
+        # Conjuncts made of one-label atoms restrict transitions; the others are checked on
+        # complex events (whole, so that a disjunction never duplicates a complex event).
+        conjuncts = list(node.cond.parts) if isinstance(node.cond, ast.And) else [node.cond]
+        unary = [c for c in conjuncts if not _has_cross(c)]
+        cross = [c for c in conjuncts if _has_cross(c)]
         alternatives = []
-        for conjunction in dnf(node.cond):
+        for conjunction in dnf(ast.And(tuple(unary))) if unary else [[]]:
             required: dict[str, set[int]] = {}
-            cross = []
             for atom in conjunction:
-                if isinstance(atom, ast.Compare) and len(compare_labels(atom)) > 1:
-                    cross.append(atom)
-                    continue
                 label = atom.label if isinstance(atom, ast.LabelCond) else compare_labels(atom)[0]
                 required.setdefault(label, set()).add(self.predicates.intern(unary_pred(atom)))
             machine = self.build(node.body)
             if required:
                 machine = automata.Restrict(machine, {k: frozenset(v) for k, v in required.items()})
-            if cross:
-                if not self.allow_cross:
-                    raise UnsupportedQueryError("cross-event conditions are not supported by this evaluator")
-                if self.cross_blocker:
-                    raise UnsupportedQueryError(
-                        f"a cross-event condition inside {self.cross_blocker} is not supported yet "
-                        "(the reference evaluator, ceql.reference, evaluates it)"
-                    )
-                # The events this FILTER applies to get a private label, so that the condition
-                # constrains exactly them, wherever the sub-formula sits in the query.
-                self.scopes += 1
-                scope = f"\x00scope{self.scopes}"
-                machine = automata.LabelWith(machine, scope)
-                for compare in cross:
-                    self.cross.append(CrossCondition(compare, compare_labels(compare), scope))
             alternatives.append(machine)
-        return alternatives[0] if len(alternatives) == 1 else automata.Union(alternatives)
+        machine = alternatives[0] if len(alternatives) == 1 else automata.Union(alternatives)
+        if cross:
+            if not self.allow_cross:
+                raise UnsupportedQueryError("cross-event conditions are not supported by this evaluator")
+            if self.cross_blocker:
+                raise UnsupportedQueryError(
+                    f"a cross-event condition inside {self.cross_blocker} is not supported yet "
+                    "(the reference evaluator, ceql.reference, evaluates it)"
+                )
+            # The events this FILTER applies to get a private label, so that the condition
+            # constrains exactly them, wherever the sub-formula sits in the query.
+            self.scopes += 1
+            scope = f"\x00scope{self.scopes}"
+            machine = automata.LabelWith(machine, scope)
+            cond = cross[0] if len(cross) == 1 else ast.And(tuple(cross))
+            unary_ids = {}
+            for atom in _atoms(cond):
+                if isinstance(atom, ast.LabelCond) or len(compare_labels(atom)) == 1:
+                    unary_ids[id(atom)] = self.predicates.intern(unary_pred(atom))
+            self.cross.append(CrossCondition(cond, scope, unary_ids))
+        return machine
+
+
+def _atoms(cond: ast.Cond) -> list[ast.Cond]:
+    out = []
+    stack = [cond]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.And, ast.Or)):
+            stack.extend(item.parts)
+        else:
+            out.append(item)
+    return out
+
+
+def _has_cross(cond: ast.Cond) -> bool:
+    return any(isinstance(a, ast.Compare) and len(compare_labels(a)) > 1 for a in _atoms(cond))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ceql.compile import automata, guards
+from ceql.compile import automata
+from ceql.errors import UnsupportedQueryError
 
 MAX_RELEVANCE_STATES = 20_000
 
@@ -49,6 +50,8 @@ class DetAutomaton:
         self.machine = machine
         self.symbols = symbols
         self._transitions: dict = {}
+        self._enabled: dict = {}
+        self._dead: dict = {}
         self._final: dict = {}
         self.subsets: list[frozenset] = []
         self.ids: dict[frozenset, int] = {}
@@ -64,10 +67,24 @@ class DetAutomaton:
         self.initial = self.intern(frozenset(machine.initial()))
 
     def transitions_of(self, state) -> tuple:
+        """The symbolic transitions of a machine state (cached)."""
         found = self._transitions.get(state)
         if found is None:
-            found = self.machine.transitions(state)
+            found = self.machine.moves(state)
             self._transitions[state] = found
+        return found
+
+    def enabled(self, state, symbol: int) -> tuple:
+        """The transitions of a machine state that a symbol enables, dead ends removed (cached)."""
+        key = (state, symbol)
+        found = self._enabled.get(key)
+        if found is None:
+            found = tuple(
+                (labels, target)
+                for _, labels, target in self.machine.moves(state, self.symbols.entries[symbol])
+                if not self.is_dead(target)
+            )
+            self._enabled[key] = found
         return found
 
     def is_final_state(self, state) -> bool:
@@ -79,7 +96,17 @@ class DetAutomaton:
 
     def is_dead(self, state) -> bool:
         """A state that is not final and has no transitions: runs there can never report."""
-        return not self.is_final_state(state) and not self.transitions_of(state)
+        found = self._dead.get(state)
+        if found is None:
+            found = not self.is_final_state(state) and not self._has_moves(state)
+            self._dead[state] = found
+        return found
+
+    def _has_moves(self, state) -> bool:
+        try:
+            return bool(self.transitions_of(state))
+        except UnsupportedQueryError:
+            return True
 
     def intern(self, subset: frozenset) -> int:
         found = self.ids.get(subset)
@@ -96,12 +123,10 @@ class DetAutomaton:
         found = self.cache.get(key)
         if found is not None:
             return found
-        type_name, mask = self.symbols.entries[symbol]
         buckets: dict[frozenset, set] = {}
         for state in self.subsets[det_state]:
-            for guard, labels, target in self.transitions_of(state):
-                if guards.holds(guard, type_name, mask) and not self.is_dead(target):
-                    buckets.setdefault(labels, set()).add(target)
+            for labels, target in self.enabled(state, symbol):
+                buckets.setdefault(labels, set()).add(target)
         out = []
         for labels, targets in buckets.items():
             interned = self._labels.setdefault(labels, tuple(sorted(labels))) if labels else None
@@ -118,14 +143,9 @@ class DetAutomaton:
         key = (state, symbol)
         found = self._state_moves.get(key)
         if found is None:
-            type_name, mask = self.symbols.entries[symbol]
-            transitions = self.transitions_of(state)
-            enabled = {
-                (labels, target)
-                for guard, labels, target in transitions
-                if guards.holds(guard, type_name, mask) and not self.is_dead(target)
+            found = not self._has_moves(state) or set(self.enabled(state, symbol)) != {
+                (automata.EMPTY_LABELS, state)
             }
-            found = not transitions or enabled != {(automata.EMPTY_LABELS, state)}
             self._state_moves[key] = found
         return found
 
@@ -158,16 +178,10 @@ class DetAutomaton:
         states = self.reachable()
         result = states is not None
         if result:
-            type_name, mask = self.symbols.entries[symbol]
             for state in states:
-                if not self.transitions_of(state):
+                if not self._has_moves(state):
                     continue  # runs there influence nothing after this event either way
-                enabled = {
-                    (labels, target)
-                    for guard, labels, target in self.transitions_of(state)
-                    if guards.holds(guard, type_name, mask) and not self.is_dead(target)
-                }
-                if enabled != {(automata.EMPTY_LABELS, state)}:
+                if set(self.enabled(state, symbol)) != {(automata.EMPTY_LABELS, state)}:
                     result = False
                     break
         self._irrelevant[symbol] = result

@@ -1,8 +1,11 @@
 """Checking cross-event conditions (``x.price < y.price``) on enumerated complex events.
 
-A condition holds when it holds for every combination of one event per label it names
-(vacuously when a label has no event). Values are the attributes stored with each reported
-event; missing values and divisions by zero make the comparison false, as everywhere else.
+A FILTER conjunct with a cross-event comparison is checked on each complex event, over the
+events its FILTER applies to (those carrying the condition's scope label). Atoms are universal:
+``x[p]`` holds when every x-event satisfies p (read from the event's predicate bits), and a
+comparison holds when it holds for every combination of one event per label it names
+(vacuously when a label has no event). Missing values and divisions by zero make a comparison
+false, as everywhere else.
 """
 
 from __future__ import annotations
@@ -12,32 +15,42 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ceql.compile.compiler import CrossCondition
+from ceql.compile.compiler import CrossCondition, compare_labels
 from ceql.lang import ast
 
 _MISSING = object()
 
+# An event as the check sees it: (labels, attribute values, predicate bit mask).
+Event = tuple
+
 
 def compile_condition(condition: CrossCondition, attribute_index: dict[str, int]) -> Callable[[list], bool]:
-    """A function of a CE's reported events [(labels, values), ...] -> whether the condition holds."""
-    labels = condition.labels
+    """A function of a CE's events [(labels, values, mask), ...] -> whether the condition holds."""
     scope = condition.scope_label
-    compare = condition.compare
 
-    def check(events: list) -> bool:
+    def evaluate(cond: ast.Cond, events: list[Event]) -> bool:
+        if isinstance(cond, ast.And):
+            return all(evaluate(part, events) for part in cond.parts)
+        if isinstance(cond, ast.Or):
+            return any(evaluate(part, events) for part in cond.parts)
+        pid = condition.unary.get(id(cond))
+        if pid is not None:
+            label = cond.label if isinstance(cond, ast.LabelCond) else compare_labels(cond)[0]
+            return all((mask >> pid) & 1 for labels, _, mask in events if label in labels)
+        labels = compare_labels(cond)
         choices = []
         for label in labels:
-            chosen = [
-                values for event_labels, values in events if label in event_labels and scope in event_labels
-            ]
+            chosen = [values for event_labels, values, _ in events if label in event_labels]
             if not chosen:
                 return True
             choices.append(chosen)
         for combination in itertools.product(*choices):
-            env = dict(zip(labels, combination))
-            if not _compare(compare, env, attribute_index):
+            if not _compare(cond, dict(zip(labels, combination)), attribute_index):
                 return False
         return True
+
+    def check(events: list[Event]) -> bool:
+        return evaluate(condition.cond, [e for e in events if scope in e[0]])
 
     return check
 

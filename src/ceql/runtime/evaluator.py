@@ -92,7 +92,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ per batch
 
-    def _symbols(self, table: pa.Table) -> np.ndarray:
+    def _symbols(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         plan = self.plan
         type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
         types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -105,7 +105,7 @@ class Evaluator:
         if len(plan.symbols.entries) > len(self._irrelevant):
             extra = [plan.det.irrelevant(s) for s in range(len(self._irrelevant), len(plan.symbols.entries))]
             self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
-        return symbols
+        return symbols, masks
 
     def _measures(self, table: pa.Table, base: int) -> np.ndarray | None:
         plan = self.plan
@@ -165,17 +165,19 @@ class Evaluator:
             keys.append(None if any(v is None for v in key) else key)
         return keys
 
-    def _row_data(self, table: pa.Table, rows: np.ndarray) -> list | None:
-        if not self.plan.cross_attributes:
+    def _row_data(self, table: pa.Table, rows: np.ndarray, masks: np.ndarray) -> list | None:
+        """What cross-event conditions need of each event: (attribute values, predicate mask)."""
+        if not self._cross:
             return None
         columns = [table.column(a).take(pa.array(rows)).to_pylist() for a in self.plan.cross_attributes]
-        return list(zip(*columns)) if columns else None
+        values = list(zip(*columns)) if columns else [()] * len(rows)
+        return list(zip(values, masks[rows].tolist()))
 
     def _process_table(self, table: pa.Table) -> Iterator[Match]:
         plan = self.plan
         n = table.num_rows
         base = self.position
-        symbols = self._symbols(table)
+        symbols, masks = self._symbols(table)
         measures = self._measures(table, base)
         if plan.ordered_time and measures is not None:
             self._check_order(table, measures, base)
@@ -185,7 +187,7 @@ class Evaluator:
             relevant = np.nonzero(~self._irrelevant[symbols])[0]
         partitioned = bool(plan.partition_groups)
         keys = self._partition_keys(table, relevant) if partitioned else None
-        row_data = self._row_data(table, relevant)
+        row_data = self._row_data(table, relevant, masks)
         symbol_list = symbols[relevant].tolist()
         measure_list = measures[relevant].tolist() if measures is not None else None
         positions = (relevant + base).tolist()
@@ -370,7 +372,8 @@ class Evaluator:
         local = self._needs_local
         while path is not None:
             _, labels, data, path = path
-            events.append((labels, data[1] if local else data))
+            values, mask = data[1] if local else data
+            events.append((labels, values, mask))
         return all(check(events) for check in self._cross)
 
     # ------------------------------------------------------------------ memory

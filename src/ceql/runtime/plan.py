@@ -125,7 +125,12 @@ def build_plan(checked: CheckedQuery) -> Plan:
     builder.participating = participating  # type: ignore[attr-defined]
 
     cross_attributes = sorted(
-        {attr.name for condition in compiled.cross for attr in _attrs(condition.compare)}
+        {
+            attr.name
+            for condition in compiled.cross
+            for compare in condition.compares
+            for attr in _attrs(compare)
+        }
     )
     plan = Plan(
         checked=checked,
