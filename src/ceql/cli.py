@@ -62,6 +62,138 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile_queries(specs: Sequence[str], schema):
+    from ceql import compile as compile_query
+
+    compiled = []
+    for number, spec in enumerate(specs, start=1):
+        text, source = read_text_or_file(spec, "query")
+        name = os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else f"q{number}"
+        try:
+            compiled.append((name, compile_query(text, schema)))
+        except QueryError as exc:
+            raise CeqlError(f"in query {source}: {exc}") from None
+    return compiled
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    schema = _schema(args.declaration)
+    ((_, query),) = _compile_queries([args.query], schema)
+    if args.svg:
+        import shutil
+        import subprocess
+
+        if shutil.which("dot") is None:
+            raise CeqlError(
+                "--svg needs Graphviz's dot program (apt-get install graphviz); use --dot instead"
+            )
+        subprocess.run(["dot", "-Tsvg", "-o", args.svg], input=query.explain(dot=True), text=True, check=True)
+        print(f"wrote {args.svg}", file=sys.stderr)
+        return 0
+    print(query.explain(dot=args.dot))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import time
+
+    from ceql.io.errors import ErrorPolicy
+    from ceql.io.ordering import Orderer
+    from ceql.io.readers import EventReader, resolve_inputs
+    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
+
+    if args.engine == "spark":
+        from ceql.spark.cli import run_spark
+
+        return run_spark(args)
+    schema = _schema(args.declaration)
+    queries = _compile_queries(args.query, schema)
+    paths = resolve_inputs(args.input)
+    fmt = args.format or ("parquet" if args.output and args.output.endswith(".parquet") else "jsonl")
+    if fmt == "parquet" and not args.output:
+        raise CeqlError("--format parquet needs --output FILE")
+    if args.on_error == "dead-letter" and not args.dead_letter:
+        raise CeqlError("--on-error dead-letter needs --dead-letter FILE")
+    dead_letter = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None  # noqa: SIM115
+    output = None
+    try:
+        policy = ErrorPolicy(args.on_error, dead_letter)
+        tag = len(queries) > 1
+        if fmt == "parquet":
+            writer = ParquetWriter(args.output, args.with_events, tag)
+        else:
+            output = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+            if fmt == "core":
+                writer = CoreTextWriter(output, schema, tag)
+                for name, query in queries:
+                    within = query.checked.query.within
+                    writer.set_window(
+                        name, within.kind if within else None, within.attribute if within else None
+                    )
+            else:
+                writer = JsonLinesWriter(output, args.with_events, tag)
+        need_events = writer.with_events
+        reader = EventReader(schema, policy)
+        chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
+        evaluators = [(name, query.evaluator()) for name, query in queries]
+        counts = {name: 0 for name, _ in queries}
+        progress = _progress(args, paths)
+        started = time.perf_counter()
+        accepted = 0
+        for chunk in chunks:
+            if need_events:
+
+                def payload(i, chunk=chunk):
+                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.rows[i]))
+
+            for name, evaluator in evaluators:
+                if need_events:
+                    for match, events in evaluator.process_with_payload(chunk.table, payload):
+                        writer.write(name, match, events)
+                        counts[name] += 1
+                else:
+                    for match in evaluator.process(chunk.table):
+                        writer.write(name, match, None)
+                        counts[name] += 1
+            accepted += chunk.table.num_rows
+            if progress is not None:
+                progress.update(chunk.table.num_rows)
+                progress.set_postfix(matches=sum(counts.values()), refresh=False)
+        writer.close()
+        if progress is not None:
+            progress.close()
+        elapsed = time.perf_counter() - started
+        if not args.quiet:
+            total = accepted + policy.rejected
+            per_query = (
+                "" if len(counts) == 1 else " (" + ", ".join(f"{k}: {v}" for k, v in counts.items()) + ")"
+            )
+            rate = f", {accepted / elapsed:,.0f} events/s" if elapsed > 0 else ""
+            print(
+                f"ceql run: {total} events read, {policy.summary()}, {sum(counts.values())} matches{per_query}, "
+                f"{elapsed:.2f} s{rate}",
+                file=sys.stderr,
+            )
+    finally:
+        if dead_letter is not None:
+            dead_letter.close()
+        if output is not None and output is not sys.stdout:
+            output.close()
+    return 0
+
+
+def _progress(args: argparse.Namespace, paths: list[str]):
+    """A progress bar on stderr for long inputs (not with --quiet, not when stderr is no terminal)."""
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    size = sum(os.path.getsize(p) for p in paths if p != "-")
+    if size < 8 << 20:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(unit=" events", unit_scale=True, file=sys.stderr, desc="ceql run")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ceql",
@@ -89,7 +221,96 @@ def build_parser() -> argparse.ArgumentParser:
         "--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text"
     )
     check.set_defaults(func=cmd_check)
+
+    run = sub.add_parser(
+        "run",
+        help="find the complex events of queries in event files",
+        description="Evaluate one or more queries over events read from CSV (CORE's format: a header whose "
+        "first column is event_type), JSON Lines or Parquet, in one pass, and write one record per "
+        "complex event. Positions are 0-based indexes of the accepted events in stream order. Exit "
+        "status 2 on a bad query, declaration or (with --on-error fail) input row.",
+    )
+    _common(run)
+    run.add_argument(
+        "--query",
+        "-q",
+        action="append",
+        required=True,
+        metavar="FILE_OR_TEXT",
+        help="query file or query text; repeat to run several queries in one pass",
+    )
+    run.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        required=True,
+        metavar="EVENTS",
+        help="event file, glob, or - for stdin; repeat for several (read in order)",
+    )
+    run.add_argument(
+        "--input-format",
+        choices=["csv", "jsonl", "parquet"],
+        help="input format (default: from the file extension)",
+    )
+    run.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
+    run.add_argument(
+        "--format",
+        "-f",
+        choices=["jsonl", "parquet", "core"],
+        help="jsonl (default), parquet, or core (CORE++'s text format)",
+    )
+    run.add_argument(
+        "--with-events", action="store_true", help="include each reported event's attributes and input row"
+    )
+    run.add_argument(
+        "--on-error",
+        choices=["fail", "skip", "dead-letter"],
+        default="fail",
+        help="bad input rows: fail (default, exit 2), skip (counted), dead-letter (written out)",
+    )
+    run.add_argument(
+        "--dead-letter", metavar="FILE", help="where --on-error dead-letter writes rejected rows"
+    )
+    run.add_argument(
+        "--sort",
+        action="store_true",
+        help="sort the input by primary_time first (the input must fit in memory)",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
+    run.add_argument(
+        "--engine",
+        choices=["local", "spark"],
+        default="local",
+        help="evaluate in this process (default) or on Spark",
+    )
+    run.add_argument("--master", default=None, help="Spark master URL for --engine spark (default local[*])")
+    run.set_defaults(func=cmd_run)
+
+    explain = sub.add_parser(
+        "explain",
+        help="show how a query is evaluated (predicates, plan, automaton)",
+        description="Print the normalised query, its predicates, the evaluation plan and the automaton "
+        "as text, or the automaton in Graphviz DOT (--dot) or rendered as SVG (--svg, needs Graphviz).",
+    )
+    _common(explain)
+    explain.add_argument(
+        "--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text"
+    )
+    explain.add_argument("--dot", action="store_true", help="print the automaton as Graphviz DOT")
+    explain.add_argument("--svg", metavar="FILE", help="render the automaton to an SVG file (needs Graphviz)")
+    explain.set_defaults(func=cmd_explain)
     return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--declaration",
+        "-d",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="declaration file (CREATE STREAM ... or DECLARE EVENT ...); repeat for several",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ceql: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. piped into head: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ class Evaluator:
         ]
         self._strict_filter = plan.strategy == "STRICT" and not strict_rewritable(plan.checked.query.formula)
         self._needs_local = self._strict_filter
-        self._needs_data = bool(self._cross) or self._needs_local
+        self._payload: list | None = None  # per-row payload of the table being processed
         self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_index = {name: i for i, name in enumerate(plan.type_names)}
@@ -84,6 +84,17 @@ class Evaluator:
         fully before pushing more events."""
         for table in iter_tables(events, self.plan.builder):
             yield from self._process_table(table)
+
+    def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
+        """Like ``process`` for one Arrow table, also giving, for each match, the payload items
+        of the events at its positions. ``payload`` is a list (one item per row) or a function
+        of the row index, called only for the rows the evaluator keeps."""
+        self._payload = payload
+        try:
+            for match, payloads in self._process_table(self.plan.builder.from_table(table), detailed=True):
+                yield match, payloads
+        finally:
+            self._payload = None
 
     def live_nodes(self) -> int:
         """The number of tECS nodes reachable from the live state (a memory measure)."""
@@ -166,14 +177,23 @@ class Evaluator:
         return keys
 
     def _row_data(self, table: pa.Table, rows: np.ndarray, masks: np.ndarray) -> list | None:
-        """What cross-event conditions need of each event: (attribute values, predicate mask)."""
-        if not self._cross:
+        """What later checks need of each event: (attribute values, predicate mask) for
+        cross-event conditions, and the caller's payload item."""
+        cross = payload = None
+        if self._cross:
+            columns = [table.column(a).take(pa.array(rows)).to_pylist() for a in self.plan.cross_attributes]
+            values = list(zip(*columns)) if columns else [()] * len(rows)
+            cross = list(zip(values, masks[rows].tolist()))
+        if self._payload is not None:
+            source = self._payload
+            payload = (
+                [source(r) for r in rows.tolist()] if callable(source) else [source[r] for r in rows.tolist()]
+            )
+        if cross is None and payload is None:
             return None
-        columns = [table.column(a).take(pa.array(rows)).to_pylist() for a in self.plan.cross_attributes]
-        values = list(zip(*columns)) if columns else [()] * len(rows)
-        return list(zip(values, masks[rows].tolist()))
+        return [(cross[k] if cross else None, payload[k] if payload else None) for k in range(len(rows))]
 
-    def _process_table(self, table: pa.Table) -> Iterator[Match]:
+    def _process_table(self, table: pa.Table, detailed: bool = False) -> Iterator:
         plan = self.plan
         n = table.num_rows
         base = self.position
@@ -204,7 +224,7 @@ class Evaluator:
                     continue
                 m = measure_list[k] if measure_list is not None else pos
                 data = row_data[k] if row_data is not None else None
-                for match in self._step(key, symbol_list[k], pos, m, data):
+                for match in self._step(key, symbol_list[k], pos, m, data, detailed):
                     if collecting:
                         gc.enable()
                         yield match
@@ -219,7 +239,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ per event
 
-    def _step(self, key: Any, symbol: int, pos: int, m: float, data: Any) -> Iterator[Match]:
+    def _step(self, key: Any, symbol: int, pos: int, m: float, data: Any, detailed: bool = False) -> Iterator:
         plan = self.plan
         det = plan.det
         cache = det.cache
@@ -234,6 +254,8 @@ class Evaluator:
             local = self.local_counts.get(key, 0)
             self.local_counts[key] = local + 1
             data = (local, data)
+        elif data is not None:
+            data = (None, data)
         window = plan.window
         limit = m - window if (window is not None and plan.monotone) else None
         # States the symbol does not change keep their nodes as they are (a C-level copy);
@@ -271,7 +293,7 @@ class Evaluator:
         finals = [new[state] for state in entered if final[state]]
         if finals:
             produced = False
-            for match in self._matches(finals, pos, key):
+            for match in self._matches(finals, pos, key, detailed):
                 produced = True
                 yield match
             if produced and plan.consume != "NONE":
@@ -297,7 +319,7 @@ class Evaluator:
         for root in finals:
             yield from nodes.enumerate_paths(root, window)
 
-    def _matches(self, finals: list[tuple], trigger: int, key: Any) -> Iterator[Match]:
+    def _matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool = False) -> Iterator:
         plan = self.plan
         paths: Iterable = self._paths(finals)
         if self._cross:
@@ -322,7 +344,7 @@ class Evaluator:
                 if identity in seen:
                     continue
                 seen.add(identity)
-            yield match
+            yield (match, _payloads(path, match.positions)) if detailed else match
             count += 1
             if limit is not None and count >= limit:
                 break
@@ -369,10 +391,9 @@ class Evaluator:
 
     def _cross_ok(self, path: tuple | None) -> bool:
         events = []
-        local = self._needs_local
         while path is not None:
             _, labels, data, path = path
-            values, mask = data[1] if local else data
+            values, mask = data[1][0]
             events.append((labels, values, mask))
         return all(check(events) for check in self._cross)
 
@@ -405,6 +426,18 @@ class Evaluator:
         live = self.live_nodes()
         self.created = 0
         self.compact_at = max(COMPACT_MIN, 2 * live)
+
+
+def _payloads(path: tuple | None, positions: tuple[int, ...]) -> list:
+    """The payload items of the events at ``positions`` (ascending) along a CE path."""
+    wanted = set(positions)
+    out = []
+    while path is not None:
+        if path[0] in wanted:
+            data = path[2]
+            out.append(data[1][1] if data is not None and data[1] is not None else None)
+        path = path[3]
+    return out
 
 
 def _support(path: tuple | None) -> list[int]:

@@ -1,0 +1,1 @@
+"""Files in, matches out: readers, writers, bad-input policies, ordering."""

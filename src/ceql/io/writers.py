@@ -1,0 +1,162 @@
+"""Write matches: JSON Lines (DESIGN 6.1), Parquet, or CORE++'s text format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ceql.lang.schema import Schema
+from ceql.match import Match
+
+FORMATS = ("jsonl", "parquet", "core")
+
+
+class EventRef:
+    """An input event a match refers to: where it came from and how to read its values."""
+
+    __slots__ = ("table", "index", "source", "row")
+
+    def __init__(self, table: pa.Table, index: int, source: str, row: int) -> None:
+        self.table, self.index, self.source, self.row = table, index, source, row
+
+    def values(self) -> dict[str, Any]:
+        row = {name: self.table.column(name)[self.index].as_py() for name in self.table.column_names}
+        return {k: v for k, v in row.items() if v is not None}
+
+
+class Writer:
+    """Base class: ``write(query_name, match, events)`` then ``close()``."""
+
+    def __init__(self, with_events: bool, tag_queries: bool) -> None:
+        self.with_events = with_events
+        self.tag_queries = tag_queries
+        self.count = 0
+
+    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def _event_record(position: int, event: EventRef | None) -> dict[str, Any]:
+    record: dict[str, Any] = {"position": position}
+    if event is not None:
+        record["source"] = event.source
+        record["row"] = event.row
+        record.update(event.values())
+    return record
+
+
+class JsonLinesWriter(Writer):
+    def __init__(self, stream: TextIO, with_events: bool, tag_queries: bool) -> None:
+        super().__init__(with_events, tag_queries)
+        self.stream = stream
+
+    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
+        record = match.to_dict()
+        if self.tag_queries:
+            record = {"query": query, **record}
+        if self.with_events and events is not None:
+            record["events"] = [_event_record(p, e) for p, e in zip(match.positions, events)]
+        self.stream.write(json.dumps(record, default=str) + "\n")
+        self.count += 1
+
+
+class ParquetWriter(Writer):
+    """Columns: query, trigger, positions, labels (map), partition (as text), events (JSON)."""
+
+    BATCH = 50_000
+
+    def __init__(self, path: str, with_events: bool, tag_queries: bool) -> None:
+        super().__init__(with_events, tag_queries)
+        fields = [
+            ("query", pa.string()),
+            ("trigger", pa.int64()),
+            ("positions", pa.list_(pa.int64())),
+            ("labels", pa.map_(pa.string(), pa.list_(pa.int64()))),
+            ("partition", pa.list_(pa.string())),
+        ]
+        if with_events:
+            fields.append(("events", pa.string()))
+        self.schema = pa.schema(fields)
+        self.writer = pq.ParquetWriter(path, self.schema)
+        self.rows: dict[str, list] = {name: [] for name in self.schema.names}
+
+    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
+        rows = self.rows
+        rows["query"].append(query)
+        rows["trigger"].append(match.trigger)
+        rows["positions"].append(list(match.positions))
+        rows["labels"].append(sorted((k, list(v)) for k, v in match.labels.items()))
+        rows["partition"].append(None if match.partition is None else [str(v) for v in match.partition])
+        if self.with_events:
+            rows["events"].append(
+                json.dumps([_event_record(p, e) for p, e in zip(match.positions, events or [])], default=str)
+            )
+        self.count += 1
+        if len(rows["trigger"]) >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.rows["trigger"]:
+            self.writer.write_table(pa.table(self.rows, schema=self.schema))
+            self.rows = {name: [] for name in self.schema.names}
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+
+
+class CoreTextWriter(Writer):
+    """CORE++'s output: ``[start,end], ((id: T attributes: [v ...]) ... )`` per complex event,
+    where T is the event type's number in declaration order and start/end are the window's
+    measure (attribute values for WITHIN n [attr], times for time windows, else positions)."""
+
+    def __init__(self, stream: TextIO, schema: Schema, tag_queries: bool) -> None:
+        super().__init__(True, tag_queries)
+        self.stream = stream
+        self.schema = schema
+        self.type_ids = {name: i for i, name in enumerate(schema.event_types)}
+        self.window: dict[str, tuple[str, str | None]] = {}
+
+    def set_window(self, query: str, kind: str | None, attribute: str | None) -> None:
+        self.window[query] = (kind or "events", attribute)
+
+    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
+        events = events or []
+        values = [e.values() if e is not None else {} for e in events]
+        kind, attribute = self.window.get(query, ("events", None))
+        if not match.positions:
+            start = end = match.trigger
+        elif kind == "attribute" and attribute:
+            start, end = values[0].get(attribute), values[-1].get(attribute)
+        elif kind == "time":
+            start, end = (self._time(v) for v in (values[0], values[-1]))
+        else:
+            start, end = match.positions[0], match.positions[-1]
+        parts = []
+        for value in values:
+            decl = self.schema.event_types[value["event_type"]]
+            shown = " ".join(_core_value(value.get(a.name), a.type) for a in decl.attributes)
+            parts.append(f"(id: {self.type_ids[decl.name]} attributes: [{shown} ])")
+        prefix = f"{query}: " if self.tag_queries else ""
+        self.stream.write(f"{prefix}[{start},{end}], ({' '.join(parts)} )\n")
+        self.count += 1
+
+    def _time(self, value: dict[str, Any]) -> Any:
+        decl = self.schema.event_types[value["event_type"]]
+        return value.get(decl.time_attribute or "")
+
+
+def _core_value(value: Any, kind: str) -> str:
+    if value is None:
+        return ""
+    if kind == "double":
+        return f"{value:f}"
+    if kind == "boolean":
+        return "true" if value else "false"
+    return str(value)
