@@ -293,7 +293,7 @@ class EventReader:
             typed, invalid = self._convert(column, arrow_type, name, textual)
             flag(
                 invalid & present & expected,
-                lambda i, name=name, column=column: (
+                lambda i, name=name, column=column, arrow_type=arrow_type: (
                     f"column {name}: cannot read {column[i].as_py()!r} as {_type_word(arrow_type, name in self.time_columns)}"
                 ),
             )

@@ -91,8 +91,7 @@ class Evaluator:
         of the row index, called only for the rows the evaluator keeps."""
         self._payload = payload
         try:
-            for match, payloads in self._process_table(self.plan.builder.from_table(table), detailed=True):
-                yield match, payloads
+            yield from self._process_table(self.plan.builder.from_table(table), detailed=True)
         finally:
             self._payload = None
 
