@@ -85,6 +85,19 @@ class Evaluator:
         for table in iter_tables(events, self.plan.builder):
             yield from self._process_table(table)
 
+    def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
+        """Process an Arrow table whose events have the given stream positions (increasing; the
+        events of one partition of a larger stream, or a shard of it). Yields (match, payloads)."""
+        self._payload = payload
+        try:
+            yield from self._process_table(
+                self.plan.builder.from_table(table),
+                detailed=True,
+                positions=np.asarray(positions, dtype=np.int64),
+            )
+        finally:
+            self._payload = None
+
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of the events at its positions. ``payload`` is a list (one item per row) or a function
@@ -117,11 +130,13 @@ class Evaluator:
             self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
         return symbols, masks
 
-    def _measures(self, table: pa.Table, base: int) -> np.ndarray | None:
+    def _measures(self, table: pa.Table, base: int, positions: np.ndarray | None = None) -> np.ndarray | None:
         plan = self.plan
         if plan.window_kind is None:
             return None
         if plan.window_kind == "events":
+            if positions is not None:
+                return positions.astype(np.float64)
             return np.arange(base, base + table.num_rows, dtype=np.float64)
         names = set(plan.time_attributes.values())
         if len(names) == 1:
@@ -192,12 +207,14 @@ class Evaluator:
             return None
         return [(cross[k] if cross else None, payload[k] if payload else None) for k in range(len(rows))]
 
-    def _process_table(self, table: pa.Table, detailed: bool = False) -> Iterator:
+    def _process_table(
+        self, table: pa.Table, detailed: bool = False, positions: np.ndarray | None = None
+    ) -> Iterator:
         plan = self.plan
         n = table.num_rows
         base = self.position
         symbols, masks = self._symbols(table)
-        measures = self._measures(table, base)
+        measures = self._measures(table, base, positions)
         if plan.ordered_time and measures is not None:
             self._check_order(table, measures, base)
         if self._needs_local:
@@ -209,8 +226,12 @@ class Evaluator:
         row_data = self._row_data(table, relevant, masks)
         symbol_list = symbols[relevant].tolist()
         measure_list = measures[relevant].tolist() if measures is not None else None
-        positions = (relevant + base).tolist()
-        self.position = base + n
+        if positions is not None:
+            self.position = int(positions[-1]) + 1 if n else self.position
+            positions = positions[relevant].tolist()
+        else:
+            positions = (relevant + base).tolist()
+            self.position = base + n
         # The tECS is acyclic and freed by reference counting; the cycle collector would only
         # rescan millions of live nodes. It stays off while the evaluator works and is restored
         # whenever control goes back to the caller.
@@ -405,7 +426,7 @@ class Evaluator:
             self.compact_at = self.created + max(COMPACT_MIN, self.created)
             return
         if plan.window_kind == "events":
-            now = float(self.position - 1)
+            now = float(self.position - 1)  # the last position seen
         else:
             now = self.last_time if self.last_time is not None else -np.inf
         limit = now - plan.window

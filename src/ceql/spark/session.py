@@ -1,0 +1,47 @@
+"""A Spark session configured for ceql (local mode by default)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+
+def java_available() -> bool:
+    """Whether a Java runtime is on PATH or JAVA_HOME (Spark needs Java 17 or newer)."""
+    if os.environ.get("JAVA_HOME") and os.path.exists(os.path.join(os.environ["JAVA_HOME"], "bin", "java")):
+        return True
+    return shutil.which("java") is not None
+
+
+def session(master: str | None = None, app_name: str = "ceql", **conf: str):
+    """Get or create a SparkSession for ceql: Arrow on, the RocksDB state store (needed by
+    transformWithStateInPandas), the workers on this Python interpreter."""
+    if not java_available():
+        from ceql.errors import CeqlError
+
+        raise CeqlError(
+            "Spark needs Java 17 or newer: install it (e.g. apt-get install openjdk-17-jre-headless) "
+            "or set JAVA_HOME"
+        )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or os.environ.get("CEQL_SPARK_MASTER", "local[*]"))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.shuffle.partitions", os.environ.get("CEQL_SHUFFLE_PARTITIONS", "8"))
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", os.environ.get("CEQL_DRIVER_MEMORY", "2g"))
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
