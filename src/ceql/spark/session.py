@@ -38,6 +38,7 @@ def session(master: str | None = None, app_name: str = "ceql", **conf: str):
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         )
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("CEQL_DRIVER_MEMORY", "2g"))
     )
     for key, value in conf.items():

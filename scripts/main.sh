@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job: the Spark pipeline (local mode) over the bundled sample stock data.
+# Installs what it needs (Python packages into .venv, Java when missing), then runs two queries
+# in one pass and prints a short summary; results go to out/matches (Parquet).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/ensure_java.sh
+exec .venv/bin/ceql run --engine spark \
+  --declaration examples/stocks/declaration.core \
+  --query examples/stocks/sell_then_buys.ceql \
+  --query examples/stocks/same_volume.ceql \
+  --input examples/stocks/events.csv \
+  --output out/matches "$@"
