@@ -108,6 +108,28 @@ class Evaluator:
         finally:
             self._payload = None
 
+    def export_state(self) -> bytes:
+        """The dynamic state as bytes (plain data); see ``import_state``."""
+        return export_state(self)
+
+    def import_state(self, blob: bytes) -> None:
+        """Restore a state saved by ``export_state`` (same query, any process)."""
+        import_state(self, blob)
+
+    def __getstate__(self) -> dict:
+        return {
+            "query": self.plan.checked.text,
+            "schema": self.plan.checked.schema,
+            "state": export_state(self),
+        }
+
+    def __setstate__(self, value: dict) -> None:
+        from ceql.api import compile as compile_query
+
+        fresh = compile_query(value["query"], value["schema"]).evaluator()
+        self.__dict__.update(fresh.__dict__)
+        import_state(self, value["state"])
+
     def live_nodes(self) -> int:
         """The number of tECS nodes reachable from the live state (a memory measure)."""
         roots = [node for active in self.partitions.values() for node in active.values()]
@@ -493,3 +515,99 @@ def _select(paths: list, strategy: str) -> list:
             if pivot in support:
                 best = support
     return [p for p, s in zip(paths, supports) if s == best]
+
+
+# ---------------------------------------------------------------------- state as plain data
+
+
+def export_state(evaluator: Evaluator) -> bytes:
+    """The evaluator's dynamic state as bytes (pickle of plain data: the tECS flattened into a
+    node table, determinized states as sets of machine states). Restore with ``import_state``
+    on an evaluator of the same query (possibly in another process)."""
+    import pickle
+
+    det = evaluator.plan.det
+    index: dict[int, int] = {}
+    table: list[tuple] = []
+    keep: list[tuple] = []
+
+    def flatten(root: tuple) -> int:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in index:
+                continue
+            size = len(node)
+            if size == 3:
+                entry: tuple = ("B",)
+            elif not expanded:
+                stack.append((node, True))
+                children = (node[3], node[4]) if size == 5 else (node[5],)
+                stack.extend((child, False) for child in children if id(child) not in index)
+                continue
+            elif size == 5:
+                entry = ("U", node[0], node[1], node[2], index[id(node[3])], index[id(node[4])])
+            else:
+                entry = ("O", node[0], node[2], node[3], node[4], index[id(node[5])], node[6], node[7])
+            index[id(node)] = len(table)
+            table.append(entry)
+            keep.append(node)
+        return index[id(root)]
+
+    partitions = {
+        key: {state: flatten(node) for state, node in active.items()}
+        for key, active in evaluator.partitions.items()
+    }
+    used = {state for active in partitions.values() for state in active}
+    state = {
+        "version": 1,
+        "query": evaluator.plan.checked.text,
+        "position": evaluator.position,
+        "partitions": partitions,
+        "subsets": {state: det.subsets[state] for state in used},
+        "nodes": table,
+        "local_counts": evaluator.local_counts,
+        "last_time": evaluator.last_time,
+        "consumed_at": evaluator.consumed_at,
+        "partition_consumed": evaluator.partition_consumed,
+    }
+    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def import_state(evaluator: Evaluator, blob: bytes) -> None:
+    """Load a state made by ``export_state`` into an evaluator of the same query."""
+    import pickle
+
+    state = pickle.loads(blob)
+    if state.get("query") != evaluator.plan.checked.text:
+        raise ValueError("the saved state belongs to another query")
+    det = evaluator.plan.det
+    remap = {old: det.intern(subset) for old, subset in state["subsets"].items()}
+    nodes_by_index: list[tuple] = []
+    for entry in state["nodes"]:
+        kind = entry[0]
+        if kind == "B":
+            node = BOTTOM
+        elif kind == "U":
+            node = (entry[1], entry[2], entry[3], nodes_by_index[entry[4]], nodes_by_index[entry[5]])
+        else:
+            node = (
+                entry[1],
+                False,
+                entry[2],
+                entry[3],
+                entry[4],
+                nodes_by_index[entry[5]],
+                entry[6],
+                entry[7],
+            )
+        nodes_by_index.append(node)
+    evaluator.partitions = {
+        key: {remap[s]: nodes_by_index[i] for s, i in active.items()}
+        for key, active in state["partitions"].items()
+    }
+    evaluator.position = state["position"]
+    evaluator.local_counts = state["local_counts"]
+    evaluator.last_time = state["last_time"]
+    evaluator.consumed_at = state["consumed_at"]
+    evaluator.partition_consumed = state["partition_consumed"]

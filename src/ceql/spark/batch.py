@@ -231,7 +231,7 @@ def find(
     compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
     if event_type != "event_type":
         df = df.withColumnRenamed(event_type, "event_type")
-    if df.isStreaming:
+    if df.isStreaming and shards is None:
         from ceql.spark.streaming import find_streaming
 
         return find_streaming(
