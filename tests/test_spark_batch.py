@@ -92,3 +92,25 @@ def test_positions_follow_order_by_and_events_are_attached(spark) -> None:
         assert [e["position"] for e in row.events] == list(row.positions)
         assert [e["event_type"] for e in row.events] == ["A", "B"]
         assert [e["t"] for e in row.events] == [events[p]["t"] for p in row.positions]
+
+
+def test_bad_rows_land_in_the_dead_letter_output_with_reasons(spark, tmp_path) -> None:
+    from pathlib import Path
+
+    from ceql.spark.cli import read_events, validate
+
+    root = Path(__file__).resolve().parents[1]
+    schema = ceql.declare((root / "examples" / "stocks" / "declaration.core").read_text())
+    path = tmp_path / "events.csv"
+    path.write_text(
+        "event_type,id,name,volume,price,stock_time\n"
+        "SELL,0,INTC,100,1.5,1\nFOO,1,X,1,1.0,2\nBUY,x,RIMM,1,1.0,3\nSELL,3,,1,1.0,4\nBUY,4,RIMM,100,2.5,5\n"
+    )
+    raw = read_events(spark, [str(path)], schema, None)
+    accepted, rejected = validate(raw, schema)
+    reasons = sorted(r["reason"] for r in rejected.collect())
+    assert reasons == ["column id: cannot read x as int", "missing field name", "unknown event type FOO"]
+    assert accepted.count() + rejected.count() == raw.count() == 5
+    query = ceql.compile("SELECT * FROM S WHERE SELL AS x; BUY AS y", schema)
+    rows = find(accepted.drop("__source", "__row"), query, schema).collect()
+    assert [(r.trigger, list(r.positions)) for r in rows] == [(1, [0, 1])]

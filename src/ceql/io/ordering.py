@@ -11,6 +11,7 @@ event so that outputs can point back to the input.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 
 import numpy as np
@@ -43,6 +44,23 @@ def time_column(table: pa.Table, time_attributes: dict[str, str]) -> np.ndarray:
             )
             out[mask] = column[mask]
     return out
+
+
+def _gather(chunks: dict[int, Chunk], picks: list[tuple[int, int]]) -> Chunk | None:
+    """One chunk with the given (chunk id, row) events, in that order."""
+    if not picks:
+        return None
+    ids = sorted({c for c, _ in picks})
+    offsets, tables, start = {}, [], 0
+    for chunk_id in ids:
+        offsets[chunk_id] = start
+        tables.append(chunks[chunk_id].table)
+        start += chunks[chunk_id].table.num_rows
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    take = [offsets[c] + r for c, r in picks]
+    rows = np.array([int(chunks[c].rows[r]) for c, r in picks], dtype=np.int64)
+    sources = np.array([chunks[c].source_of(r) for c, r in picks], dtype=object)
+    return Chunk(table.take(pa.array(take)), str(sources[0]), rows, sources)
 
 
 class Orderer:
@@ -103,32 +121,56 @@ class Orderer:
                 yield chunk
 
     def _quarantine(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
-        held: list[tuple[Chunk, np.ndarray]] = []
-        for chunk in chunks:
+        """Hold events back and release them in (time, arrival) order once the largest time
+        seen is the allowed lateness past them; an event older than one already released is
+        late. Exact event by event (a heap), whatever the chunking."""
+        heap: list[tuple[float, int, int, int]] = []
+        chunks_by_id: dict[int, Chunk] = {}
+        sequence = 0
+        for chunk_id, chunk in enumerate(chunks):
+            chunks_by_id[chunk_id] = chunk
             times = time_column(chunk.table, self.time_attributes)
-            times = np.where(np.isnan(times), self.max_seen, times)  # untimed events keep their place
-            late = np.nonzero(times < self.released)[0]
-            if len(late):
-                released = self.released
-                chunk = self._reject(
-                    chunk,
-                    late,
-                    lambda i, times=times, released=released: (
-                        f"late: time {times[i]:.0f} is older than events already released ({released:.0f}); "
-                        f"allowed lateness is {self.lateness} ns"
-                    ),
-                )
-                if chunk is None:
+            released: list[tuple[int, int]] = []
+            late: list[int] = []
+            for index, time in enumerate(times.tolist()):
+                if time != time:  # no time: keeps its place behind the latest event seen
+                    time = self.max_seen if self.max_seen > -np.inf else 0.0
+                if time < self.released:
+                    late.append(index)
                     continue
-                times = np.delete(times, late)
-            held.append((chunk, times))
-            self.max_seen = max(self.max_seen, float(times.max()) if len(times) else self.max_seen)
-            ready = self._release(held, self.max_seen - self.lateness)
+                heapq.heappush(heap, (time, sequence, chunk_id, index))
+                sequence += 1
+                if time > self.max_seen:
+                    self.max_seen = time
+                watermark = self.max_seen - self.lateness
+                while heap and heap[0][0] <= watermark:
+                    time_out, _, source_id, row = heapq.heappop(heap)
+                    self.released = time_out
+                    released.append((source_id, row))
+            for index in late:
+                self.policy.reject(
+                    RowError(
+                        chunk.source_of(index),
+                        int(chunk.rows[index]),
+                        None,
+                        f"late: time {times[index]:.0f} is older than events already released ({self.released:.0f}); "
+                        f"allowed lateness is {self.lateness} ns",
+                    )
+                )
+            ready = _gather(chunks_by_id, released)
+            live = {c for _, _, c, _ in heap} | {chunk_id}
+            for old in [c for c in chunks_by_id if c not in live]:
+                del chunks_by_id[old]
             if ready is not None:
                 yield ready
-        final = self._release(held, np.inf)
-        if final is not None:
-            yield final
+        rest = []
+        while heap:
+            time_out, _, source_id, row = heapq.heappop(heap)
+            self.released = time_out
+            rest.append((source_id, row))
+        ready = _gather(chunks_by_id, rest)
+        if ready is not None:
+            yield ready
 
     def _release(self, held: list[tuple[Chunk, np.ndarray]], watermark: float) -> Chunk | None:
         if not held:
