@@ -29,22 +29,42 @@ def _queries(dataset: str, names: list[str] | None = None) -> list[tuple[str, st
 
 def workloads(quick: bool) -> list[dict]:
     """Every benchmark: name, data generator call, declaration, query."""
-    from benchmarks import generators as g
 
     scale = 0.1 if quick else 1.0
     items = []
     stock_names = ["q1", "q6", "other-q1", "other-q3"] if quick else None
     for name, text in _queries("stocks", stock_names):
-        items.append({"workload": "stocks", "query": name, "text": text, "declaration": "stocks",
-                      "data": ("stocks", int(224_473 * scale))})
+        items.append(
+            {
+                "workload": "stocks",
+                "query": name,
+                "text": text,
+                "declaration": "stocks",
+                "data": ("stocks", int(224_473 * scale)),
+            }
+        )
     homes_names = ["q1", "q6"] if quick else None
     for name, text in _queries("smart_homes", homes_names):
-        items.append({"workload": "smart_homes", "query": name, "text": text, "declaration": "homes",
-                      "data": ("smart_homes", int(1_000_000 * scale))})
+        items.append(
+            {
+                "workload": "smart_homes",
+                "query": name,
+                "text": text,
+                "declaration": "homes",
+                "data": ("smart_homes", int(1_000_000 * scale)),
+            }
+        )
     taxi_names = ["q1", "q6"] if quick else None
     for name, text in _queries("taxis", taxi_names):
-        items.append({"workload": "taxis", "query": name, "text": text, "declaration": "taxis",
-                      "data": ("taxis", int(585_762 * scale))})
+        items.append(
+            {
+                "workload": "taxis",
+                "query": name,
+                "text": text,
+                "declaration": "taxis",
+                "data": ("taxis", int(585_762 * scale)),
+            }
+        )
     size = int(1_000_000 * scale)
     synthetic = [
         ("sequence", "SELECT ALL * FROM S WHERE (AA; AB; AC) WITHIN 100 EVENTS CONSUME BY ANY"),
@@ -53,13 +73,29 @@ def workloads(quick: bool) -> list[dict]:
         ("disjunction", "SELECT ALL * FROM S WHERE (AA; (AB OR AC); AD) WITHIN 100 EVENTS CONSUME BY ANY"),
     ]
     for strategy in ("ALL", "NEXT", "LAST", "MAX"):
-        synthetic.append((f"no-last-{strategy}", f"SELECT {strategy} * FROM S WHERE (AA; AB; AC; ZZ) WITHIN 100 EVENTS"))
+        synthetic.append(
+            (f"no-last-{strategy}", f"SELECT {strategy} * FROM S WHERE (AA; AB; AC; ZZ) WITHIN 100 EVENTS")
+        )
     for name, text in synthetic:
-        items.append({"workload": "synthetic", "query": name, "text": text, "declaration": "synthetic",
-                      "data": ("uniform", size)})
-    for length in ([200, 1000] if quick else [200, 400, 800, 1200, 1600, 2000]):
-        items.append({"workload": "stress", "query": f"Q2 n={length}", "text": "SELECT * FROM S WHERE A; B; C; D",
-                      "declaration": "stress", "data": ("stress", length)})
+        items.append(
+            {
+                "workload": "synthetic",
+                "query": name,
+                "text": text,
+                "declaration": "synthetic",
+                "data": ("uniform", size),
+            }
+        )
+    for length in [200, 1000] if quick else [200, 400, 800, 1200, 1600, 2000]:
+        items.append(
+            {
+                "workload": "stress",
+                "query": f"Q2 n={length}",
+                "text": "SELECT * FROM S WHERE A; B; C; D",
+                "declaration": "stress",
+                "data": ("stress", length),
+            }
+        )
     return items
 
 
@@ -120,17 +156,25 @@ def run_one(item: dict) -> dict:
         started = time.perf_counter()
         count = sum(1 for _ in evaluator.process(table.slice(table.num_rows - 1)))
         enumerate_seconds = time.perf_counter() - started
-        row.update(complex_events=count, seconds=update + enumerate_seconds, update_seconds=update,
-                   enumeration_seconds=enumerate_seconds,
-                   events_per_s=(table.num_rows - 1) / update if update else None,
-                   ces_per_s=count / enumerate_seconds if enumerate_seconds else None,
-                   memory_before_last_mb=round(memory, 1))
+        row.update(
+            complex_events=count,
+            seconds=update + enumerate_seconds,
+            update_seconds=update,
+            enumeration_seconds=enumerate_seconds,
+            events_per_s=(table.num_rows - 1) / update if update else None,
+            ces_per_s=count / enumerate_seconds if enumerate_seconds else None,
+            memory_before_last_mb=round(memory, 1),
+        )
     else:
         started = time.perf_counter()
         count = sum(1 for _ in query.run(table))
         seconds = time.perf_counter() - started
-        row.update(complex_events=count, seconds=seconds, events_per_s=table.num_rows / seconds,
-                   ces_per_s=count / seconds)
+        row.update(
+            complex_events=count,
+            seconds=seconds,
+            events_per_s=table.num_rows / seconds,
+            ces_per_s=count / seconds,
+        )
     row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before, 1)
     row["scan_seconds"] = scan
     row["vs_scan"] = row["seconds"] / scan if scan else None
@@ -138,10 +182,19 @@ def run_one(item: dict) -> dict:
 
 
 def _isolated(item: dict) -> dict:
-    result = subprocess.run([sys.executable, "-m", "benchmarks", "--one", json.dumps(item)], capture_output=True,
-                            text=True, cwd=HERE.parent, timeout=3600)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--one", json.dumps(item)],
+        capture_output=True,
+        text=True,
+        cwd=HERE.parent,
+        timeout=3600,
+    )
     if result.returncode != 0:
-        return {"workload": item["workload"], "query": item["query"], "error": result.stderr.strip().splitlines()[-1]}
+        return {
+            "workload": item["workload"],
+            "query": item["query"],
+            "error": result.stderr.strip().splitlines()[-1],
+        }
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -154,8 +207,10 @@ def _fmt(value, digits: int = 0) -> str:
 
 
 def table_markdown(rows: list[dict]) -> str:
-    lines = ["| workload | query | events | complex events | seconds | events/s | CEs/s | peak MB | vs scan |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| workload | query | events | complex events | seconds | events/s | CEs/s | peak MB | vs scan |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
         if "error" in row:
             lines.append(f"| {row['workload']} | {row['query']} | error: {row['error']} |||||||")
@@ -186,11 +241,19 @@ def main() -> None:
     for item in items:
         row = run_one(item) if args.in_process or args.quick else _isolated(item)
         rows.append(row)
-        print(f"{row['workload']:12} {row['query']:18} " + (
-            f"{_fmt(row.get('events_per_s'))} events/s, {_fmt(row.get('complex_events'))} CEs" if "error" not in row
-            else row["error"]), file=sys.stderr)
-    header = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-              f"{time.strftime('%Y-%m-%d')}")
+        print(
+            f"{row['workload']:12} {row['query']:18} "
+            + (
+                f"{_fmt(row.get('events_per_s'))} events/s, {_fmt(row.get('complex_events'))} CEs"
+                if "error" not in row
+                else row["error"]
+            ),
+            file=sys.stderr,
+        )
+    header = (
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     print(header)
     print(table_markdown(rows))
     if args.json:

@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_benchmarks_run(tmp_path) -> None:
     out = tmp_path / "results.json"
-    result = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "stress", "--json", str(out)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "stress", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     rows = json.loads(out.read_text())["rows"]
     assert {row["workload"] for row in rows} == {"stress"}
@@ -27,4 +32,10 @@ def test_quick_benchmarks_cover_every_workload() -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks.__main__ import workloads
 
-    assert {w["workload"] for w in workloads(quick=True)} == {"stocks", "smart_homes", "taxis", "synthetic", "stress"}
+    assert {w["workload"] for w in workloads(quick=True)} == {
+        "stocks",
+        "smart_homes",
+        "taxis",
+        "synthetic",
+        "stress",
+    }

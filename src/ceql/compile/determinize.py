@@ -37,6 +37,17 @@ class SymbolTable:
         """Symbol ids for whole columns of type indexes and masks (vectorized)."""
         if len(type_index) == 0:
             return np.zeros(0, dtype=np.int64)
+        import pandas as pd
+
+        bits = int(masks.max()).bit_length() if len(masks) else 0
+        if bits <= 56:
+            # One integer key per event, factorized with a hash table (linear, no sort).
+            keys = (type_index.astype(np.uint64) << np.uint64(bits)) | masks.astype(np.uint64)
+            codes, uniques = pd.factorize(keys)
+            local = np.array(
+                [self.symbol(int(k) >> bits, int(k) & ((1 << bits) - 1)) for k in uniques], dtype=np.int64
+            )
+            return local[codes]
         pairs = np.stack([type_index.astype(np.uint64), masks.astype(np.uint64)], axis=1)
         unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
         local = np.array([self.symbol(int(t), int(m)) for t, m in unique], dtype=np.int64)

@@ -259,20 +259,33 @@ class Evaluator:
         # whenever control goes back to the caller.
         collecting = gc.isenabled()
         gc.disable()
+        advance = self._advance
+        consume = plan.consume != "NONE"
         try:
             for k, pos in enumerate(positions):
                 key = keys[k] if partitioned else None
                 if partitioned and key is None:
                     continue
-                m = measure_list[k] if measure_list is not None else pos
-                data = row_data[k] if row_data is not None else None
-                for match in self._step(key, symbol_list[k], pos, m, data, detailed):
+                finals = advance(
+                    key,
+                    symbol_list[k],
+                    pos,
+                    measure_list[k] if measure_list is not None else pos,
+                    row_data[k] if row_data is not None else None,
+                )
+                if finals is None:
+                    continue
+                produced = False
+                for match in self._matches(finals, pos, key, detailed):
+                    produced = True
                     if collecting:
                         gc.enable()
                         yield match
                         gc.disable()
                     else:
                         yield match
+                if produced and consume:
+                    self._consume(key, pos)
         finally:
             if collecting:
                 gc.enable()
@@ -281,12 +294,13 @@ class Evaluator:
 
     # ------------------------------------------------------------------ per event
 
-    def _step(self, key: Any, symbol: int, pos: int, m: float, data: Any, detailed: bool = False) -> Iterator:
+    def _advance(self, key: Any, symbol: int, pos: int, m: float, data: Any) -> list[tuple] | None:
+        """Move one partition's runs over one event; return the nodes of the final states
+        reached (None if none). Constant work: only the states the symbol changes are touched."""
         plan = self.plan
         det = plan.det
-        cache = det.cache
-        final = det.final
-        active = self.partitions.get(key)
+        partitions = self.partitions
+        active = partitions.get(key)
         if active is None:
             active = {self._init: BOTTOM}
         elif plan.partition_groups and self.partition_consumed.get(key, -1) < self.consumed_at:
@@ -312,6 +326,7 @@ class Evaluator:
             del new[state]
         entered = []
         created = 0
+        cache = det.cache
         for state, node in moving:
             moves = cache.get((state, symbol))
             if moves is None:
@@ -332,27 +347,36 @@ class Evaluator:
                     new[target] = _union(previous, target_node)
                     created += 1
         self.created += created
-        finals = [new[state] for state in entered if final[state]]
-        if finals:
-            produced = False
-            for match in self._matches(finals, pos, key, detailed):
-                produced = True
-                yield match
-            if produced and plan.consume != "NONE":
-                # Every partial match is dropped; runs that reported nothing yet survive.
-                new = {state: BOTTOM for state, node in new.items() if node[1]}
-                if plan.consume == "ANY":
-                    self.consumed_at = pos
         if plan.partition_groups:
             if len(new) == 1 and new.get(self._init) is BOTTOM:
+                partitions.pop(key, None)
+                self.local_counts.pop(key, None)
+                self.partition_consumed.pop(key, None)
+            else:
+                partitions[key] = new
+                self.partition_consumed[key] = self.consumed_at
+        else:
+            partitions[key] = new
+        final = det.final
+        finals = [new[state] for state in entered if final[state]]
+        return finals or None
+
+    def _consume(self, key: Any, pos: int) -> None:
+        """CONSUME BY ANY / PARTITION after output at ``pos``: every partial match is dropped;
+        runs that reported nothing yet survive."""
+        active = self.partitions.get(key)
+        if active is not None:
+            kept = {state: BOTTOM for state, node in active.items() if node[1]}
+            if self.plan.partition_groups and len(kept) == 1 and kept.get(self._init) is BOTTOM:
                 self.partitions.pop(key, None)
                 self.local_counts.pop(key, None)
                 self.partition_consumed.pop(key, None)
             else:
-                self.partitions[key] = new
-                self.partition_consumed[key] = self.consumed_at
-        else:
-            self.partitions[key] = new
+                self.partitions[key] = kept
+        if self.plan.consume == "ANY":
+            self.consumed_at = pos
+            if key in self.partition_consumed:
+                self.partition_consumed[key] = pos
 
     # ------------------------------------------------------------------ outputs
 
