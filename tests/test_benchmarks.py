@@ -39,3 +39,40 @@ def test_quick_benchmarks_cover_every_workload() -> None:
         "synthetic",
         "stress",
     }
+
+
+def test_memory_stays_flat_with_a_window_and_short_lived_keys() -> None:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.memory import run
+
+    rows = run(1_200_000, report_every=200_000, out=lambda row: None)
+    assert rows[-1]["matches"] > 0
+    early, late = rows[1], rows[-1]
+    # Live state is bounded by the window and the active keys, not by the stream.
+    assert late["live_nodes"] <= 2 * early["live_nodes"] + 1000
+    assert late["partitions"] <= 2 * early["partitions"] + 50
+
+
+def test_stress_count_is_exact() -> None:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.generators import stress
+
+    import ceql
+
+    table = stress(300)
+    kinds = table.column("event_type").to_pylist()
+    a = ab = abc = 0
+    for kind in kinds[:-1]:  # number of increasing (A, B, C) triples, by dynamic programming
+        if kind == "A":
+            a += 1
+        elif kind == "B":
+            ab += a
+        elif kind == "C":
+            abc += ab
+    schema = ceql.declare(
+        "CREATE STREAM S { EVENT A { id:int }, EVENT B { id:int }, EVENT C { id:int }, "
+        "EVENT D { id:int }, EVENT E { id:int } }"
+    )
+    query = ceql.compile("SELECT * FROM S WHERE A; B; C; D", schema)
+    matches = list(query.run(table))
+    assert len(matches) == abc and {m.trigger for m in matches} == {299}

@@ -62,6 +62,14 @@ class Evaluator:
         self._strict_filter = plan.strategy == "STRICT" and not strict_rewritable(plan.checked.query.formula)
         self._needs_local = self._strict_filter
         self._payload: list | None = None  # per-row payload of the table being processed
+        projection = plan.projection
+        self._fast_output = (
+            plan.strategy == "ALL"
+            and not self._cross
+            and not self._strict_filter
+            and (projection is None or projection.kind == "star")
+            and plan.limit is None
+        )
         self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_index = {name: i for i, name in enumerate(plan.type_names)}
@@ -386,6 +394,35 @@ class Evaluator:
             yield from nodes.enumerate_paths(root, window)
 
     def _matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool = False) -> Iterator:
+        plan = self.plan
+        if self._fast_output and not detailed:
+            return self._fast_matches(finals, trigger, key if plan.partition_groups else None)
+        return self._general_matches(finals, trigger, key, detailed)
+
+    def _fast_matches(self, finals: list[tuple], trigger: int, partition: Any) -> Iterator[Match]:
+        """ALL, SELECT *, no LIMIT and no complex-event checks: every enumerated CE is a match."""
+        window = self.plan.window
+        enumerate_paths = nodes.enumerate_paths
+        count = 0
+        if not self.plan.as_labels:
+            for root in finals:
+                for path in enumerate_paths(root, window):
+                    positions = []
+                    append = positions.append
+                    while path is not None:
+                        append(path[0])
+                        path = path[3]
+                    count += 1
+                    yield Match(trigger, tuple(positions), {}, partition)
+        else:
+            make = self._match
+            for root in finals:
+                for path in enumerate_paths(root, window):
+                    count += 1
+                    yield make(path, trigger, partition)
+        self.matches_reported += count
+
+    def _general_matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool) -> Iterator:
         plan = self.plan
         paths: Iterable = self._paths(finals)
         if self._cross:
