@@ -36,8 +36,13 @@ def run_once(master: str, data: str, out: str) -> dict:
     events = frame.count()
     matches = spark.read.parquet(out).count()
     spark.stop()
-    return {"master": master, "events": events, "matches": matches, "seconds": round(seconds, 2),
-            "events_per_s": round(events / seconds)}
+    return {
+        "master": master,
+        "events": events,
+        "matches": matches,
+        "seconds": round(seconds, 2),
+        "events_per_s": round(events / seconds),
+    }
 
 
 def main() -> None:
@@ -57,14 +62,27 @@ def main() -> None:
     pq.write_table(stocks(args.events), data)
     print("| master | events | matches | seconds | events/s |\n|---|---:|---:|---:|---:|")
     for master in ("local[1]", "local[2]"):
-        result = subprocess.run([sys.executable, "-m", "benchmarks.spark", "--one", master, str(data),
-                                 str(root / f"out-{master[-2]}")], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parents[1])
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.spark",
+                "--one",
+                master,
+                str(data),
+                str(root / f"out-{master[-2]}"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         if result.returncode:
             print(f"| {master} | error: {result.stderr.strip().splitlines()[-1]} ||||")
             continue
         row = json.loads(result.stdout.strip().splitlines()[-1])
-        print(f"| {row['master']} | {row['events']:,} | {row['matches']:,} | {row['seconds']} | {row['events_per_s']:,} |")
+        print(
+            f"| {row['master']} | {row['events']:,} | {row['matches']:,} | {row['seconds']} | {row['events_per_s']:,} |"
+        )
 
 
 if __name__ == "__main__":

@@ -139,6 +139,21 @@ class LabelWith(Wrapper):
         )
 
 
+class MarkEnds(Wrapper):
+    """Adds a label to the transitions that end a match of the child (its last reported event),
+    so that a complex event can be cut into the iterations of an enclosing ``+``."""
+
+    def __init__(self, child: Machine, label: str) -> None:
+        super().__init__(child)
+        self.label = label
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        return tuple(
+            (g, labels | {self.label} if labels and self.child.final(t) else labels, t)
+            for g, labels, t in self.child.moves(state, symbol)
+        )
+
+
 class Restrict(Wrapper):
     """``f FILTER x[p] AND ...`` (unary, universal): every event labelled x must satisfy p."""
 

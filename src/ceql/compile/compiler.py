@@ -33,6 +33,9 @@ class CrossCondition:
     cond: ast.Cond
     scope_label: str
     unary: dict[int, int]
+    # Inside an iteration the condition holds per iteration: the events are split into
+    # iterations at the events carrying this label (the last event of each iteration).
+    group_label: str | None = None
 
     @property
     def compares(self) -> list[ast.Compare]:
@@ -133,6 +136,7 @@ class _Compiler:
         # Cross-event conditions are checked on whole complex events, which is exact only where
         # the filtered sub-formula matches at most once per complex event and is reported.
         self.cross_blocker: str | None = None
+        self.iterations: list[list] = []  # enclosing iterations: [end label, has cross conditions]
 
     def build(self, node: ast.Formula) -> automata.Machine:
         if isinstance(node, ast.EventType):
@@ -146,7 +150,20 @@ class _Compiler:
         if isinstance(node, ast.Label):
             return automata.LabelWith(self.build(node.body), node.label)
         if isinstance(node, ast.Iteration):
-            body = self.build_inside(node.body, "an iteration (+ or :+)")
+            self.scopes += 1
+            frame = [f"\x00iteration{self.scopes}", False]
+            self.iterations.append(frame)
+            try:
+                body = self.build(node.body)
+            finally:
+                self.iterations.pop()
+            if frame[1]:
+                if _has_not(node.body):
+                    raise UnsupportedQueryError(
+                        "a cross-event condition inside an iteration whose body uses NOT(...) is not supported yet "
+                        "(the reference evaluator, ceql.reference, evaluates it)"
+                    )
+                body = automata.MarkEnds(body, frame[0])
             return automata.Iteration(self.counter, body, node.contiguous)
         if isinstance(node, ast.Sequence):
             machine = self.build(node.parts[0])
@@ -217,7 +234,11 @@ class _Compiler:
             for atom in _atoms(cond):
                 if isinstance(atom, ast.LabelCond) or len(compare_labels(atom)) == 1:
                     unary_ids[id(atom)] = self.predicates.intern(unary_pred(atom))
-            self.cross.append(CrossCondition(cond, scope, unary_ids))
+            group = None
+            if self.iterations:
+                self.iterations[-1][1] = True
+                group = self.iterations[-1][0]
+            self.cross.append(CrossCondition(cond, scope, unary_ids, group))
         return machine
 
 
@@ -231,6 +252,16 @@ def _atoms(cond: ast.Cond) -> list[ast.Cond]:
         else:
             out.append(item)
     return out
+
+
+def _has_not(formula: ast.Formula) -> bool:
+    stack = [formula]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.NotEvent):
+            return True
+        stack.extend(ast.children(node))
+    return False
 
 
 def _has_cross(cond: ast.Cond) -> bool:

@@ -49,8 +49,21 @@ def compile_condition(condition: CrossCondition, attribute_index: dict[str, int]
                 return False
         return True
 
+    group_label = condition.group_label
+
     def check(events: list[Event]) -> bool:
-        return evaluate(condition.cond, [e for e in events if scope in e[0]])
+        if group_label is None:
+            return evaluate(condition.cond, [e for e in events if scope in e[0]])
+        # Per iteration: each iteration's events end with one carrying the group label.
+        group: list[Event] = []
+        for event in events:
+            if scope in event[0]:
+                group.append(event)
+            if group_label in event[0]:
+                if not evaluate(condition.cond, group):
+                    return False
+                group = []
+        return not group or evaluate(condition.cond, group)
 
     return check
 
