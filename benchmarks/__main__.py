@@ -43,6 +43,20 @@ def workloads(quick: bool) -> list[dict]:
                 "data": ("stocks", int(224_473 * scale)),
             }
         )
+    # The cost of a cross-event condition on a selective stock query (q1 plus a price relation).
+    cross = (
+        "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = 'INTC'] AND "
+        "T2[name = 'RIMM'] AND T3[name = 'QQQ'] AND T1.price < T3.price WITHIN 10000 [stock_time]"
+    )
+    items.append(
+        {
+            "workload": "stocks",
+            "query": "q1+cross",
+            "text": cross,
+            "declaration": "stocks",
+            "data": ("stocks", int(224_473 * scale)),
+        }
+    )
     homes_names = ["q1", "q6"] if quick else None
     for name, text in _queries("smart_homes", homes_names):
         items.append(
