@@ -68,15 +68,15 @@ class Machine:
         return type(self).__name__
 
 
-class Atom(Machine):
-    """``E``: skip any events, then report one event of type E (labelled E)."""
+class OneEvent(Machine):
+    """Skip any events, then read one event satisfying ``guard``, reported under ``labels``."""
 
-    def __init__(self, counter: Counter, type_name: str) -> None:
+    def __init__(self, counter: Counter, guard: Guard, labels: frozenset) -> None:
         self.lo = counter.take()
         self.end = counter.take()
         self.hi = counter.next
-        self.labels = frozenset({type_name})
-        self.guard = guards.type_is(type_name)
+        self.guard = guard
+        self.labels = labels
 
     def initial(self) -> tuple:
         return (self.lo,)
@@ -90,25 +90,14 @@ class Atom(Machine):
         return _select(((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, self.labels, self.end)), symbol)
 
 
-class NotAtom(Machine):
+def atom(counter: Counter, type_name: str) -> OneEvent:
+    """``E``: skip any events, then report one event of type E (labelled E)."""
+    return OneEvent(counter, guards.type_is(type_name), frozenset({type_name}))
+
+
+def not_atom(counter: Counter, matched: Guard) -> OneEvent:
     """``NOT(a)``: skip any events, then read (without reporting) one event that is not ``a``."""
-
-    def __init__(self, counter: Counter, matched: Guard) -> None:
-        self.lo = counter.take()
-        self.end = counter.take()
-        self.hi = counter.next
-        self.guard = guards.negation(matched)
-
-    def initial(self) -> tuple:
-        return (self.lo,)
-
-    def final(self, state: State) -> bool:
-        return state == self.end
-
-    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
-        if state != self.lo:
-            return ()
-        return _select(((guards.TRUE, EMPTY_LABELS, self.lo), (self.guard, EMPTY_LABELS, self.end)), symbol)
+    return OneEvent(counter, guards.negation(matched), EMPTY_LABELS)
 
 
 class Wrapper(Machine):

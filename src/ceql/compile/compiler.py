@@ -90,18 +90,7 @@ def _strip(expr: ast.Expr) -> ast.Expr:
 
 def compare_labels(compare: ast.Compare) -> tuple[str, ...]:
     """The distinct labels a comparison names, sorted."""
-    labels: set[str] = set()
-    stack: list = [compare.left, compare.right]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.Attr):
-            if item.label:
-                labels.add(item.label)
-        elif isinstance(item, ast.Arith):
-            stack.extend((item.left, item.right))
-        elif isinstance(item, ast.Neg):
-            stack.append(item.operand)
-    return tuple(sorted(labels))
+    return tuple(sorted({attr.label for attr in ast.attributes(compare) if attr.label}))
 
 
 def dnf(cond: ast.Cond) -> list[list[ast.Cond]]:
@@ -140,13 +129,13 @@ class _Compiler:
 
     def build(self, node: ast.Formula) -> automata.Machine:
         if isinstance(node, ast.EventType):
-            return automata.Atom(self.counter, node.name)
+            return automata.atom(self.counter, node.name)
         if isinstance(node, ast.NotEvent):
             matched = guards.type_is(node.atom.name)
             if node.cond is not None:
                 pid = self.predicates.intern(unary_pred(node.cond))
                 matched = matched | guards.pred(pid)
-            return automata.NotAtom(self.counter, matched)
+            return automata.not_atom(self.counter, matched)
         if isinstance(node, ast.Label):
             return automata.LabelWith(self.build(node.body), node.label)
         if isinstance(node, ast.Iteration):
@@ -158,7 +147,7 @@ class _Compiler:
             finally:
                 self.iterations.pop()
             if frame[1]:
-                if _has_not(node.body):
+                if has_not(node.body):
                     raise UnsupportedQueryError(
                         "a cross-event condition inside an iteration whose body uses NOT(...) is not supported yet "
                         "(the reference evaluator, ceql.reference, evaluates it)"
@@ -254,7 +243,8 @@ def _atoms(cond: ast.Cond) -> list[ast.Cond]:
     return out
 
 
-def _has_not(formula: ast.Formula) -> bool:
+def has_not(formula: ast.Formula) -> bool:
+    """Whether the formula uses NOT(...) anywhere."""
     stack = [formula]
     while stack:
         node = stack.pop()

@@ -177,7 +177,7 @@ class _Analyzer:
             self.pred(cond.pred, types, cond.label)
             return
         # A comparison over labelled attributes (x.a < y.b, or x.a > 5).
-        attrs = list(_attrs(cond))
+        attrs = list(ast.attributes(cond))
         if not attrs:
             raise self.fail("a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos)
         for attr in attrs:
@@ -358,21 +358,6 @@ def _kind_of_value(value: object) -> str:
     if isinstance(value, str):
         return "string"
     return "number"
-
-
-def _attrs(node):
-    """All Attr nodes inside an expression or comparison."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.Attr):
-            yield item
-        elif isinstance(item, ast.Compare):
-            stack.extend((item.left, item.right))
-        elif isinstance(item, ast.Arith):
-            stack.extend((item.left, item.right))
-        elif isinstance(item, ast.Neg):
-            stack.append(item.operand)
 
 
 def describe(checked: CheckedQuery) -> str:

@@ -290,3 +290,16 @@ def children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, NotEvent):
         return (node.atom,)
     return ()
+
+
+def attributes(node: Node):
+    """Every Attr inside an expression or comparison (iteratively)."""
+    stack: list = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Attr):
+            yield item
+        elif isinstance(item, (Compare, Arith)):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, Neg):
+            stack.append(item.operand)

@@ -129,7 +129,7 @@ def build_plan(checked: CheckedQuery) -> Plan:
             attr.name
             for condition in compiled.cross
             for compare in condition.compares
-            for attr in _attrs(compare)
+            for attr in ast.attributes(compare)
         }
     )
     plan = Plan(
@@ -159,15 +159,3 @@ def build_plan(checked: CheckedQuery) -> Plan:
             "so its values may decrease; matches stay exact but expired partial matches are not freed"
         )
     return plan
-
-
-def _attrs(compare: ast.Compare):
-    stack: list = [compare.left, compare.right]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.Attr):
-            yield item
-        elif isinstance(item, ast.Arith):
-            stack.extend((item.left, item.right))
-        elif isinstance(item, ast.Neg):
-            stack.append(item.operand)

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.compile.compiler import has_not
 from ceql.errors import CeqlError
-from ceql.lang import ast
 from ceql.lang.schema import Schema
 
 POS = "__ceql_pos"
@@ -62,7 +62,7 @@ def plan_kind(query) -> str:
         and parsed.within is not None
         and plan.monotone
         and plan.consume == "NONE"
-        and not _has_not(parsed.formula)
+        and not has_not(parsed.formula)
         and _every_type_has_measure(query)
     ):
         return "sharded"
@@ -87,16 +87,6 @@ def explain_plan(query) -> str:
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
         "single": "single: one ordered task (the query's semantics do not allow splitting it)",
     }[kind]
-
-
-def _has_not(formula: ast.Formula) -> bool:
-    stack = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.NotEvent):
-            return True
-        stack.extend(ast.children(node))
-    return False
 
 
 def output_schema(schema: Schema, with_events: bool):
