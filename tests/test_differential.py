@@ -74,3 +74,33 @@ def test_engine_matches_reference_core_operators(query, events) -> None:
 @given(queries(depth=4), streams(min_size=3, max_size=11))
 def test_engine_matches_reference_many(query, events) -> None:
     check_agreement(query, events)
+
+
+AUTO_PARTITION = [
+    "SELECT * WHERE A AS x; B AS y FILTER x.id = y.id",
+    "SELECT * WHERE (A AS x; B+ AS y; C AS z) FILTER x.id = y.id AND y.id = z.id AND x[v > 0] WITHIN 6 EVENTS",
+    "SELECT NEXT * WHERE (A AS x; (B OR C) AS y) FILTER y.id = x.id",
+    "SELECT LAST * WHERE (A AS x ALL B AS y) FILTER x.id = y.id CONSUME BY ANY",
+    "SELECT MAX x WHERE ((A AS x; B AS y) AND (A AS x; B AS y)) FILTER x.s = y.s LIMIT 2",
+]
+
+
+@pytest.mark.parametrize("text", AUTO_PARTITION)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=streams(min_size=3, max_size=10))
+def test_equalities_linking_every_event_become_partition_keys(text, events) -> None:
+    query = ceql.compile(text, SCHEMA)
+    assert query.plan.auto_partition is not None
+    check_agreement(ceql.parse(text), events)
+
+
+def test_no_partition_key_when_it_could_change_the_result() -> None:
+    for text in [
+        "SELECT * WHERE A AS x : B AS y FILTER x.id = y.id",
+        "SELECT * WHERE A AS x; NOT(C); B AS y FILTER x.id = y.id",
+        "SELECT * WHERE A AS x; C; B AS y FILTER x.id = y.id",
+        "SELECT STRICT * WHERE A AS x; B AS y FILTER x.id = y.id",
+        "SELECT * WHERE (A AS x; B AS y) UNLESS C FILTER x.id = y.id",
+        "SELECT * WHERE A AS x; B AS y FILTER x.id = y.v",
+    ]:
+        assert ceql.compile(text, SCHEMA).plan.auto_partition is None, text

@@ -396,7 +396,9 @@ class Evaluator:
     def _matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool = False) -> Iterator:
         plan = self.plan
         if self._fast_output and not detailed:
-            return self._fast_matches(finals, trigger, key if plan.partition_groups else None)
+            return self._fast_matches(
+                finals, trigger, key if plan.partition_groups and not plan.auto_partition else None
+            )
         return self._general_matches(finals, trigger, key, detailed)
 
     def _fast_matches(self, finals: list[tuple], trigger: int, partition: Any) -> Iterator[Match]:
@@ -439,7 +441,7 @@ class Evaluator:
         seen: set | None = set() if dedupe else None
         limit = plan.limit
         count = 0
-        partition = key if plan.partition_groups else None
+        partition = key if plan.partition_groups and not plan.auto_partition else None
         for path in paths:
             match = self._match(path, trigger, partition)
             if seen is not None:

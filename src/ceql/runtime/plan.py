@@ -3,8 +3,10 @@ automaton, predicates, symbols, columns, window, partitioning, projection and po
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
+from ceql.compile.autopartition import partition_attribute
 from ceql.compile.compiler import Compiled, compile_formula
 from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.strategies import rewrite_strict
@@ -39,6 +41,7 @@ class Plan:
     projection: ast.Projection | None = None
     as_labels: frozenset[str] = frozenset()
     cross_attributes: tuple[str, ...] = ()
+    auto_partition: str | None = None  # an equality made a partition key (matches report none)
     notes: list[str] = field(default_factory=list)
 
 
@@ -69,6 +72,9 @@ def referenced_attributes(checked: CheckedQuery) -> set[str]:
 def build_plan(checked: CheckedQuery) -> Plan:
     """Compile a checked query into an evaluation plan."""
     query = checked.query
+    auto_partition = partition_attribute(checked)
+    if auto_partition is not None:
+        query = dataclasses.replace(query, partition_by=((auto_partition,),))
     strategy = query.effective_strategy
     if strategy not in SUPPORTED_STRATEGIES:
         raise UnsupportedQueryError(f"selection strategy {strategy} is not supported yet")
@@ -81,11 +87,12 @@ def build_plan(checked: CheckedQuery) -> Plan:
 
     # Which event types can take part (rows of other types carry no attribute values).
     participating = set(checked.used_types)
+    partition_by = query.partition_by
     partition_types: dict[str, tuple[str, ...]] = {}
-    if query.partition_by:
+    if partition_by:
         for name in type_names:
             decl = schema.event_types[name]
-            for group in query.partition_by:
+            for group in partition_by:
                 if all(decl.attribute(a) is not None for a in group):
                     partition_types[name] = group
                     break
@@ -112,7 +119,9 @@ def build_plan(checked: CheckedQuery) -> Plan:
             monotone = ordered_time
             time_attributes = {name: attribute for name in checked.used_types}
 
-    needed = referenced_attributes(checked) | set(time_attributes.values())
+    needed = (
+        referenced_attributes(checked) | set(time_attributes.values()) | {a for g in partition_by for a in g}
+    )
     all_columns = column_types(schema, sorted(participating))
     columns = {name: kind for name, kind in all_columns.items() if name in needed}
     time_columns = {
@@ -144,7 +153,7 @@ def build_plan(checked: CheckedQuery) -> Plan:
         monotone=monotone,
         time_attributes=time_attributes,
         ordered_time=ordered_time,
-        partition_groups=query.partition_by,
+        partition_groups=partition_by,
         partition_types=partition_types,
         strategy=strategy,
         consume=query.effective_consume,
@@ -152,7 +161,13 @@ def build_plan(checked: CheckedQuery) -> Plan:
         projection=query.projection,
         as_labels=checked.as_labels,
         cross_attributes=tuple(cross_attributes),
+        auto_partition=auto_partition,
     )
+    if auto_partition is not None:
+        plan.notes.append(
+            f"the equality on {auto_partition} links every event of the pattern: evaluated per {auto_partition} "
+            f"(as PARTITION BY [{auto_partition}]), which gives the same matches"
+        )
     if window_kind == "attribute" and not monotone:
         plan.notes.append(
             f"WITHIN {query.within.value} [{query.within.attribute}]: the attribute is not a primary_time, "

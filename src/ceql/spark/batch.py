@@ -55,10 +55,10 @@ def plan_kind(query) -> str:
     """Which batch plan a compiled query gets: partitioned, sharded or single."""
     parsed = query.checked.query
     plan = query.plan
-    if parsed.partition_by and plan.consume != "ANY":
+    if plan.partition_groups and plan.consume != "ANY":
         return "partitioned"
     if (
-        not parsed.partition_by
+        not plan.partition_groups
         and parsed.within is not None
         and plan.monotone
         and plan.consume == "NONE"
