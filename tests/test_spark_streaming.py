@@ -129,3 +129,29 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, tmp_path) -
     )
     assert 0 < first < len(rows)
     assert _keys(rows) == expected  # the union is the batch result, with no duplicates
+
+
+def test_late_events_are_routed_to_the_output_not_dropped(spark, tmp_path) -> None:
+    second = 10**9
+    batches = [
+        [("A", 0, 0), ("B", 0, 5 * second)],
+        [("A", 0, 20 * second), ("B", 0, 3 * second), ("B", 0, 21 * second)],  # the B at 3 s is late
+        [("D", 0, 100 * second)],
+    ]
+    source = tmp_path / "in"
+    source.mkdir()
+    seq = 0
+    for index, rows in enumerate(batches):
+        events = []
+        for kind, key, time in rows:
+            events.append({"event_type": kind, "id": key, "v": 1, "s": "a", "t": time, "seq": seq})
+            seq += 1
+        path = source / f"part{index}.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
+    _run_stream(spark, source, "SELECT * WHERE A; B", tmp_path / "out", tmp_path / "checkpoint")
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    late = sorted(tuple(r.positions) for r in rows if r.query.endswith(":late"))
+    matches = sorted(tuple(r.positions) for r in rows if not r.query.endswith(":late"))
+    assert late == [(3,)]
+    assert matches == [(0, 1), (0, 4), (2, 4)]

@@ -5,8 +5,11 @@ order when the event-time watermark passes them (an event-time timer per distinc
 evaluator's state is kept as plain bytes in value state, and both are cleared when the key holds
 no live run. The watermark's delay is the allowed lateness (``CREATE QUARANTINE FIXED_TIME`` or
 the ``allowed_lateness`` option): events later than that are dropped by Spark before they reach
-the operator. Matches of a time instant are complete when the watermark passes it, so the last
-instant of a finished input is released when a later event arrives (or the query restarts).
+the operator is late: earlier events were already evaluated, so it cannot take its place any
+more; it is reported in the output as a record whose query is ``<name>:late`` (trigger and
+positions give its stream position), so nothing vanishes. Matches of a time instant are complete
+when the watermark passes it, so the last instant of a finished input is released when a later
+event arrives (or the query restarts).
 Positions are those of the whole stream, taken from ``position_column`` (an input sequence
 number), so that streaming results equal batch results. With a checkpoint, a restarted query
 resumes with no lost and no duplicated matches (state, timers and output commit together).
@@ -63,17 +66,38 @@ def _processor_class():
 
         def handleInputRows(self, key, rows, timerValues):
             watermark = timerValues.getCurrentWatermarkInMs()
+            late_positions: list[int] = []
             for frame in rows:
                 frame = frame[self.columns]
-                records = list(frame.itertuples(index=False, name=None))
-                self.buffer.appendList(records)
-                for millis in sorted(set(int(t) for t in frame[TIME].tolist())):
-                    if millis > watermark:
-                        self.handle.registerTimer(millis)
-            return iter([])
+                shifted = frame[TIME].astype("int64") + 1  # shifted like the watermark column
+                late = (shifted <= watermark).to_numpy()
+                if late.any():
+                    # Behind the watermark: earlier events were already evaluated, so this one
+                    # cannot take its place any more. It goes to the output as a late record.
+                    late_positions.extend(int(p) for p in frame[SPOS][late])
+                    frame, shifted = frame[~late], shifted[~late]
+                if not len(frame):
+                    continue
+                self.buffer.appendList(list(frame.itertuples(index=False, name=None)))
+                for millis in sorted(set(shifted.tolist())):
+                    self.handle.registerTimer(millis)
+            if not late_positions:
+                return iter([])
+            late_rows = pd.DataFrame(
+                {
+                    "query": [f"{self.name}:late"] * len(late_positions),
+                    "trigger": late_positions,
+                    "positions": [[p] for p in late_positions],
+                    "labels": [{} for _ in late_positions],
+                    "partition": [None] * len(late_positions),
+                }
+            )
+            if self.with_events:
+                late_rows["events"] = [None] * len(late_positions)
+            return iter([late_rows])
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            limit = expiredTimerInfo.getExpiryTimeInMs()
+            limit = expiredTimerInfo.getExpiryTimeInMs() - 1  # timers are shifted by 1 ms
             buffered = list(self.buffer.get()) if self.buffer.exists() else []
             ready = [r for r in buffered if r[-1] <= limit]
             rest = [r for r in buffered if r[-1] > limit]
@@ -165,7 +189,9 @@ def prepare(df, query, schema: Schema, position_column: str, allowed_lateness: s
     delay = lateness_ms(schema, allowed_lateness) + 1
     df = df.withColumn(SPOS, F.col(position_column).cast("long"))
     df = df.withColumn(TIME, (time / F.lit(1_000_000)).cast("long"))
-    df = df.withColumn(TS, F.timestamp_millis(F.col(TIME)))
+    # Spark's first watermark is the epoch and rows at the watermark count as late: shift the
+    # watermark column by 1 ms so that events at time 0 are kept (the evaluator uses real times).
+    df = df.withColumn(TS, F.timestamp_millis(F.col(TIME) + F.lit(1)))
     df = df.withWatermark(TS, f"{delay} milliseconds")
     plan = query.plan
     if query.checked.query.partition_by and plan.consume != "ANY":
