@@ -31,7 +31,7 @@ State = object
 Transition = tuple  # (Guard, frozenset[str], State)
 EMPTY_LABELS: frozenset[str] = frozenset()
 _TOP = "done"  # an ALL component that has finished
-_MAX_UNLESS_GUARDS = 12
+_MAX_UNLESS_GUARDS = 6  # symbolic UNLESS moves split on at most 2^6 guard combinations
 
 
 class Counter:
@@ -415,14 +415,19 @@ def _select(transitions: tuple, symbol: tuple | None) -> tuple:
 
 
 def reachable_states(machine: Machine, limit: int) -> list[State] | None:
-    """All states reachable from the initial ones (ignoring guards), or None past ``limit``."""
+    """All states reachable from the initial ones (ignoring guards), or None past ``limit``
+    states (or ``10 * limit`` transitions)."""
     seen = dict.fromkeys(machine.initial())
     frontier = list(seen)
+    budget = 10 * limit
     while frontier:
         state = frontier.pop()
         try:
             moves = machine.moves(state)
         except UnsupportedQueryError:
+            return None
+        budget -= len(moves)
+        if budget < 0:
             return None
         for _, _, target in moves:
             if target not in seen:

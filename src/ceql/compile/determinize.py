@@ -13,7 +13,7 @@ import numpy as np
 from ceql.compile import automata
 from ceql.errors import UnsupportedQueryError
 
-MAX_RELEVANCE_STATES = 20_000
+MAX_RELEVANCE_STATES = 5_000
 
 
 class SymbolTable:
