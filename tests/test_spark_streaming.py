@@ -88,6 +88,8 @@ def _keys(rows) -> list[tuple]:
         "SELECT * WHERE A AS x; B AS y PARTITION BY [id] WITHIN 5 SECONDS",
         "SELECT * WHERE A AS x; B+ AS y; C WITHIN 6 SECONDS",
         "SELECT * WHERE A AS x; C AS y PARTITION BY [id] WITHIN 8 EVENTS CONSUME BY PARTITION",
+        "SELECT * WHERE A AS x; B AS y WITHIN 4000000000 [t] CONSUME BY ANY",
+        "SELECT * WHERE A AS x; B AS y PARTITION BY [id] CONSUME BY ANY",
     ],
 )
 def test_streaming_equals_batch_local_and_reference(spark, tmp_path, text) -> None:
