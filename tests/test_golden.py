@@ -187,3 +187,15 @@ def test_core_java_engine_suite(evaluate, test: Path) -> None:
     matches = evaluate(declaration, query, events)
     values = sorted(f"value={float(events[p]['value'])}" for m in matches for p in m.positions)
     assert values == sorted(expected_lines[1:])
+
+
+@pytest.mark.parametrize("strategy, expected", [("NEXT", tuple(range(201))), ("LAST", tuple(range(201)))])
+def test_next_and_last_do_not_enumerate_every_complex_event(strategy, expected) -> None:
+    """200 A's then a B: 2^200 - 1 complex events end at the B; the best is found directly."""
+    decl = "CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }"
+    stream = [{"event_type": "A", "v": i} for i in range(200)] + [{"event_type": "B", "v": 0}]
+    query = ceql.compile(f"SELECT {strategy} * WHERE A+ ; B", ceql.declare(decl))
+    matches = list(query.run(stream))
+    assert [m.positions for m in matches if m.trigger == 200] == [expected]
+    windowed = ceql.compile(f"SELECT {strategy} * WHERE A+ ; B WITHIN 10 EVENTS", ceql.declare(decl))
+    assert [m.positions for m in windowed.run(stream)] == [tuple(range(191, 201))]

@@ -30,6 +30,7 @@ from ceql.runtime import nodes
 from ceql.runtime.batches import iter_tables
 from ceql.runtime.crossconditions import compile_condition
 from ceql.runtime.plan import Plan
+from ceql.runtime.selection import best_support, paths_with_support
 
 BOTTOM = nodes.BOTTOM
 _output = nodes.output
@@ -434,6 +435,10 @@ class Evaluator:
         strategy = plan.strategy
         if strategy == "ANY":
             paths = itertools.islice(paths, 1)
+        elif strategy in ("NEXT", "LAST") and not self._cross and not self._strict_filter:
+            # The best support straight from the tECS, then only the CEs with that support.
+            support = best_support(finals, strategy, plan.window)
+            paths = paths_with_support(finals, support, plan.window) if support is not None else ()
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
         projection = plan.projection
