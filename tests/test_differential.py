@@ -102,5 +102,7 @@ def test_no_partition_key_when_it_could_change_the_result() -> None:
         "SELECT STRICT * WHERE A AS x; B AS y FILTER x.id = y.id",
         "SELECT * WHERE (A AS x; B AS y) UNLESS C FILTER x.id = y.id",
         "SELECT * WHERE A AS x; B AS y FILTER x.id = y.v",
+        "SELECT * WHERE A+ AS x FILTER A.v = A.v",  # one label: no two events are tied
+        "SELECT * WHERE (A+ AS x OR B AS y); C AS z FILTER x.id = z.id AND y.id = z.id",  # x may be empty
     ]:
         assert ceql.compile(text, SCHEMA).plan.auto_partition is None, text

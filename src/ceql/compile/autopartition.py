@@ -6,7 +6,9 @@ never enumerates the pairs with different volumes. This is exact only when nothi
 query looks at events outside the complex event or depends on adjacency: no ``:``, ``:+``,
 ``NOT(...)``, ``UNLESS`` or STRICT (PARTITION BY makes those relative to the sub-stream), no
 CONSUME BY PARTITION (it would become per key), and every event of the pattern must be covered
-by the linked labels. The condition itself is still checked, and matches report no partition.
+by the linked labels, each of which must occur in every complex event (a universal comparison
+with an empty label holds vacuously). The condition itself is still checked, and matches report
+no partition.
 """
 
 from __future__ import annotations
@@ -38,15 +40,56 @@ def partition_attribute(checked: CheckedQuery) -> str | None:
             and cond.left.label
             and cond.right.label
             and cond.left.name == cond.right.name
+            and cond.left.label != cond.right.label
         ):
             links.setdefault(cond.left.name, []).append((cond.left.label, cond.right.label))
+    always = mandatory_labels(formula)
     for attribute, edges in sorted(links.items()):
         labels = _component(edges)
-        if labels is None or not _covers(formula, labels):
+        # Universal comparisons hold vacuously when a label is empty: every linked label must
+        # be in every complex event for the equality to tie all the events together.
+        if labels is None or not labels <= always or not _covers(formula, labels):
             continue
         if all(checked.schema.event_types[t].attribute(attribute) is not None for t in checked.used_types):
             return attribute
     return None
+
+
+def mandatory_labels(formula: ast.Formula) -> set[str]:
+    """Labels that every complex event of the formula has at least one event of."""
+    if isinstance(formula, ast.EventType):
+        return {formula.name}
+    if isinstance(formula, ast.NotEvent):
+        return set()
+    if isinstance(formula, ast.Label):
+        inner = mandatory_labels(formula.body)
+        return inner | {formula.label} if _reports(formula.body) else inner
+    if isinstance(formula, ast.Union_):
+        parts = [mandatory_labels(p) for p in formula.parts]
+        return set.intersection(*parts)
+    if isinstance(formula, (ast.Filter, ast.Iteration)):
+        return mandatory_labels(formula.body)
+    if isinstance(formula, ast.Unless):
+        return mandatory_labels(formula.left)
+    out: set[str] = set()
+    for part in ast.children(formula):
+        out |= mandatory_labels(part)
+    return out
+
+
+def _reports(formula: ast.Formula) -> bool:
+    """Whether every complex event of the formula has at least one event."""
+    if isinstance(formula, ast.EventType):
+        return True
+    if isinstance(formula, ast.NotEvent):
+        return False
+    if isinstance(formula, (ast.Label, ast.Filter, ast.Iteration)):
+        return _reports(formula.body)
+    if isinstance(formula, ast.Union_):
+        return all(_reports(p) for p in formula.parts)
+    if isinstance(formula, ast.Unless):
+        return _reports(formula.left)
+    return any(_reports(p) for p in ast.children(formula))
 
 
 def _plain(formula: ast.Formula) -> bool:
