@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import ceql
 from ceql.lang import ast, print_query
@@ -106,3 +107,32 @@ def test_no_partition_key_when_it_could_change_the_result() -> None:
         "SELECT * WHERE (A+ AS x OR B AS y); C AS z FILTER x.id = z.id AND y.id = z.id",  # x may be empty
     ]:
         assert ceql.compile(text, SCHEMA).plan.auto_partition is None, text
+
+
+@st.composite
+def linked_queries(draw):
+    """Formulas whose events are all labelled x or y, filtered by x.id = y.id (often partitionable)."""
+
+    def part(label):
+        node: ast.Formula = ast.Label(ast.EventType(draw(st.sampled_from("ABC"))), label)
+        if draw(st.booleans()):
+            node = ast.Iteration(node)
+        return node
+
+    kind = draw(st.sampled_from(["seq", "or", "all", "and"]))
+    labels = ["x", "y"] + [draw(st.sampled_from("xy")) for _ in range(draw(st.integers(0, 1)))]
+    parts = tuple(part(label) for label in labels)
+    formula = {"seq": lambda p: ast.Sequence(p), "or": ast.Union_, "all": ast.AllOf, "and": ast.Conjunction}[
+        kind
+    ](parts)
+    cond = ast.Compare("=", ast.Attr("id", "x"), ast.Attr("id", "y"))
+    base = draw(queries(depth=0))
+    return dataclasses.replace(
+        base, formula=ast.Filter(formula, cond), projection=ast.Projection("star"), partition_by=()
+    )
+
+
+@FAST
+@given(linked_queries(), streams(min_size=3, max_size=10))
+def test_linking_equalities_against_the_reference(query, events) -> None:
+    check_agreement(query, events)
