@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ceql.errors import QueryError
 from ceql.lang import ast
-from ceql.lang.printer import print_cond, print_pred
+from ceql.lang.printer import print_cond
 from ceql.lang.schema import NUMERIC_TYPES, EventTypeDecl, Schema
 
 
@@ -390,4 +390,4 @@ def _line_col(text: str, pos: int) -> str:
     return f"{line}:{column}"
 
 
-__all__ = ["CheckedQuery", "analyze", "describe", "print_pred"]
+__all__ = ["CheckedQuery", "analyze", "describe"]

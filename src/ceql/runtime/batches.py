@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.errors import EventError
+from ceql.errors import EventError, UnsupportedQueryError
 from ceql.lang.schema import Schema
 
 ARROW_TYPES = {
@@ -41,8 +41,6 @@ def column_types(schema: Schema, type_names: Iterable[str]) -> dict[str, pa.Data
             elif {previous, arrow} <= {pa.int64(), pa.float64()}:
                 columns[attribute.name] = pa.float64()
             else:
-                from ceql.errors import UnsupportedQueryError
-
                 raise UnsupportedQueryError(
                     f"attribute {attribute.name} is {previous} in {origin[attribute.name]} but {arrow} in "
                     f"{type_name}; ceql needs one type per attribute name among the event types a query uses"

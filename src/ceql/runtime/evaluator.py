@@ -75,8 +75,6 @@ class Evaluator:
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_index = {name: i for i, name in enumerate(plan.type_names)}
         self._type_array = pa.array(plan.type_names, pa.string())
-        if plan.strategy not in ("ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX"):
-            raise UnsupportedQueryError(f"selection strategy {plan.strategy} is not supported yet")
 
     # ------------------------------------------------------------------ public API
 

@@ -47,10 +47,6 @@ def union(a: tuple, b: tuple) -> tuple:
     )
 
 
-def has_empty(node: tuple) -> bool:
-    return node[1]
-
-
 def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]:
     """Every CE of ``root`` within the window, as a linked list ``(pos, labels, data, rest)`` in
     increasing position order (None for the empty CE). Explicit stack, no recursion.

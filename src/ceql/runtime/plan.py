@@ -131,7 +131,6 @@ def build_plan(checked: CheckedQuery) -> Plan:
         if a.type == "primary_time" and a.name in columns
     }
     builder = BatchBuilder(schema, columns, time_columns)
-    builder.participating = participating  # type: ignore[attr-defined]
 
     cross_attributes = sorted(
         {
