@@ -30,7 +30,7 @@ from ceql.runtime import nodes
 from ceql.runtime.batches import iter_tables
 from ceql.runtime.crossconditions import compile_condition
 from ceql.runtime.plan import Plan
-from ceql.runtime.selection import best_support, paths_with_support
+from ceql.runtime.selection import best_support, maximal_supports, paths_with_support
 
 BOTTOM = nodes.BOTTOM
 _output = nodes.output
@@ -437,6 +437,11 @@ class Evaluator:
             # The best support straight from the tECS, then only the CEs with that support.
             support = best_support(finals, strategy, plan.window)
             paths = paths_with_support(finals, support, plan.window) if support is not None else ()
+        elif strategy == "MAX" and not self._cross and not self._strict_filter:
+            paths = itertools.chain.from_iterable(
+                paths_with_support(finals, support, plan.window)
+                for support in maximal_supports(finals, plan.window)
+            )
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
         projection = plan.projection

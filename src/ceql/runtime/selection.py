@@ -1,4 +1,4 @@
-"""NEXT and LAST without enumerating every complex event of a trigger.
+"""NEXT, LAST and MAX without enumerating every complex event of a trigger.
 
 The complex events of a trigger are the paths of the tECS below the final states' nodes; a path
 spells its positions from the latest down. LAST prefers the support whose latest differing
@@ -7,8 +7,10 @@ prefix). NEXT prefers the earliest differing position: the smallest ascending se
 appended. Both follow from the children's best by prepending (LAST) or appending (NEXT) a node's
 position, so a memoised pass over the live structure finds the best support without enumerating
 the (possibly exponentially many) complex events; the window is respected exactly as in the
-enumeration. The complex events with that support (several when labels differ) are then found by
-a DFS guided by the support.
+enumeration. MAX keeps, per node, the antichain of its maximal supports (prepending a position
+preserves inclusion, and a union's maximal supports are the maximal ones of both sides). The
+complex events with a chosen support (several when labels differ) are then found by a DFS guided
+by the support.
 """
 
 from __future__ import annotations
@@ -19,30 +21,39 @@ from collections.abc import Iterator
 _INF = math.inf
 
 
-def best_support(roots: list[tuple], strategy: str, window: float | None) -> tuple[int, ...] | None:
-    """The best support among the complex events of ``roots`` (sorted ascending), or None."""
+def maximal_supports(roots: list[tuple], window: float | None) -> list[tuple[int, ...]]:
+    """The supports of ``roots`` that no other support contains (each sorted ascending)."""
     memo: dict[tuple, tuple | None] = {}
-    best: tuple | None = None
+    found: list[frozenset] = []
     for root in roots:
-        found = _best(root, None, True, strategy, window, memo)
-        if found is not None and (best is None or _better(found, best, strategy)):
-            best = found
-    if best is None:
-        return None
-    if strategy == "LAST":
-        return tuple(reversed(best))
-    return best[:-1]  # drop the +inf sentinel
+        value = _walk(root, None, True, window, memo, _max_leaf, _max_output, _max_union)
+        if value is not None:
+            found = _antichain(found + list(value))
+    return sorted(tuple(sorted(support)) for support in found)
 
 
-def _better(a: tuple, b: tuple, strategy: str) -> bool:
-    return a > b if strategy == "LAST" else a < b
+def _max_leaf() -> tuple:
+    return (frozenset(),)
 
 
-def _best(root: tuple, limit, empty_ok: bool, strategy: str, window, memo: dict) -> tuple | None:
-    """Best sequence below ``root`` in a context (iterative post-order, memoised).
+def _max_output(pos: int, below: tuple) -> tuple:
+    return tuple(support | {pos} for support in below)
 
-    LAST sequences are descending positions; NEXT sequences ascending with +inf at the end."""
-    last = strategy == "LAST"
+
+def _max_union(values: list[tuple]) -> tuple:
+    return tuple(_antichain([s for value in values for s in value]))
+
+
+def _antichain(supports: list[frozenset]) -> list[frozenset]:
+    """The supports not strictly contained in another (duplicates kept once)."""
+    unique = list(dict.fromkeys(supports))
+    return [s for s in unique if not any(s < other for other in unique)]
+
+
+def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
+    """A memoised bottom-up pass over the complex events below ``root`` that respects the window
+    exactly like the enumeration: ``leaf()`` for the empty remainder, ``output(pos, below)`` for
+    an event, ``union(values)`` for alternatives; None where no complex event is in the window."""
     stack: list[tuple] = [(root, limit, empty_ok, False)]
     keep: list[tuple] = []
     while stack:
@@ -52,48 +63,64 @@ def _best(root: tuple, limit, empty_ok: bool, strategy: str, window, memo: dict)
             continue
         size = len(node)
         if lim is not None and node[0] <= lim and not (node[1] and eok):
-            memo[key] = None  # every complex event here falls out of the window
+            memo[key] = None
             keep.append(node)
             continue
-        if size == 3:  # BOTTOM: the empty remainder
-            memo[key] = (() if last else (_INF,)) if eok else None
+        if size == 3:
+            memo[key] = leaf() if eok else None
             keep.append(node)
             continue
         if size == 5:
             parts = [(node[3], lim, eok), (node[4], lim, eok)]
         else:
-            pos, child, m = node[3], node[5], node[6]
-            child_limit = lim
-            if child_limit is None and window is not None:
-                child_limit = m - window  # the top output fixes the CE's window
-            child_ok = True if child_limit is None else m > child_limit
-            parts = [(child, child_limit, child_ok)]
+            m = node[6]
+            child_limit = lim if lim is not None or window is None else m - window
+            parts = [(node[5], child_limit, True if child_limit is None else m > child_limit)]
         missing = [p for p in parts if (id(p[0]), p[1], p[2]) not in memo]
         if missing and not expanded:
             stack.append((node, lim, eok, True))
             stack.extend((p[0], p[1], p[2], False) for p in missing)
             continue
+        values = [memo[(id(p[0]), p[1], p[2])] for p in parts]
         if size == 5:
-            results = [memo[(id(p[0]), p[1], p[2])] for p in parts]
-            results = [r for r in results if r is not None]
-            if not results:
-                value = None
-            else:
-                value = results[0]
-                for other in results[1:]:
-                    if _better(other, value, strategy):
-                        value = other
+            present = [v for v in values if v is not None]
+            memo[key] = union(present) if present else None
         else:
-            below = memo[(id(parts[0][0]), parts[0][1], parts[0][2])]
-            if below is None:
-                value = None
-            elif last:
-                value = (pos,) + below
-            else:
-                value = below[:-1] + (pos, _INF)
-        memo[key] = value
+            memo[key] = None if values[0] is None else output(node[3], values[0])
         keep.append(node)
     return memo[(id(root), limit, empty_ok)]
+
+
+def best_support(roots: list[tuple], strategy: str, window: float | None) -> tuple[int, ...] | None:
+    """The best support among the complex events of ``roots`` (sorted ascending), or None.
+
+    LAST compares descending position sequences (the largest wins); NEXT compares ascending ones
+    with +inf appended (the smallest wins)."""
+    last = strategy == "LAST"
+    better = (lambda a, b: a > b) if last else (lambda a, b: a < b)
+
+    def leaf() -> tuple:
+        return () if last else (_INF,)
+
+    def output(pos: int, below: tuple) -> tuple:
+        return (pos,) + below if last else below[:-1] + (pos, _INF)
+
+    def union(values: list[tuple]) -> tuple:
+        best = values[0]
+        for other in values[1:]:
+            if better(other, best):
+                best = other
+        return best
+
+    memo: dict[tuple, tuple | None] = {}
+    best: tuple | None = None
+    for root in roots:
+        found = _walk(root, None, True, window, memo, leaf, output, union)
+        if found is not None and (best is None or better(found, best)):
+            best = found
+    if best is None:
+        return None
+    return tuple(reversed(best)) if last else best[:-1]
 
 
 def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: float | None) -> Iterator[tuple]:
