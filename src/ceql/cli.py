@@ -209,14 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         "form and analysis (event types, labels and where they are defined, conditions). "
         "Exit status 2 on any error.",
     )
-    check.add_argument(
-        "--declaration",
-        "-d",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="declaration file (CREATE STREAM ... or DECLARE EVENT ...); repeat for several",
-    )
+    _common(check)
     check.add_argument(
         "--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text"
     )

@@ -264,8 +264,8 @@ class Iteration(Machine):
         return tuple(out)
 
 
-class Product(Machine):
-    """Common part of AND and ALL: states are (tag, left state, right state)."""
+class Tagged(Machine):
+    """A machine over two sub-machines whose states are tuples starting with its own tag."""
 
     def __init__(self, counter: Counter, left: Machine, right: Machine) -> None:
         self.left, self.right = left, right
@@ -275,6 +275,10 @@ class Product(Machine):
 
     def owns(self, state: State) -> bool:
         return isinstance(state, tuple) and state[0] == self.tag
+
+
+class Product(Tagged):
+    """Common part of AND and ALL: states are (tag, left state, right state)."""
 
     def initial(self) -> tuple:
         return tuple((self.tag, a, b) for a in self.left.initial() for b in self.right.initial())
@@ -330,20 +334,11 @@ class AllOf(Product):
         return tuple(out)
 
 
-class Unless(Machine):
+class Unless(Tagged):
     """``f UNLESS g``: f's runs, killed when g has a match between f's first reported event and
     one that f reports later. States are (tag, f state, g subset or None, hit): the subset tracks
     g's runs started at f's first reported event (None before it); ``hit`` records that g has
     already matched, so that f may no longer report events (but may still finish unreported)."""
-
-    def __init__(self, counter: Counter, left: Machine, right: Machine) -> None:
-        self.left, self.right = left, right
-        self.lo = left.lo
-        self.tag = counter.take()
-        self.hi = counter.next
-
-    def owns(self, state: State) -> bool:
-        return isinstance(state, tuple) and state[0] == self.tag
 
     def initial(self) -> tuple:
         return tuple((self.tag, a, None, False) for a in self.left.initial())

@@ -13,6 +13,24 @@ from ceql.match import Match
 
 FORMATS = ("jsonl", "parquet", "core")
 
+#: The columns of a match as a table row (Parquet output, Spark results).
+MATCH_FIELDS = [
+    ("query", pa.string()),
+    ("trigger", pa.int64()),
+    ("positions", pa.list_(pa.int64())),
+    ("labels", pa.map_(pa.string(), pa.list_(pa.int64()))),
+    ("partition", pa.list_(pa.string())),
+]
+
+
+def append_match(rows: dict[str, list], query: str, match: Match) -> None:
+    """Append a match to column lists keyed by MATCH_FIELDS' names (partition values as text)."""
+    rows["query"].append(query)
+    rows["trigger"].append(match.trigger)
+    rows["positions"].append(list(match.positions))
+    rows["labels"].append(sorted((k, list(v)) for k, v in match.labels.items()))
+    rows["partition"].append(None if match.partition is None else [str(v) for v in match.partition])
+
 
 class EventRef:
     """An input event a match refers to: where it came from and how to read its values."""
@@ -73,13 +91,7 @@ class ParquetWriter(Writer):
 
     def __init__(self, path: str, with_events: bool, tag_queries: bool) -> None:
         super().__init__(with_events, tag_queries)
-        fields = [
-            ("query", pa.string()),
-            ("trigger", pa.int64()),
-            ("positions", pa.list_(pa.int64())),
-            ("labels", pa.map_(pa.string(), pa.list_(pa.int64()))),
-            ("partition", pa.list_(pa.string())),
-        ]
+        fields = list(MATCH_FIELDS)
         if with_events:
             fields.append(("events", pa.string()))
         self.schema = pa.schema(fields)
@@ -88,11 +100,7 @@ class ParquetWriter(Writer):
 
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         rows = self.rows
-        rows["query"].append(query)
-        rows["trigger"].append(match.trigger)
-        rows["positions"].append(list(match.positions))
-        rows["labels"].append(sorted((k, list(v)) for k, v in match.labels.items()))
-        rows["partition"].append(None if match.partition is None else [str(v) for v in match.partition])
+        append_match(rows, query, match)
         if self.with_events:
             rows["events"].append(
                 json.dumps([_event_record(p, e) for p, e in zip(match.positions, events or [])], default=str)

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.strategies import strict_rewritable
-from ceql.errors import EventError, UnsupportedQueryError
+from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.batches import iter_tables
@@ -149,8 +149,6 @@ class Evaluator:
         type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
         types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
         masks = np.zeros(table.num_rows, dtype=np.uint64)
-        if len(plan.compiled.predicates) > 64:
-            raise UnsupportedQueryError("a query may use at most 64 distinct predicates")
         for bit, values in enumerate(plan.compiled.predicates.evaluate(table)):
             masks |= values.astype(np.uint64) << np.uint64(bit)
         symbols = plan.symbols.ids_for(types, masks)

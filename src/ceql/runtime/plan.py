@@ -80,6 +80,8 @@ def build_plan(checked: CheckedQuery) -> Plan:
         raise UnsupportedQueryError(f"selection strategy {strategy} is not supported yet")
     formula = rewrite_strict(query.formula) if strategy == "STRICT" else query.formula
     compiled = compile_formula(formula)
+    if len(compiled.predicates) > 64:  # one bit each in a 64-bit mask per event
+        raise UnsupportedQueryError("a query may use at most 64 distinct predicates")
     schema = checked.schema
     type_names = sorted(schema.event_types)
     symbols = SymbolTable(type_names)

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ceql.compile.compiler import has_not
 from ceql.errors import CeqlError
+from ceql.io.writers import MATCH_FIELDS, append_match
 from ceql.lang.schema import Schema
 
 POS = "__ceql_pos"
@@ -133,22 +134,12 @@ def event_struct(schema: Schema):
 
 
 def _arrow_output_schema(schema: Schema, with_events: bool) -> pa.Schema:
-    fields = [
-        ("query", pa.string()),
-        ("trigger", pa.int64()),
-        ("positions", pa.list_(pa.int64())),
-        ("labels", pa.map_(pa.string(), pa.list_(pa.int64()))),
-        ("partition", pa.list_(pa.string())),
-    ]
+    fields = list(MATCH_FIELDS)
     if with_events:
         from pyspark.sql.pandas.types import to_arrow_type
 
         fields.append(("events", pa.list_(to_arrow_type(event_struct(schema)))))
     return pa.schema(fields)
-
-
-def _rows_to_batch(rows: dict[str, list], arrow_schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict(rows, schema=arrow_schema)
 
 
 class _Collector:
@@ -164,20 +155,15 @@ class _Collector:
         self.rows: dict[str, list] = {f: [] for f in arrow_schema.names}
 
     def add(self, match, events: list | None) -> None:
-        rows = self.rows
-        rows["query"].append(self.name)
-        rows["trigger"].append(match.trigger)
-        rows["positions"].append(list(match.positions))
-        rows["labels"].append(sorted((k, list(v)) for k, v in match.labels.items()))
-        rows["partition"].append(None if match.partition is None else [str(v) for v in match.partition])
+        append_match(self.rows, self.name, match)
         if self.with_events:
-            rows["events"].append(events)
+            self.rows["events"].append(events)
 
     def __len__(self) -> int:
         return len(self.rows["trigger"])
 
     def flush(self) -> pa.RecordBatch:
-        batch = _rows_to_batch(self.rows, self.arrow_schema)
+        batch = pa.RecordBatch.from_pydict(self.rows, schema=self.arrow_schema)
         self.rows = {f: [] for f in self.arrow_schema.names}
         return batch
 
