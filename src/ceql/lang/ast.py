@@ -53,7 +53,34 @@ class Arith(Node):
     right: Expr
 
 
-Expr = Union[Attr, Literal, Neg, Arith]
+@dataclass(frozen=True)
+class Aggregate(Node):
+    """An aggregate over the events of a label (DESIGN 3.2).
+
+    ``func`` is one of ``COUNT SUM AVG MIN MAX FIRST LAST``. ``COUNT(x)`` has ``attr`` None;
+    ``COUNT(*)`` has ``label`` None too (it counts every event of the complex event in scope).
+    ``FIRST(x).a`` / ``LAST(x).a`` are the value of ``a`` on the first / last x event in stream
+    order. In a FILTER the events are those of the sub-complex event the filter sees (free labels:
+    of the whole complex event); in SELECT, those of the whole complex event.
+    """
+
+    func: str
+    label: str | None
+    attr: str | None = None
+
+
+@dataclass(frozen=True)
+class Prev(Node):
+    """``PREV(x.a)``: the value of ``a`` on the previous event of x (in stream order). A condition
+    that mentions it holds iff it holds for every x event after the first (DESIGN 3.2)."""
+
+    label: str
+    attr: str
+
+
+AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX", "FIRST", "LAST")
+
+Expr = Union[Attr, Literal, Neg, Arith, Aggregate, Prev]
 
 # --------------------------------------------------------------------------- predicates / conditions
 
@@ -105,9 +132,10 @@ class InRange(Node):
 
 @dataclass(frozen=True)
 class Not(Node):
-    """Boolean negation of a predicate."""
+    """Boolean negation: of a one-event predicate (inside ``x[...]``) or of a whole FILTER
+    condition (``NOT (x.v = y.v)``: true unless every pair is equal; DESIGN 3.4)."""
 
-    operand: Pred
+    operand: Pred | Cond
 
 
 @dataclass(frozen=True)
@@ -134,8 +162,9 @@ class LabelCond(Node):
 
 
 Pred = Union[Compare, Like, InSet, InInterval, InRange, Not, And, Or]
-#: A FILTER condition: LabelCond, a cross-event Compare (``x.a < y.b``), And or Or of those.
-Cond = Union[LabelCond, Compare, And, Or]
+#: A FILTER condition: LabelCond, a Compare over labelled attributes, aggregates and PREV
+#: (``x.a < y.b``, ``COUNT(b) >= 3``), and And, Or, Not of those.
+Cond = Union[LabelCond, Compare, And, Or, Not]
 
 # --------------------------------------------------------------------------- formulas
 
@@ -210,6 +239,53 @@ class Filter(Node):
 
 
 @dataclass(frozen=True)
+class PartitionBy(Node):
+    """``(f PARTITION BY [a, ...])`` or ``(f PARTITION BY [x.a, y.b, ...])`` inside a formula
+    (DESIGN 3.3): the complex events of f whose designated values are all one common value.
+    A key without a label (``Attr.label`` None) designates that attribute on every event of f."""
+
+    body: Formula
+    keys: tuple[Attr, ...]
+
+
+@dataclass(frozen=True)
+class Repeat(Node):
+    """Quantifiers (DESIGN 3.2), defined by rewriting: ``f{n}`` (low = high = n), ``f{n,m}``,
+    ``f{n,}`` (high None), ``f?`` (0, 1) and ``f*`` (0, None). ``contiguous``: written in a
+    ``:`` chain, so copies are joined by ``:`` and the open-ended tail is ``:+``."""
+
+    body: Formula
+    low: int
+    high: int | None
+    contiguous: bool = False
+
+
+@dataclass(frozen=True)
+class Start(Node):
+    """``START(f)`` (SO-CEL+): the complex events of f that begin at the first position of the
+    interval f is evaluated on."""
+
+    body: Formula
+
+
+@dataclass(frozen=True)
+class Rename(Node):
+    """``f[A -> B, ...]`` (SO-CEL renaming): events labelled A lose A and are labelled B."""
+
+    body: Formula
+    mapping: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Project(Node):
+    """``PROJECT[x, y](f)`` (SO-CEL+'s projection): only the events labelled x or y stay in f's
+    complex events, and only those labels."""
+
+    body: Formula
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class NotEvent(Node):
     """``NOT(E [FILTER cond])``: one event that does not match, not reported."""
 
@@ -217,7 +293,23 @@ class NotEvent(Node):
     cond: Cond | None = None
 
 
-Formula = Union[EventType, Label, Iteration, Sequence, Union_, Conjunction, AllOf, Unless, Filter, NotEvent]
+Formula = Union[
+    EventType,
+    Label,
+    Iteration,
+    Sequence,
+    Union_,
+    Conjunction,
+    AllOf,
+    Unless,
+    Filter,
+    NotEvent,
+    PartitionBy,
+    Repeat,
+    Start,
+    Rename,
+    Project,
+]
 
 # --------------------------------------------------------------------------- query
 
@@ -232,16 +324,28 @@ class ProjectionItem(Node):
 
 
 @dataclass(frozen=True)
+class Measure(Node):
+    """A SELECT item that is an expression (DESIGN 3.2): ``expr [AS name]``. ``name`` is the
+    written name, or the canonical text of the expression when none was written."""
+
+    expr: Expr
+    name: str
+
+
+@dataclass(frozen=True)
 class Projection(Node):
-    """``*`` (kind 'star'), ``NONE`` (kind 'none') or a list of items (kind 'list')."""
+    """``*`` (kind 'star'), ``NONE`` (kind 'none') or a list of label items (kind 'list'), plus
+    the measures. A SELECT list with measures but no label item is kind 'star'."""
 
     kind: str
     items: tuple[ProjectionItem, ...] = ()
+    measures: tuple[Measure, ...] = ()
 
 
 @dataclass(frozen=True)
 class Within(Node):
-    """The window: kind 'events' (value = n), 'time' (value = nanoseconds) or 'attribute'."""
+    """The window: kind 'events' (value = n), 'time' (value = nanoseconds, an int) or
+    'attribute' (value in the attribute's units)."""
 
     kind: str
     value: int
@@ -261,6 +365,8 @@ class Query(Node):
     strategy: str | None = None
     streams: tuple[str, ...] = ()
     partition_by: tuple[tuple[str, ...], ...] = ()
+    #: ``PARTITION BY [x.a, y.b, ...]`` (DESIGN 3.3): a filter on the whole complex event.
+    partition_labels: tuple[Attr, ...] = ()
     within: Within | None = None
     consume: str | None = None
     limit: int | None = None
@@ -281,7 +387,7 @@ class Query(Node):
 
 def children(node: Node) -> tuple[Node, ...]:
     """The direct sub-formulas of a formula node (conditions are not included)."""
-    if isinstance(node, (Label, Iteration, Filter)):
+    if isinstance(node, (Label, Iteration, Filter, PartitionBy, Repeat, Start, Rename, Project)):
         return (node.body,)
     if isinstance(node, (Sequence, Union_, Conjunction, AllOf)):
         return tuple(node.parts)
