@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ceql.lang import ast
+from ceql.lang import ast, scopes
 
 TEST_DECLARATION = """
 CREATE STREAM S {
@@ -20,17 +20,9 @@ STRINGS = ("a", "b", "ab")
 
 
 def defined_labels(node: ast.Formula) -> set[str]:
-    """Labels a condition on ``node`` may name: event types outside NOT, and AS labels."""
-    if isinstance(node, ast.EventType):
-        return {node.name}
-    if isinstance(node, ast.NotEvent):
-        return set()
-    if isinstance(node, ast.Label):
-        return defined_labels(node.body) | {node.label}
-    out: set[str] = set()
-    for child in ast.children(node):
-        out |= defined_labels(child)
-    return out
+    """Labels a condition on ``node`` may name as its own: event types outside NOT, and AS
+    labels, outside the right sides of UNLESS (scopes.defined_labels)."""
+    return set(scopes.defined_labels(node))
 
 
 def covers_events(node: ast.Formula) -> bool:

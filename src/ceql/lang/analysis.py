@@ -1,6 +1,16 @@
 """Check a parsed query against the declared schema and collect what later stages need.
 
-Every problem is a QueryError pointing at the offending part of the query text.
+Every problem is a QueryError pointing at the offending part of the query text. The passes:
+
+1. the formula (``_FormulaChecker``): event types exist, labels label something, renamed and
+   projected labels exist, PARTITION BY keys exist; collects every label with its event types;
+2. the conditions (``_ConditionChecker``), now that every label of the query is known: a label
+   the filtered formula does not define is *free* (read from an enclosing scope, see scopes.py)
+   and must be defined somewhere in the query; types of comparisons and aggregates;
+3. the clauses (SELECT labels and measures, PARTITION BY, WITHIN, LIMIT);
+4. the quantifier rewrite (desugar.py) into the core formula that evaluators run;
+5. label multiplicity (may a complex event hold several events under a label?) and the types
+   of the measures.
 """
 
 from __future__ import annotations
@@ -8,9 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ceql.errors import QueryError
-from ceql.lang import ast
+from ceql.lang import ast, scopes
+from ceql.lang.desugar import desugar
 from ceql.lang.printer import print_cond
 from ceql.lang.schema import NUMERIC_TYPES, EventTypeDecl, Schema
+from ceql.lang.visit import Visitor, children, walk
+
+#: Value types of expressions. Measures may also be ``list<T>`` (a label with several events).
+NUMBER_TYPES = frozenset({"int", "double", "timestamp"})
 
 
 @dataclass
@@ -18,13 +33,26 @@ class CheckedQuery:
     """A query that passed analysis, with the facts derived from it.
 
     Attributes:
-        query: the syntax tree.
+        query: the syntax tree as written (what printers and explain show).
         schema: the declarations it was checked against.
         text: the query text (for error messages of later stages).
+        formula: the core formula to evaluate: ``query.formula`` with quantifiers rewritten
+            (no ``Repeat`` node; see desugar.py). Evaluators run this one.
         used_types: every event type the formula mentions (NOT atoms included).
-        label_types: label -> event types its events can have (event type names are labels).
+        label_types: label -> event types its events can have (event type names are labels),
+            over the whole query (UNLESS right sides included).
         label_sites: label -> offsets in the text where the label is defined.
-        as_labels: the labels introduced with AS (the ones reported in Match.labels).
+        as_labels: the labels introduced with AS or as a renaming's target: the ones reported
+            in ``Match.labels`` (event type labels only with ``type_labels=True``).
+        reported_labels: the labels a reported complex event may carry (not those only inside
+            UNLESS right sides or projected away).
+        label_multiplicity: label -> "one" or "many": whether a reported complex event may
+            hold several events under that label.
+        measure_types: measure name -> its type: int, double, string, boolean, timestamp, or
+            ``list<T>`` for ``x.a`` on a label that may hold several events.
+        features: the language extensions the query uses (measures, aggregates, PREV, NOT over a
+            condition, free labels, PARTITION BY over labels / inside a formula, quantifiers,
+            START, renaming, PROJECT), for engines that do not evaluate all of them yet.
         conditions: (offset, text) of every FILTER condition, for display.
         partition_keys: event type -> the attributes forming its partition key.
     """
@@ -38,6 +66,15 @@ class CheckedQuery:
     as_labels: frozenset[str]
     conditions: list[tuple[int, str]] = field(default_factory=list)
     partition_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    formula: ast.Formula = None  # type: ignore[assignment]  # set by analyze()
+    reported_labels: frozenset[str] = frozenset()
+    label_multiplicity: dict[str, str] = field(default_factory=dict)
+    measure_types: dict[str, str] = field(default_factory=dict)
+    features: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.formula is None:
+            self.formula = self.query.formula
 
     def time_attribute(self, event_type: str) -> str | None:
         """The primary_time attribute of an event type (None if it has none)."""
@@ -55,37 +92,46 @@ class _Analyzer:
         self.query = query
         self.schema = schema
         self.text = text
-        self.label_sites: dict[str, list[int]] = {}
-        self.as_labels: set[str] = set()
-        self.conditions: list[tuple[int, str]] = []
-        self.used: dict[str, None] = {}
 
     def fail(self, message: str, pos: int, expected: str | None = None) -> QueryError:
         return QueryError(message, self.text, pos if pos >= 0 else 0, expected)
 
-    # ------------------------------------------------------------------ entry
-
     def run(self) -> CheckedQuery:
         query = self.query
-        self.allowed_types = self.check_streams()
-        labels = self.formula(query.formula)
-        self.check_projection(labels)
-        partition_keys = self.check_partition()
-        self.check_within()
+        allowed = self.check_streams()
+        checker = _FormulaChecker(self, allowed)
+        reported = checker.visit(query.formula)
+        all_labels = checker.all_labels
+        types = _Types(self, all_labels)
+        conditions = []
+        for node, own in checker.filters:
+            types.condition(node.cond, own)
+            conditions.append((node.cond.pos, print_cond(node.cond)))
+        self.check_projection(reported)
+        partition_keys = self.check_partition(checker.used, reported)
+        self.check_within(checker.used)
         if query.limit is not None and query.limit < 1:
             raise self.fail(
                 f"LIMIT must be at least 1, found {query.limit}", query.limit_pos, "a whole number >= 1"
             )
+        formula = desugar(query.formula, self.text)
+        multiplicity = _multiplicity(formula)
+        measure_types = types.measures(query.projection.measures, reported, multiplicity)
         return CheckedQuery(
             query=query,
             schema=self.schema,
             text=self.text,
-            used_types=tuple(self.used),
-            label_types={k: frozenset(v) for k, v in labels.items()},
-            label_sites=self.label_sites,
-            as_labels=frozenset(self.as_labels),
-            conditions=self.conditions,
+            used_types=tuple(checker.used),
+            label_types={k: frozenset(v) for k, v in all_labels.items()},
+            label_sites=checker.sites,
+            as_labels=frozenset(checker.as_labels),
+            conditions=conditions,
             partition_keys=partition_keys,
+            formula=formula,
+            reported_labels=frozenset(reported),
+            label_multiplicity={label: multiplicity.get(label, "one") for label in sorted(all_labels)},
+            measure_types=measure_types,
+            features=_features(query, checker),
         )
 
     def check_streams(self) -> dict[str, str | None]:
@@ -102,197 +148,30 @@ class _Analyzer:
                 allowed.setdefault(type_name, stream)
         return allowed
 
-    # ------------------------------------------------------------------ formulas
-
-    def formula(self, node: ast.Formula) -> dict[str, set[str]]:
-        """Check a formula; return the labels it defines -> the event types they can cover."""
-        if isinstance(node, ast.EventType):
-            decl = self.event_type(node)
-            self.label_sites.setdefault(decl.name, []).append(node.pos)
-            return {decl.name: {decl.name}}
-        if isinstance(node, ast.NotEvent):
-            decl = self.event_type(node.atom)
-            if node.cond is not None:
-                self.condition(node.cond, {decl.name: {decl.name}}, node.pos)
-            return {}
-        if isinstance(node, ast.Label):
-            inner = self.formula(node.body)
-            covered = set().union(*inner.values()) if inner else set()
-            if not covered:
-                raise self.fail(
-                    f"label {node.label} would label no event (its formula only has NOT(...))",
-                    node.pos,
-                )
-            self.as_labels.add(node.label)
-            self.label_sites.setdefault(node.label, []).append(node.pos)
-            merged = {k: set(v) for k, v in inner.items()}
-            merged.setdefault(node.label, set()).update(covered)
-            return merged
-        if isinstance(node, ast.Filter):
-            inner = self.formula(node.body)
-            self.condition(node.cond, inner, node.pos)
-            return inner
-        merged: dict[str, set[str]] = {}
-        for child in ast.children(node):
-            for label, types in self.formula(child).items():
-                merged.setdefault(label, set()).update(types)
-        return merged
-
-    def event_type(self, node: ast.EventType) -> EventTypeDecl:
-        if node.stream is not None:
-            if node.stream not in self.schema.streams:
-                raise self.fail(f"unknown stream {node.stream}", node.pos)
-            if self.query.streams and node.stream not in self.query.streams:
-                raise self.fail(f"stream {node.stream} is not in the FROM clause", node.pos)
-            if node.name not in self.schema.streams[node.stream]:
-                raise self.fail(f"stream {node.stream} has no event type {node.name}", node.pos)
-        decl = self.schema.event_types.get(node.name)
-        if decl is None:
-            known = ", ".join(sorted(self.allowed_types)) or "none declared"
-            raise self.fail(f"unknown event type {node.name}", node.pos, f"one of: {known}")
-        if node.name not in self.allowed_types:
-            raise self.fail(
-                f"event type {node.name} is not in the streams of the FROM clause "
-                f"({', '.join(self.query.streams)})",
-                node.pos,
-            )
-        self.used.setdefault(decl.name, None)
-        return decl
-
-    # ------------------------------------------------------------------ conditions
-
-    def condition(self, cond: ast.Cond, labels: dict[str, set[str]], filter_pos: int) -> None:
-        self.conditions.append((cond.pos, print_cond(cond)))
-        self._condition(cond, labels)
-
-    def _condition(self, cond: ast.Cond, labels: dict[str, set[str]]) -> None:
-        if isinstance(cond, (ast.And, ast.Or)):
-            for part in cond.parts:
-                self._condition(part, labels)
-            return
-        if isinstance(cond, ast.LabelCond):
-            types = self.label_in_scope(cond.label, cond.pos, labels)
-            if cond.stream is not None and cond.stream not in self.schema.streams:
-                raise self.fail(f"unknown stream {cond.stream}", cond.pos)
-            self.pred(cond.pred, types, cond.label)
-            return
-        # A comparison over labelled attributes (x.a < y.b, or x.a > 5).
-        attrs = list(ast.attributes(cond))
-        if not attrs:
-            raise self.fail("a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos)
-        for attr in attrs:
-            types = self.label_in_scope(attr.label or "", attr.pos, labels)
-            self.attribute_type(attr, types, attr.label or "")
-        self.compare(cond, lambda a: self.attribute_type(a, labels[a.label or ""], a.label or ""))
-
-    def label_in_scope(self, label: str, pos: int, labels: dict[str, set[str]]) -> set[str]:
-        if label in labels:
-            return labels[label]
-        defined = ", ".join(sorted(labels)) or "none"
-        raise self.fail(
-            f"label {label} is not defined in the formula this FILTER applies to",
-            pos,
-            f"a label defined there: {defined}",
-        )
-
-    def attribute_type(self, attr: ast.Attr, types: set[str], label: str) -> str:
-        """The value type of ``attr`` on events labelled ``label`` (which have ``types``)."""
-        found: dict[str, str] = {}
-        for type_name in sorted(types):
-            declared = self.schema.event_types[type_name].attribute(attr.name)
-            if declared is not None:
-                found[type_name] = declared.value_type
-        if not found:
-            names = ", ".join(sorted(types))
-            raise self.fail(
-                f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos
-            )
-        kinds = {_kind(t) for t in found.values()}
-        if len(kinds) > 1:
-            detail = ", ".join(f"{t}.{attr.name} is {k}" for t, k in found.items())
-            raise self.fail(f"attribute {attr.name} has different types ({detail})", attr.pos)
-        return kinds.pop()
-
-    def pred(self, pred: ast.Pred, types: set[str], label: str) -> None:
-        def attr_kind(attr: ast.Attr) -> str:
-            return self.attribute_type(attr, types, label)
-
-        if isinstance(pred, (ast.And, ast.Or)):
-            for part in pred.parts:
-                self.pred(part, types, label)
-        elif isinstance(pred, ast.Not):
-            self.pred(pred.operand, types, label)
-        elif isinstance(pred, ast.Compare):
-            self.compare(pred, attr_kind)
-        elif isinstance(pred, ast.Like):
-            if self.expr(pred.operand, attr_kind) != "string":
-                raise self.fail("LIKE applies to strings only", pred.pos)
-            self.check_regex(pred)
-        elif isinstance(pred, ast.InSet):
-            kind = self.expr(pred.operand, attr_kind)
-            for value in pred.values:
-                if _kind_of_value(value) != kind:
-                    raise self.fail(
-                        f"IN mixes types: the tested value is a {kind}, {value!r} is a "
-                        f"{_kind_of_value(value)}",
-                        pred.pos,
-                    )
-        elif isinstance(pred, ast.InInterval):
-            if self.expr(pred.operand, attr_kind) != "number":
-                raise self.fail("a range {a..b} applies to numbers only", pred.pos)
-        elif isinstance(pred, ast.InRange):
-            for part in (pred.operand, pred.low, pred.high):
-                if self.expr(part, attr_kind) != "number":
-                    raise self.fail("IN RANGE applies to numbers only", part.pos)
-
-    def compare(self, node: ast.Compare, attr_kind) -> None:
-        left = self.expr(node.left, attr_kind)
-        right = self.expr(node.right, attr_kind)
-        if left != right:
-            raise self.fail(f"cannot compare a {left} with a {right}", node.pos)
-        if left == "boolean" and node.op not in ("=", "!="):
-            raise self.fail(f"booleans can only be compared with = or !=, not {node.op}", node.pos)
-
-    def expr(self, expr: ast.Expr, attr_kind) -> str:
-        if isinstance(expr, ast.Attr):
-            return attr_kind(expr)
-        if isinstance(expr, ast.Literal):
-            return _kind_of_value(expr.value)
-        if isinstance(expr, ast.Neg):
-            if self.expr(expr.operand, attr_kind) != "number":
-                raise self.fail("unary minus applies to numbers only", expr.pos)
-            return "number"
-        for side in (expr.left, expr.right):
-            if self.expr(side, attr_kind) != "number":
-                raise self.fail(f"arithmetic '{expr.op}' applies to numbers only", side.pos)
-        return "number"
-
-    def check_regex(self, pred: ast.Like) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        try:
-            pc.match_substring_regex(pa.array([""], pa.string()), f"^(?:{pred.pattern})$")
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            detail = str(exc).splitlines()[0]
-            raise self.fail(f"invalid regular expression {pred.pattern!r}: {detail}", pred.pos) from None
-
     # ------------------------------------------------------------------ clauses
 
-    def check_projection(self, labels: dict[str, set[str]]) -> None:
+    def check_projection(self, reported: dict[str, set[str]]) -> None:
         projection = self.query.projection
         for item in projection.items:
-            if item.label not in labels:
-                defined = ", ".join(sorted(labels)) or "none"
+            if item.label not in reported:
+                defined = ", ".join(sorted(reported)) or "none"
                 raise self.fail(
                     f"label {item.label} in SELECT is not defined in the formula",
                     item.pos,
                     f"one of: {defined}",
                 )
             for attribute in item.attributes or ():
-                self.attribute_type(ast.Attr(attribute, pos=item.pos), labels[item.label], item.label)
+                _attribute_type(self, ast.Attr(attribute, pos=item.pos), reported[item.label], item.label)
+        seen: dict[str, int] = {}
+        for measure in projection.measures:
+            if measure.name in seen:
+                raise self.fail(f"two SELECT values are named {measure.name}", measure.pos)
+            seen[measure.name] = measure.pos
 
-    def check_partition(self) -> dict[str, tuple[str, ...]]:
+    def check_partition(self, used: dict[str, None], reported: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
+        if self.query.partition_labels:
+            self.check_label_keys(self.query.partition_labels, reported, "the formula")
+            return {}
         groups = self.query.partition_by
         if not groups:
             return {}
@@ -301,7 +180,7 @@ class _Analyzer:
                 "both PARTITION BY lists must have the same number of attributes", self.query.partition_pos
             )
         keys: dict[str, tuple[str, ...]] = {}
-        for type_name in self.used:
+        for type_name in used:
             decl = self.schema.event_types[type_name]
             for group in groups:
                 if all(decl.attribute(a) is not None for a in group):
@@ -318,19 +197,44 @@ class _Analyzer:
                 _kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()
             }
             if len(kinds) > 1:
-                raise self.fail(
-                    "PARTITION BY compares attributes of different types", self.query.partition_pos
-                )
+                raise self.fail("PARTITION BY compares attributes of different types", self.query.partition_pos)
         return keys
 
-    def check_within(self) -> None:
+    def check_label_keys(self, keys: tuple[ast.Attr, ...], labels: dict[str, set[str]], where: str) -> None:
+        """``[x.a, y.b, ...]``: every label is defined in ``where`` and every event type it may
+        label has the attribute; all the attributes have one kind of value."""
+        kinds: dict[str, int] = {}
+        for key in keys:
+            label = key.label or ""
+            if label not in labels:
+                defined = ", ".join(sorted(labels)) or "none"
+                raise self.fail(f"label {label} is not defined in {where}", key.pos, f"one of: {defined}")
+            for type_name in sorted(labels[label]):
+                declared = self.schema.event_types[type_name].attribute(key.name)
+                if declared is None:
+                    raise self.fail(
+                        f"event type {type_name} (labelled {label}) has no attribute {key.name} to PARTITION BY",
+                        key.pos,
+                    )
+                kinds.setdefault(_kind(declared.value_type), key.pos)
+        if len(kinds) > 1:
+            raise self.fail("PARTITION BY compares attributes of different types", max(kinds.values()))
+
+    def check_plain_keys(self, keys: tuple[ast.Attr, ...], types: set[str]) -> None:
+        """``(f PARTITION BY [a, b])``: every event type of f has each attribute."""
+        for key in keys:
+            for type_name in sorted(types):
+                if self.schema.event_types[type_name].attribute(key.name) is None:
+                    raise self.fail(f"event type {type_name} has no attribute {key.name} to PARTITION BY", key.pos)
+
+    def check_within(self, used: dict[str, None]) -> None:
         within = self.query.within
         if within is None:
             return
         if within.value < 1:
             raise self.fail("a WITHIN window must be at least 1", within.pos)
         if within.kind == "time":
-            for type_name in self.used:
+            for type_name in used:
                 if self.schema.event_types[type_name].time_attribute is None:
                     raise self.fail(
                         f"a time window needs a primary_time attribute, and event type {type_name} has none "
@@ -338,7 +242,7 @@ class _Analyzer:
                         within.pos,
                     )
         elif within.kind == "attribute":
-            for type_name in self.used:
+            for type_name in used:
                 declared = self.schema.event_types[type_name].attribute(within.attribute or "")
                 if declared is None:
                     raise self.fail(
@@ -348,8 +252,152 @@ class _Analyzer:
                     raise self.fail(f"WITHIN [{within.attribute}] needs a numeric attribute", within.pos)
 
 
+# --------------------------------------------------------------------------- formulas
+
+
+class _FormulaChecker(Visitor):
+    """Pass 1: returns, for each formula, the labels its complex events may carry -> their
+    event types; records every label of the query and the conditions to check."""
+
+    pass_name = "the formula analysis"
+    families = (ast.FORMULA_NODES,)
+
+    def __init__(self, analyzer: _Analyzer, allowed: dict[str, str | None]) -> None:
+        self.a = analyzer
+        self.allowed = allowed
+        self.used: dict[str, None] = {}
+        self.sites: dict[str, list[int]] = {}
+        self.as_labels: set[str] = set()
+        self.all_labels: dict[str, set[str]] = {}
+        #: (Filter or NotEvent, its own labels -> types), in query order.
+        self.filters: list[tuple[ast.Filter | ast.NotEvent, dict[str, set[str]]]] = []
+        self.plain_partition = False
+
+    def define(self, label: str, types: set[str], pos: int) -> None:
+        self.sites.setdefault(label, []).append(pos)
+        self.all_labels.setdefault(label, set()).update(types)
+
+    def event_type(self, node: ast.EventType) -> EventTypeDecl:
+        schema = self.a.schema
+        if node.stream is not None:
+            if node.stream not in schema.streams:
+                raise self.a.fail(f"unknown stream {node.stream}", node.pos)
+            if self.a.query.streams and node.stream not in self.a.query.streams:
+                raise self.a.fail(f"stream {node.stream} is not in the FROM clause", node.pos)
+            if node.name not in schema.streams[node.stream]:
+                raise self.a.fail(f"stream {node.stream} has no event type {node.name}", node.pos)
+        decl = schema.event_types.get(node.name)
+        if decl is None:
+            known = ", ".join(sorted(self.allowed)) or "none declared"
+            raise self.a.fail(f"unknown event type {node.name}", node.pos, f"one of: {known}")
+        if node.name not in self.allowed:
+            raise self.a.fail(
+                f"event type {node.name} is not in the streams of the FROM clause "
+                f"({', '.join(self.a.query.streams)})",
+                node.pos,
+            )
+        self.used.setdefault(decl.name, None)
+        return decl
+
+    def visit_EventType(self, node: ast.EventType) -> dict[str, set[str]]:
+        decl = self.event_type(node)
+        self.define(decl.name, {decl.name}, node.pos)
+        return {decl.name: {decl.name}}
+
+    def visit_NotEvent(self, node: ast.NotEvent) -> dict[str, set[str]]:
+        decl = self.event_type(node.atom)
+        if node.cond is not None:
+            self.filters.append((node, {decl.name: {decl.name}}))
+        return {}
+
+    def visit_Label(self, node: ast.Label) -> dict[str, set[str]]:
+        inner = self.visit(node.body)
+        covered = set().union(*inner.values()) if inner else set()
+        if not covered:
+            raise self.a.fail(
+                f"label {node.label} would label no event (its formula only has NOT(...))", node.pos
+            )
+        self.as_labels.add(node.label)
+        self.define(node.label, covered, node.pos)
+        merged = {k: set(v) for k, v in inner.items()}
+        merged.setdefault(node.label, set()).update(covered)
+        return merged
+
+    def visit_Filter(self, node: ast.Filter) -> dict[str, set[str]]:
+        inner = self.visit(node.body)
+        self.filters.append((node, inner))
+        return inner
+
+    def visit_PartitionBy(self, node: ast.PartitionBy) -> dict[str, set[str]]:
+        inner = self.visit(node.body)
+        if node.keys[0].label is not None:
+            self.a.check_label_keys(node.keys, inner, "the formula this PARTITION BY applies to")
+        else:
+            self.a.check_plain_keys(node.keys, set().union(*inner.values()) if inner else set())
+        return inner
+
+    def _body(self, node) -> dict[str, set[str]]:
+        return self.visit(node.body)
+
+    visit_Iteration = visit_Start = _body
+
+    def visit_Repeat(self, node: ast.Repeat) -> dict[str, set[str]]:
+        if node.low < 0 or (node.high is not None and (node.high < node.low or node.high < 1)):
+            high = "" if node.high is None else node.high
+            raise self.a.fail(f"invalid quantifier bounds {{{node.low},{high}}}", node.pos)
+        return self.visit(node.body)
+
+    def _parts(self, node) -> dict[str, set[str]]:
+        merged: dict[str, set[str]] = {}
+        for part in node.parts:
+            for label, types in self.visit(part).items():
+                merged.setdefault(label, set()).update(types)
+        return merged
+
+    visit_Sequence = visit_Union_ = visit_Conjunction = visit_AllOf = _parts
+
+    def visit_Unless(self, node: ast.Unless) -> dict[str, set[str]]:
+        left = self.visit(node.left)
+        self.visit(node.right)  # checked, but its complex events are not reported
+        return left
+
+    def visit_Rename(self, node: ast.Rename) -> dict[str, set[str]]:
+        inner = self.visit(node.body)
+        out = {k: set(v) for k, v in inner.items() if k not in dict(node.mapping)}
+        for source, target in node.mapping:
+            if source not in inner:
+                defined = ", ".join(sorted(inner)) or "none"
+                raise self.a.fail(
+                    f"label {source} is not defined in the formula it renames", node.pos, f"one of: {defined}"
+                )
+            self.as_labels.add(target)
+            self.define(target, inner[source], node.pos)
+        for source, target in node.mapping:
+            out.setdefault(target, set()).update(inner[source])
+        return out
+
+    def visit_Project(self, node: ast.Project) -> dict[str, set[str]]:
+        inner = self.visit(node.body)
+        for label in node.labels:
+            if label not in inner:
+                defined = ", ".join(sorted(inner)) or "none"
+                raise self.a.fail(
+                    f"label {label} in PROJECT is not defined in the formula it projects",
+                    node.pos,
+                    f"one of: {defined}",
+                )
+        return {k: v for k, v in inner.items() if k in node.labels}
+
+
+# --------------------------------------------------------------------------- types
+
+
 def _kind(value_type: str) -> str:
-    return "number" if value_type in NUMERIC_TYPES else value_type
+    return "number" if value_type in NUMERIC_TYPES or value_type in NUMBER_TYPES else value_type
+
+
+def _value_type(declared: str) -> str:
+    return "timestamp" if declared == "primary_time" else declared
 
 
 def _kind_of_value(value: object) -> str:
@@ -360,6 +408,417 @@ def _kind_of_value(value: object) -> str:
     return "number"
 
 
+def _literal_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    return "int" if isinstance(value, int) else "double"
+
+
+def _attribute_type(a: _Analyzer, attr: ast.Attr, types: set[str], label: str) -> str:
+    """The value type of ``attr`` on events labelled ``label`` (which have ``types``): int,
+    double, string, boolean or timestamp (ints and doubles mixed give double)."""
+    found: dict[str, str] = {}
+    for type_name in sorted(types):
+        declared = a.schema.event_types[type_name].attribute(attr.name)
+        if declared is not None:
+            found[type_name] = _value_type(declared.type)
+    if not found:
+        names = ", ".join(sorted(types))
+        raise a.fail(f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos)
+    kinds = {_kind(t) for t in found.values()}
+    if len(kinds) > 1:
+        detail = ", ".join(f"{t}.{attr.name} is {_kind(k)}" for t, k in found.items())
+        raise a.fail(f"attribute {attr.name} has different types ({detail})", attr.pos)
+    values = set(found.values())
+    if len(values) == 1:
+        return values.pop()
+    return "double" if "double" in values else "int"
+
+
+def _arith_type(left: str, right: str) -> str:
+    return "int" if {left, right} <= {"int", "timestamp"} else "double"
+
+
+class _Types:
+    """Pass 2: conditions (with free labels), predicates and measures, typed."""
+
+    def __init__(self, analyzer: _Analyzer, all_labels: dict[str, set[str]]) -> None:
+        self.a = analyzer
+        self.all_labels = all_labels
+
+    # ------------------------------------------------------------------ labels
+
+    def label(self, label: str, pos: int, own: dict[str, set[str]]) -> set[str]:
+        """The event types of a label named in a condition: its own definition in the filtered
+        formula, or (a free label) its definitions anywhere in the query."""
+        if label in own:
+            return own[label]
+        if label in self.all_labels:
+            return self.all_labels[label]
+        defined = ", ".join(sorted(self.all_labels)) or "none"
+        raise self.a.fail(
+            f"label {label} is not defined anywhere in the query", pos, f"a label defined in the query: {defined}"
+        )
+
+    # ------------------------------------------------------------------ conditions
+
+    def condition(self, cond: ast.Cond, own: dict[str, set[str]]) -> None:
+        _ConditionChecker(self, own).visit(cond)
+
+    def pred(self, pred: ast.Pred, types: set[str], label: str) -> None:
+        _PredChecker(self, types, label).visit(pred)
+
+    def compare(self, node: ast.Compare, expr_type) -> None:
+        left = _kind(expr_type(node.left))
+        right = _kind(expr_type(node.right))
+        if left != right:
+            raise self.a.fail(f"cannot compare a {left} with a {right}", node.pos)
+        if left == "boolean" and node.op not in ("=", "!="):
+            raise self.a.fail(f"booleans can only be compared with = or !=, not {node.op}", node.pos)
+
+    # ------------------------------------------------------------------ measures
+
+    def measures(
+        self, measures: tuple[ast.Measure, ...], reported: dict[str, set[str]], multiplicity: dict[str, str]
+    ) -> dict[str, str]:
+        out = {}
+        for measure in measures:
+            for node in walk(measure.expr):
+                if isinstance(node, ast.Prev):
+                    raise self.a.fail("PREV(...) is only allowed in FILTER conditions", node.pos)
+            typer = _ExprTyper(self, reported, "measure", multiplicity)
+            out[measure.name] = typer.visit(measure.expr)
+        return out
+
+
+class _ExprTyper(Visitor):
+    """The type of an expression: in a one-event predicate (bare attributes), a FILTER condition
+    (labelled attributes, aggregates, PREV) or a measure (``x.a`` of a "many" label is a list)."""
+
+    pass_name = "the expression typer"
+    families = (ast.EXPR_NODES,)
+
+    def __init__(
+        self,
+        types: _Types,
+        labels: dict[str, set[str]],
+        context: str,
+        multiplicity: dict[str, str] | None = None,
+        bare: tuple[set[str], str] | None = None,
+    ) -> None:
+        self.t = types
+        self.a = types.a
+        self.labels = labels
+        self.context = context
+        self.multiplicity = multiplicity or {}
+        self.bare = bare
+
+    def label_types(self, label: str, pos: int) -> set[str]:
+        if self.context == "pred":
+            raise self.a.fail("aggregates and PREV apply to labels: use them in FILTER conditions", pos)
+        if self.context == "filter":
+            return self.t.label(label, pos, self.labels)
+        if label not in self.labels:
+            defined = ", ".join(sorted(self.labels)) or "none"
+            raise self.a.fail(
+                f"label {label} in SELECT is not defined in the formula", pos, f"one of: {defined}"
+            )
+        return self.labels[label]
+
+    def scalar(self, node: ast.Expr, what: str) -> str:
+        kind = self.visit(node)
+        if kind.startswith("list<"):
+            raise self.a.fail(
+                f"{what} needs one value, but {_text(node)} may hold several (its label may have several events); "
+                "use an aggregate such as FIRST(x).a, SUM(x.a) or COUNT(x)",
+                node.pos,
+            )
+        return kind
+
+    def visit_Attr(self, node: ast.Attr) -> str:
+        if node.label is None:
+            if self.bare is None:
+                raise self.a.fail(f"attribute {node.name} needs a label (x.{node.name})", node.pos)
+            types, label = self.bare
+            return _attribute_type(self.a, node, types, label)
+        value_type = _attribute_type(self.a, node, self.label_types(node.label, node.pos), node.label)
+        if self.context == "measure" and self.multiplicity.get(node.label) == "many":
+            return f"list<{value_type}>"
+        return value_type
+
+    def visit_Literal(self, node: ast.Literal) -> str:
+        return _literal_type(node.value)
+
+    def visit_Neg(self, node: ast.Neg) -> str:
+        kind = self.scalar(node.operand, "unary minus")
+        if kind not in NUMBER_TYPES:
+            raise self.a.fail("unary minus applies to numbers only", node.pos)
+        return "int" if kind == "timestamp" else kind
+
+    def visit_Arith(self, node: ast.Arith) -> str:
+        kinds = []
+        for side in (node.left, node.right):
+            kind = self.scalar(side, f"arithmetic '{node.op}'")
+            if kind not in NUMBER_TYPES:
+                raise self.a.fail(f"arithmetic '{node.op}' applies to numbers only", side.pos)
+            kinds.append(kind)
+        return _arith_type(*kinds)
+
+    def visit_Aggregate(self, node: ast.Aggregate) -> str:
+        if node.label is None:  # COUNT(*)
+            return "int"
+        types = self.label_types(node.label, node.pos)
+        if node.func == "COUNT":
+            return "int"
+        kind = _attribute_type(self.a, ast.Attr(node.attr or "", node.label, pos=node.pos), types, node.label)
+        if node.func in ("SUM", "AVG"):
+            if kind not in NUMBER_TYPES:
+                raise self.a.fail(f"{node.func} applies to numeric attributes, and {node.attr} is a {kind}", node.pos)
+            return "double" if node.func == "AVG" or kind == "double" else "int"
+        if node.func in ("MIN", "MAX") and kind == "boolean":
+            raise self.a.fail(f"{node.func} applies to numbers and strings, and {node.attr} is a boolean", node.pos)
+        return kind
+
+    def visit_Prev(self, node: ast.Prev) -> str:
+        types = self.label_types(node.label, node.pos)
+        return _attribute_type(self.a, ast.Attr(node.attr, node.label, pos=node.pos), types, node.label)
+
+
+def _text(node: ast.Expr) -> str:
+    from ceql.lang.printer import print_expr
+
+    return print_expr(node)
+
+
+class _ConditionChecker(Visitor):
+    pass_name = "the condition analysis"
+    families = (ast.COND_NODES,)
+
+    def __init__(self, types: _Types, own: dict[str, set[str]]) -> None:
+        self.t = types
+        self.own = own
+
+    def visit_And(self, cond: ast.And) -> None:
+        for part in cond.parts:
+            self.visit(part)
+
+    visit_Or = visit_And
+
+    def visit_Not(self, cond: ast.Not) -> None:
+        self.visit(cond.operand)
+
+    def visit_LabelCond(self, cond: ast.LabelCond) -> None:
+        types = self.t.label(cond.label, cond.pos, self.own)
+        if cond.stream is not None and cond.stream not in self.t.a.schema.streams:
+            raise self.t.a.fail(f"unknown stream {cond.stream}", cond.pos)
+        self.t.pred(cond.pred, types, cond.label)
+
+    def visit_Compare(self, cond: ast.Compare) -> None:
+        nodes = list(walk(cond))
+        if not any(
+            isinstance(n, (ast.Prev, ast.Aggregate)) or (isinstance(n, ast.Attr) and n.label) for n in nodes
+        ):
+            raise self.t.a.fail(
+                "a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos
+            )
+        prev_labels = {n.label for n in nodes if isinstance(n, ast.Prev)}
+        if len(prev_labels) > 1:
+            raise self.t.a.fail(
+                "PREV(...) may name only one label in a comparison (it compares each event of that label "
+                "with the previous one)",
+                cond.pos,
+            )
+        typer = _ExprTyper(self.t, self.own, "filter")
+        self.t.compare(cond, typer.visit)
+
+
+class _PredChecker(Visitor):
+    """One-event predicates inside ``x[...]`` (bare attributes of the label's events)."""
+
+    pass_name = "the predicate analysis"
+    families = (ast.PRED_NODES,)
+
+    def __init__(self, types: _Types, event_types: set[str], label: str) -> None:
+        self.t = types
+        self.a = types.a
+        self.typer = _ExprTyper(types, {}, "pred", bare=(event_types, label))
+
+    def kind(self, expr: ast.Expr) -> str:
+        return _kind(self.typer.visit(expr))
+
+    def visit_And(self, pred: ast.And) -> None:
+        for part in pred.parts:
+            self.visit(part)
+
+    visit_Or = visit_And
+
+    def visit_Not(self, pred: ast.Not) -> None:
+        self.visit(pred.operand)
+
+    def visit_Compare(self, pred: ast.Compare) -> None:
+        self.t.compare(pred, self.typer.visit)
+
+    def visit_Like(self, pred: ast.Like) -> None:
+        if self.kind(pred.operand) != "string":
+            raise self.a.fail("LIKE applies to strings only", pred.pos)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            pc.match_substring_regex(pa.array([""], pa.string()), f"^(?:{pred.pattern})$")
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            detail = str(exc).splitlines()[0]
+            raise self.a.fail(f"invalid regular expression {pred.pattern!r}: {detail}", pred.pos) from None
+
+    def visit_InSet(self, pred: ast.InSet) -> None:
+        kind = self.kind(pred.operand)
+        for value in pred.values:
+            if _kind_of_value(value) != kind:
+                raise self.a.fail(
+                    f"IN mixes types: the tested value is a {kind}, {value!r} is a {_kind_of_value(value)}",
+                    pred.pos,
+                )
+
+    def visit_InInterval(self, pred: ast.InInterval) -> None:
+        if self.kind(pred.operand) != "number":
+            raise self.a.fail("a range {a..b} applies to numbers only", pred.pos)
+
+    def visit_InRange(self, pred: ast.InRange) -> None:
+        for part in (pred.operand, pred.low, pred.high):
+            if self.kind(part) != "number":
+                raise self.a.fail("IN RANGE applies to numbers only", part.pos)
+
+
+# --------------------------------------------------------------------------- multiplicity
+
+_ZERO, _ONE, _MANY = 0, 1, 2
+
+
+class _Multiplicity(Visitor):
+    """For a core formula: (label -> at most how many events (0, 1, 2 = many) a complex event
+    may hold under it, at most how many events the complex event has)."""
+
+    pass_name = "the label multiplicity analysis"
+    families = (ast.CORE_FORMULA_NODES,)
+
+    def visit_EventType(self, node: ast.EventType):
+        return {node.name: _ONE}, _ONE
+
+    def visit_NotEvent(self, node: ast.NotEvent):
+        return {}, _ZERO
+
+    def visit_Label(self, node: ast.Label):
+        counts, size = self.visit(node.body)
+        return {**counts, node.label: size}, size  # the label covers every event of the body
+
+    def visit_Iteration(self, node: ast.Iteration):
+        counts, size = self.visit(node.body)
+        return {k: (_MANY if v else _ZERO) for k, v in counts.items()}, (_MANY if size else _ZERO)
+
+    def _body(self, node):
+        return self.visit(node.body)
+
+    visit_Filter = visit_PartitionBy = visit_Start = _body
+
+    def _sum(self, node):
+        counts: dict[str, int] = {}
+        size = _ZERO
+        for part in node.parts:
+            part_counts, part_size = self.visit(part)
+            size = min(_MANY, size + part_size)
+            for label, count in part_counts.items():
+                counts[label] = min(_MANY, counts.get(label, 0) + count)
+        return counts, size
+
+    visit_Sequence = visit_AllOf = _sum
+
+    def visit_Conjunction(self, node: ast.Conjunction):
+        counts, size = self._sum(node)
+        size = min(self.visit(p)[1] for p in node.parts)  # one support for all parts
+        return {k: min(v, size) for k, v in counts.items()}, size
+
+    def visit_Union_(self, node: ast.Union_):
+        counts: dict[str, int] = {}
+        size = _ZERO
+        for part in node.parts:
+            part_counts, part_size = self.visit(part)
+            size = max(size, part_size)
+            for label, count in part_counts.items():
+                counts[label] = max(counts.get(label, 0), count)
+        return counts, size
+
+    def visit_Unless(self, node: ast.Unless):
+        return self.visit(node.left)
+
+    def visit_Rename(self, node: ast.Rename):
+        counts, size = self.visit(node.body)
+        mapping = dict(node.mapping)
+        out: dict[str, int] = {}
+        for label, count in counts.items():
+            target = mapping.get(label, label)
+            out[target] = min(_MANY, out.get(target, 0) + count)
+        return out, size
+
+    def visit_Project(self, node: ast.Project):
+        counts, _ = self.visit(node.body)
+        kept = {k: v for k, v in counts.items() if k in node.labels}
+        return kept, min(_MANY, sum(kept.values()))
+
+
+def _multiplicity(formula: ast.Formula) -> dict[str, str]:
+    """Label -> "one" or "many", for the labels of the formula and of its UNLESS right sides."""
+    out: dict[str, str] = {}
+    visitor = _Multiplicity()
+    roots = [formula] + [n.right for n in walk(formula, formulas_only=True) if isinstance(n, ast.Unless)]
+    for root in reversed(roots):  # the reported complex events' own answer wins
+        counts, _ = visitor.visit(root)
+        out.update({label: "many" if count == _MANY else "one" for label, count in counts.items()})
+    return out
+
+
+# --------------------------------------------------------------------------- features
+
+
+def _features(query: ast.Query, checker: _FormulaChecker) -> frozenset[str]:
+    """The language extensions the query uses (see CheckedQuery.features)."""
+    found: set[str] = set()
+    if query.projection.measures:
+        found.add("measures")
+    if query.partition_labels:
+        found.add("PARTITION BY over labels")
+    kinds = {
+        ast.PartitionBy: "PARTITION BY inside a formula",
+        ast.Repeat: "quantifiers",
+        ast.Start: "START",
+        ast.Rename: "renaming",
+        ast.Project: "PROJECT",
+    }
+    for node in walk(query.formula, formulas_only=True):
+        if type(node) in kinds:
+            found.add(kinds[type(node)])
+    index = scopes.LabelIndex()
+    for node, _ in checker.filters:
+        if scopes.free_labels(node, index):
+            found.add("free labels")
+        stack: list[ast.Node] = [node.cond]
+        while stack:  # conditions, but not inside one-event predicates x[...]
+            item = stack.pop()
+            if isinstance(item, ast.Not):
+                found.add("NOT over a condition")
+            if isinstance(item, ast.Aggregate):
+                found.add("aggregates")
+            if isinstance(item, ast.Prev):
+                found.add("PREV")
+            if not isinstance(item, ast.LabelCond):
+                stack.extend(children(item))
+    return frozenset(found)
+
+
+# --------------------------------------------------------------------------- describe
+
+
 def describe(checked: CheckedQuery) -> str:
     """A human-readable summary of the analysis (used by ``ceql check``)."""
     lines = ["event types: " + ", ".join(checked.used_types)]
@@ -368,15 +827,22 @@ def describe(checked: CheckedQuery) -> str:
         kind = "AS label" if label in checked.as_labels else "event type"
         sites = ", ".join(_line_col(checked.text, p) for p in checked.label_sites.get(label, []))
         types = ", ".join(sorted(checked.label_types[label]))
-        lines.append(f"  {label} ({kind}; events of {types}) defined at {sites}")
+        many = "; may hold several events" if checked.label_multiplicity.get(label) == "many" else ""
+        lines.append(f"  {label} ({kind}; events of {types}{many}) defined at {sites}")
     if checked.conditions:
         lines.append("conditions:")
         for pos, text in checked.conditions:
             lines.append(f"  {_line_col(checked.text, pos)}: {text}")
+    if checked.measure_types:
+        lines.append("values reported (SELECT):")
+        for name, kind in checked.measure_types.items():
+            lines.append(f"  {name}: {kind}")
     if checked.partition_keys:
         lines.append("partition keys:")
         for type_name, key in checked.partition_keys.items():
             lines.append(f"  {type_name}: [{', '.join(key)}]")
+    if checked.features:
+        lines.append("extensions used: " + ", ".join(sorted(checked.features)))
     query = checked.query
     lines.append(f"strategy: {query.effective_strategy}; consume by: {query.effective_consume}")
     return "\n".join(lines)
