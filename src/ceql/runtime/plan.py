@@ -71,6 +71,11 @@ def referenced_attributes(checked: CheckedQuery) -> set[str]:
 
 def build_plan(checked: CheckedQuery) -> Plan:
     """Compile a checked query into an evaluation plan."""
+    if checked.features:  # language extensions this engine does not evaluate yet
+        raise UnsupportedQueryError(
+            f"{', '.join(sorted(checked.features))}: not supported by the engine yet "
+            "(the reference evaluator, ceql.reference, evaluates it)"
+        )
     query = checked.query
     auto_partition = partition_attribute(checked)
     if auto_partition is not None:
