@@ -6,7 +6,7 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from ceql.lang import ast, scopes
+from ceql.lang import ast, scopes, visit
 
 TEST_DECLARATION = """
 CREATE STREAM S {
@@ -295,7 +295,8 @@ def _mark_contiguous(part: ast.Formula) -> ast.Formula:
 @st.composite
 def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
     """A random formula over every construct; conditions may also name the ``free`` labels."""
-    kind = draw(st.sampled_from(["atom"] + (list(OPERATORS_EXTENDED) if depth > 0 else [])))
+    # FILTER three times as likely as the other operators: conditions carry most extensions.
+    kind = draw(st.sampled_from(["atom"] + (list(OPERATORS_EXTENDED) + ["filter"] * 2 if depth > 0 else [])))
     if kind == "atom":
         return ast.EventType(draw(st.sampled_from(TYPES)))
     if kind == "not":
@@ -342,7 +343,7 @@ def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
 @st.composite
 def extended_queries(draw, depth: int = 3):
     """A random query over every construct (not always valid: callers check it first)."""
-    formula = draw(extended_formulas(depth, free=("x", "y")))
+    formula = _repair_labels(draw(extended_formulas(depth, free=TYPES + LABELS)))
     labels = sorted(scopes.defined_labels(formula))
     measures: tuple = ()
     items: tuple = ()
@@ -379,3 +380,21 @@ def extended_queries(draw, depth: int = 3):
         within=within,
         limit=draw(st.one_of(st.none(), st.integers(1, 3))),
     )
+
+
+def _repair_labels(formula: ast.Formula) -> ast.Formula:
+    """Conditions may name labels the query defines nowhere: rename those to one it defines
+    (every event type has the same attributes, so types stay right)."""
+    known = sorted(scopes.labels_anywhere(formula))
+    if not known:
+        return formula
+
+    def fix(label: str | None) -> str | None:
+        return label if label is None or label in known else known[sum(map(ord, label)) % len(known)]
+
+    def rewrite(node: ast.Node) -> ast.Node:
+        if isinstance(node, (ast.Attr, ast.Aggregate, ast.Prev, ast.LabelCond)) and fix(node.label) != node.label:
+            return dataclasses.replace(node, label=fix(node.label))
+        return node
+
+    return visit.transform(formula, rewrite)
