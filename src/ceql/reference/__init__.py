@@ -136,10 +136,6 @@ class _Reference:
         seen: dict[Match, None] = {}
         for ce in ces:
             measures = self.measures(ce)
-            partition = key
-            if self.query.partition_labels:
-                value = common_value(ce, self.query.partition_labels, self.stream)
-                partition = value if value is not None else None
             if projection.kind == "none":
                 positions: tuple[int, ...] = ()
                 labels: dict[str, tuple[int, ...]] = {}
@@ -151,7 +147,7 @@ class _Reference:
                     if reported is None or label in reported:
                         grouped.setdefault(label, []).append(p)
                 labels = {k: tuple(sorted(v)) for k, v in grouped.items()}
-            seen.setdefault(Match(trigger, positions, labels, partition, measures), None)
+            seen.setdefault(Match(trigger, positions, labels, key, measures), None)
         output = sorted(seen)
         if self.query.limit is not None:
             output = output[: self.query.limit]
