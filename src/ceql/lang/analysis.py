@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from ceql.errors import QueryError
 from ceql.lang import ast, scopes
 from ceql.lang.desugar import desugar
-from ceql.lang.printer import print_cond
+from ceql.lang.multiplicity import label_multiplicity
+from ceql.lang.printer import print_cond, print_formula
 from ceql.lang.schema import NUMERIC_TYPES, EventTypeDecl, Schema
+from ceql.lang.typecheck import TypeChecker, attribute_type, kind
 from ceql.lang.visit import Visitor, children, walk
-
-#: Value types of expressions. Measures may also be ``list<T>`` (a label with several events).
-NUMBER_TYPES = frozenset({"int", "double", "timestamp"})
 
 
 @dataclass
@@ -102,7 +101,7 @@ class _Analyzer:
         checker = _FormulaChecker(self, allowed)
         reported = checker.visit(query.formula)
         all_labels = checker.all_labels
-        types = _Types(self, all_labels)
+        types = TypeChecker(self, all_labels)
         conditions = []
         for node, own in checker.filters:
             types.condition(node.cond, own)
@@ -115,7 +114,7 @@ class _Analyzer:
                 f"LIMIT must be at least 1, found {query.limit}", query.limit_pos, "a whole number >= 1"
             )
         formula = desugar(query.formula, self.text)
-        multiplicity = _multiplicity(formula)
+        multiplicity = label_multiplicity(formula)
         measure_types = types.measures(query.projection.measures, reported, multiplicity)
         return CheckedQuery(
             query=query,
@@ -161,7 +160,7 @@ class _Analyzer:
                     f"one of: {defined}",
                 )
             for attribute in item.attributes or ():
-                _attribute_type(self, ast.Attr(attribute, pos=item.pos), reported[item.label], item.label)
+                attribute_type(self, ast.Attr(attribute, pos=item.pos), reported[item.label], item.label)
         seen: dict[str, int] = {}
         for measure in projection.measures:
             if measure.name in seen:
@@ -194,7 +193,7 @@ class _Analyzer:
                 )
         for index in range(len(groups[0])):
             kinds = {
-                _kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()
+                kind(self.schema.event_types[t].attribute(key[index]).value_type) for t, key in keys.items()
             }
             if len(kinds) > 1:
                 raise self.fail("PARTITION BY compares attributes of different types", self.query.partition_pos)
@@ -216,7 +215,7 @@ class _Analyzer:
                         f"event type {type_name} (labelled {label}) has no attribute {key.name} to PARTITION BY",
                         key.pos,
                     )
-                kinds.setdefault(_kind(declared.value_type), key.pos)
+                kinds.setdefault(kind(declared.value_type), key.pos)
         if len(kinds) > 1:
             raise self.fail("PARTITION BY compares attributes of different types", max(kinds.values()))
 
@@ -389,395 +388,6 @@ class _FormulaChecker(Visitor):
         return {k: v for k, v in inner.items() if k in node.labels}
 
 
-# --------------------------------------------------------------------------- types
-
-
-def _kind(value_type: str) -> str:
-    return "number" if value_type in NUMERIC_TYPES or value_type in NUMBER_TYPES else value_type
-
-
-def _value_type(declared: str) -> str:
-    return "timestamp" if declared == "primary_time" else declared
-
-
-def _kind_of_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    return "number"
-
-
-def _literal_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    return "int" if isinstance(value, int) else "double"
-
-
-def _attribute_type(a: _Analyzer, attr: ast.Attr, types: set[str], label: str) -> str:
-    """The value type of ``attr`` on events labelled ``label`` (which have ``types``): int,
-    double, string, boolean or timestamp (ints and doubles mixed give double)."""
-    found: dict[str, str] = {}
-    for type_name in sorted(types):
-        declared = a.schema.event_types[type_name].attribute(attr.name)
-        if declared is not None:
-            found[type_name] = _value_type(declared.type)
-    if not found:
-        names = ", ".join(sorted(types))
-        raise a.fail(f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos)
-    kinds = {_kind(t) for t in found.values()}
-    if len(kinds) > 1:
-        detail = ", ".join(f"{t}.{attr.name} is {_kind(k)}" for t, k in found.items())
-        raise a.fail(f"attribute {attr.name} has different types ({detail})", attr.pos)
-    values = set(found.values())
-    if len(values) == 1:
-        return values.pop()
-    return "double" if "double" in values else "int"
-
-
-def _arith_type(left: str, right: str) -> str:
-    return "int" if {left, right} <= {"int", "timestamp"} else "double"
-
-
-class _Types:
-    """Pass 2: conditions (with free labels), predicates and measures, typed."""
-
-    def __init__(self, analyzer: _Analyzer, all_labels: dict[str, set[str]]) -> None:
-        self.a = analyzer
-        self.all_labels = all_labels
-
-    # ------------------------------------------------------------------ labels
-
-    def label(self, label: str, pos: int, own: dict[str, set[str]]) -> set[str]:
-        """The event types of a label named in a condition: its own definition in the filtered
-        formula, or (a free label) its definitions anywhere in the query."""
-        if label in own:
-            return own[label]
-        if label in self.all_labels:
-            return self.all_labels[label]
-        defined = ", ".join(sorted(self.all_labels)) or "none"
-        raise self.a.fail(
-            f"label {label} is not defined anywhere in the query", pos, f"a label defined in the query: {defined}"
-        )
-
-    # ------------------------------------------------------------------ conditions
-
-    def condition(self, cond: ast.Cond, own: dict[str, set[str]]) -> None:
-        _ConditionChecker(self, own).visit(cond)
-
-    def pred(self, pred: ast.Pred, types: set[str], label: str) -> None:
-        _PredChecker(self, types, label).visit(pred)
-
-    def compare(self, node: ast.Compare, expr_type) -> None:
-        left = _kind(expr_type(node.left))
-        right = _kind(expr_type(node.right))
-        if left != right:
-            raise self.a.fail(f"cannot compare a {left} with a {right}", node.pos)
-        if left == "boolean" and node.op not in ("=", "!="):
-            raise self.a.fail(f"booleans can only be compared with = or !=, not {node.op}", node.pos)
-
-    # ------------------------------------------------------------------ measures
-
-    def measures(
-        self, measures: tuple[ast.Measure, ...], reported: dict[str, set[str]], multiplicity: dict[str, str]
-    ) -> dict[str, str]:
-        out = {}
-        for measure in measures:
-            for node in walk(measure.expr):
-                if isinstance(node, ast.Prev):
-                    raise self.a.fail("PREV(...) is only allowed in FILTER conditions", node.pos)
-            typer = _ExprTyper(self, reported, "measure", multiplicity)
-            out[measure.name] = typer.visit(measure.expr)
-        return out
-
-
-class _ExprTyper(Visitor):
-    """The type of an expression: in a one-event predicate (bare attributes), a FILTER condition
-    (labelled attributes, aggregates, PREV) or a measure (``x.a`` of a "many" label is a list)."""
-
-    pass_name = "the expression typer"
-    families = (ast.EXPR_NODES,)
-
-    def __init__(
-        self,
-        types: _Types,
-        labels: dict[str, set[str]],
-        context: str,
-        multiplicity: dict[str, str] | None = None,
-        bare: tuple[set[str], str] | None = None,
-    ) -> None:
-        self.t = types
-        self.a = types.a
-        self.labels = labels
-        self.context = context
-        self.multiplicity = multiplicity or {}
-        self.bare = bare
-
-    def label_types(self, label: str, pos: int) -> set[str]:
-        if self.context == "pred":
-            raise self.a.fail("aggregates and PREV apply to labels: use them in FILTER conditions", pos)
-        if self.context == "filter":
-            return self.t.label(label, pos, self.labels)
-        if label not in self.labels:
-            defined = ", ".join(sorted(self.labels)) or "none"
-            raise self.a.fail(
-                f"label {label} in SELECT is not defined in the formula", pos, f"one of: {defined}"
-            )
-        return self.labels[label]
-
-    def scalar(self, node: ast.Expr, what: str) -> str:
-        kind = self.visit(node)
-        if kind.startswith("list<"):
-            raise self.a.fail(
-                f"{what} needs one value, but {_text(node)} may hold several (its label may have several events); "
-                "use an aggregate such as FIRST(x).a, SUM(x.a) or COUNT(x)",
-                node.pos,
-            )
-        return kind
-
-    def visit_Attr(self, node: ast.Attr) -> str:
-        if node.label is None:
-            if self.bare is None:
-                raise self.a.fail(f"attribute {node.name} needs a label (x.{node.name})", node.pos)
-            types, label = self.bare
-            return _attribute_type(self.a, node, types, label)
-        value_type = _attribute_type(self.a, node, self.label_types(node.label, node.pos), node.label)
-        if self.context == "measure" and self.multiplicity.get(node.label) == "many":
-            return f"list<{value_type}>"
-        return value_type
-
-    def visit_Literal(self, node: ast.Literal) -> str:
-        return _literal_type(node.value)
-
-    def visit_Neg(self, node: ast.Neg) -> str:
-        kind = self.scalar(node.operand, "unary minus")
-        if kind not in NUMBER_TYPES:
-            raise self.a.fail("unary minus applies to numbers only", node.pos)
-        return "int" if kind == "timestamp" else kind
-
-    def visit_Arith(self, node: ast.Arith) -> str:
-        kinds = []
-        for side in (node.left, node.right):
-            kind = self.scalar(side, f"arithmetic '{node.op}'")
-            if kind not in NUMBER_TYPES:
-                raise self.a.fail(f"arithmetic '{node.op}' applies to numbers only", side.pos)
-            kinds.append(kind)
-        return _arith_type(*kinds)
-
-    def visit_Aggregate(self, node: ast.Aggregate) -> str:
-        if node.label is None:  # COUNT(*)
-            return "int"
-        types = self.label_types(node.label, node.pos)
-        if node.func == "COUNT":
-            return "int"
-        kind = _attribute_type(self.a, ast.Attr(node.attr or "", node.label, pos=node.pos), types, node.label)
-        if node.func in ("SUM", "AVG"):
-            if kind not in NUMBER_TYPES:
-                raise self.a.fail(f"{node.func} applies to numeric attributes, and {node.attr} is a {kind}", node.pos)
-            return "double" if node.func == "AVG" or kind == "double" else "int"
-        if node.func in ("MIN", "MAX") and kind == "boolean":
-            raise self.a.fail(f"{node.func} applies to numbers and strings, and {node.attr} is a boolean", node.pos)
-        return kind
-
-    def visit_Prev(self, node: ast.Prev) -> str:
-        types = self.label_types(node.label, node.pos)
-        return _attribute_type(self.a, ast.Attr(node.attr, node.label, pos=node.pos), types, node.label)
-
-
-def _text(node: ast.Expr) -> str:
-    from ceql.lang.printer import print_expr
-
-    return print_expr(node)
-
-
-class _ConditionChecker(Visitor):
-    pass_name = "the condition analysis"
-    families = (ast.COND_NODES,)
-
-    def __init__(self, types: _Types, own: dict[str, set[str]]) -> None:
-        self.t = types
-        self.own = own
-
-    def visit_And(self, cond: ast.And) -> None:
-        for part in cond.parts:
-            self.visit(part)
-
-    visit_Or = visit_And
-
-    def visit_Not(self, cond: ast.Not) -> None:
-        self.visit(cond.operand)
-
-    def visit_LabelCond(self, cond: ast.LabelCond) -> None:
-        types = self.t.label(cond.label, cond.pos, self.own)
-        if cond.stream is not None and cond.stream not in self.t.a.schema.streams:
-            raise self.t.a.fail(f"unknown stream {cond.stream}", cond.pos)
-        self.t.pred(cond.pred, types, cond.label)
-
-    def visit_Compare(self, cond: ast.Compare) -> None:
-        nodes = list(walk(cond))
-        if not any(
-            isinstance(n, (ast.Prev, ast.Aggregate)) or (isinstance(n, ast.Attr) and n.label) for n in nodes
-        ):
-            raise self.t.a.fail(
-                "a condition must name at least one label (x[pred] or x.attr op ...)", cond.pos
-            )
-        prev_labels = {n.label for n in nodes if isinstance(n, ast.Prev)}
-        if len(prev_labels) > 1:
-            raise self.t.a.fail(
-                "PREV(...) may name only one label in a comparison (it compares each event of that label "
-                "with the previous one)",
-                cond.pos,
-            )
-        typer = _ExprTyper(self.t, self.own, "filter")
-        self.t.compare(cond, typer.visit)
-
-
-class _PredChecker(Visitor):
-    """One-event predicates inside ``x[...]`` (bare attributes of the label's events)."""
-
-    pass_name = "the predicate analysis"
-    families = (ast.PRED_NODES,)
-
-    def __init__(self, types: _Types, event_types: set[str], label: str) -> None:
-        self.t = types
-        self.a = types.a
-        self.typer = _ExprTyper(types, {}, "pred", bare=(event_types, label))
-
-    def kind(self, expr: ast.Expr) -> str:
-        return _kind(self.typer.visit(expr))
-
-    def visit_And(self, pred: ast.And) -> None:
-        for part in pred.parts:
-            self.visit(part)
-
-    visit_Or = visit_And
-
-    def visit_Not(self, pred: ast.Not) -> None:
-        self.visit(pred.operand)
-
-    def visit_Compare(self, pred: ast.Compare) -> None:
-        self.t.compare(pred, self.typer.visit)
-
-    def visit_Like(self, pred: ast.Like) -> None:
-        if self.kind(pred.operand) != "string":
-            raise self.a.fail("LIKE applies to strings only", pred.pos)
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        try:
-            pc.match_substring_regex(pa.array([""], pa.string()), f"^(?:{pred.pattern})$")
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            detail = str(exc).splitlines()[0]
-            raise self.a.fail(f"invalid regular expression {pred.pattern!r}: {detail}", pred.pos) from None
-
-    def visit_InSet(self, pred: ast.InSet) -> None:
-        kind = self.kind(pred.operand)
-        for value in pred.values:
-            if _kind_of_value(value) != kind:
-                raise self.a.fail(
-                    f"IN mixes types: the tested value is a {kind}, {value!r} is a {_kind_of_value(value)}",
-                    pred.pos,
-                )
-
-    def visit_InInterval(self, pred: ast.InInterval) -> None:
-        if self.kind(pred.operand) != "number":
-            raise self.a.fail("a range {a..b} applies to numbers only", pred.pos)
-
-    def visit_InRange(self, pred: ast.InRange) -> None:
-        for part in (pred.operand, pred.low, pred.high):
-            if self.kind(part) != "number":
-                raise self.a.fail("IN RANGE applies to numbers only", part.pos)
-
-
-# --------------------------------------------------------------------------- multiplicity
-
-_ZERO, _ONE, _MANY = 0, 1, 2
-
-
-class _Multiplicity(Visitor):
-    """For a core formula: (label -> at most how many events (0, 1, 2 = many) a complex event
-    may hold under it, at most how many events the complex event has)."""
-
-    pass_name = "the label multiplicity analysis"
-    families = (ast.CORE_FORMULA_NODES,)
-
-    def visit_EventType(self, node: ast.EventType):
-        return {node.name: _ONE}, _ONE
-
-    def visit_NotEvent(self, node: ast.NotEvent):
-        return {}, _ZERO
-
-    def visit_Label(self, node: ast.Label):
-        counts, size = self.visit(node.body)
-        return {**counts, node.label: size}, size  # the label covers every event of the body
-
-    def visit_Iteration(self, node: ast.Iteration):
-        counts, size = self.visit(node.body)
-        return {k: (_MANY if v else _ZERO) for k, v in counts.items()}, (_MANY if size else _ZERO)
-
-    def _body(self, node):
-        return self.visit(node.body)
-
-    visit_Filter = visit_PartitionBy = visit_Start = _body
-
-    def _sum(self, node):
-        counts: dict[str, int] = {}
-        size = _ZERO
-        for part in node.parts:
-            part_counts, part_size = self.visit(part)
-            size = min(_MANY, size + part_size)
-            for label, count in part_counts.items():
-                counts[label] = min(_MANY, counts.get(label, 0) + count)
-        return counts, size
-
-    visit_Sequence = visit_AllOf = _sum
-
-    def visit_Conjunction(self, node: ast.Conjunction):
-        counts, size = self._sum(node)
-        size = min(self.visit(p)[1] for p in node.parts)  # one support for all parts
-        return {k: min(v, size) for k, v in counts.items()}, size
-
-    def visit_Union_(self, node: ast.Union_):
-        counts: dict[str, int] = {}
-        size = _ZERO
-        for part in node.parts:
-            part_counts, part_size = self.visit(part)
-            size = max(size, part_size)
-            for label, count in part_counts.items():
-                counts[label] = max(counts.get(label, 0), count)
-        return counts, size
-
-    def visit_Unless(self, node: ast.Unless):
-        return self.visit(node.left)
-
-    def visit_Rename(self, node: ast.Rename):
-        counts, size = self.visit(node.body)
-        mapping = dict(node.mapping)
-        out: dict[str, int] = {}
-        for label, count in counts.items():
-            target = mapping.get(label, label)
-            out[target] = min(_MANY, out.get(target, 0) + count)
-        return out, size
-
-    def visit_Project(self, node: ast.Project):
-        counts, _ = self.visit(node.body)
-        kept = {k: v for k, v in counts.items() if k in node.labels}
-        return kept, min(_MANY, sum(kept.values()))
-
-
-def _multiplicity(formula: ast.Formula) -> dict[str, str]:
-    """Label -> "one" or "many", for the labels of the formula and of its UNLESS right sides."""
-    out: dict[str, str] = {}
-    visitor = _Multiplicity()
-    roots = [formula] + [n.right for n in walk(formula, formulas_only=True) if isinstance(n, ast.Unless)]
-    for root in reversed(roots):  # the reported complex events' own answer wins
-        counts, _ = visitor.visit(root)
-        out.update({label: "many" if count == _MANY else "one" for label, count in counts.items()})
-    return out
-
-
 # --------------------------------------------------------------------------- features
 
 
@@ -843,6 +453,8 @@ def describe(checked: CheckedQuery) -> str:
             lines.append(f"  {type_name}: [{', '.join(key)}]")
     if checked.features:
         lines.append("extensions used: " + ", ".join(sorted(checked.features)))
+    if checked.formula is not checked.query.formula:
+        lines.append("quantifiers rewritten: " + print_formula(checked.formula))
     query = checked.query
     lines.append(f"strategy: {query.effective_strategy}; consume by: {query.effective_consume}")
     return "\n".join(lines)
