@@ -169,6 +169,8 @@ class _Analyzer:
 
     def check_partition(self, used: dict[str, None], reported: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
         if self.query.partition_labels:
+            if self.query.partition_by:
+                raise self.fail("a query has one PARTITION BY clause", self.query.partition_pos)
             self.check_label_keys(self.query.partition_labels, reported, "the formula")
             return {}
         groups = self.query.partition_by
