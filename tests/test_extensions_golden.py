@@ -24,13 +24,17 @@ def _outputs(matches, expected):
 
 
 def _run(evaluator_name, evaluate, declaration, query, stream, type_labels):
+    schema = ceql.declare(declaration)
     if evaluator_name == "reference":
-        schema = ceql.declare(declaration)
         return ceql.reference.run(ceql.check(query, schema), stream, type_labels=type_labels)
-    if type_labels:
-        pytest.skip("the engine has no type_labels option yet")
     try:
-        return evaluate(declaration, query, stream)
+        if not type_labels:
+            return evaluate(declaration, query, stream)
+        compiled = ceql.compile(query, schema)
+        if evaluator_name == "engine":
+            return list(compiled.run(stream, type_labels=True))
+        evaluator = compiled.evaluator(type_labels=True)
+        return [match for event in stream for match in evaluator.push(event)]
     except ceql.UnsupportedQueryError as exc:
         pytest.skip(f"engine: {exc.message}")
 
