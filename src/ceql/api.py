@@ -27,10 +27,13 @@ class Query:
         """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches."""
         return Evaluator(self.plan)
 
-    def run(self, events: Any) -> Iterator[Match]:
+    def run(self, events: Any, max_matches: int | None = None) -> Iterator[Match]:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data),
-        lazily, in trigger order."""
-        return self.evaluator().process(events)
+        lazily, in trigger order. With ``max_matches``, raise LimitError instead of producing
+        more than that many (None or 0: no limit)."""
+        from ceql.compile.limits import limit_matches
+
+        return limit_matches(self.evaluator().process(events), max_matches)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates and automaton, as text (or Graphviz DOT)."""
