@@ -119,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ceql.io.readers import EventReader, resolve_inputs
     from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
 
+    _cleanup_on_sigterm()
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
 
@@ -211,6 +212,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _cleanup_on_sigterm() -> None:
+    """Turn SIGTERM (``kill``) into SystemExit, so temporary outputs are removed on the way out."""
+    import signal
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
+        pass
 
 
 def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:

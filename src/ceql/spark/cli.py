@@ -157,24 +157,27 @@ def run_spark(args: argparse.Namespace) -> int:
         events = accepted.drop("__source", "__row")
         total = raw.count()
         results = None
+        limit = args.max_matches or None
         for name, query in queries:
             if not args.quiet:
                 print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
-            found = find(events, query, schema, with_events=args.with_events, name=name)
+            found = find(events, query, schema, with_events=args.with_events, name=name, max_matches=limit)
             results = found if results is None else results.unionByName(found)
-        if args.max_matches:
-            results = _stop_after(results, args.max_matches)
         folder = outputs.folder(args.output)
         try:
             write = results.write.mode("errorifexists")
+            # A task stopped by the match limit is expected: keep Spark from logging its trace.
+            spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
             if fmt == "parquet":
                 write.parquet(folder)
             else:
                 write.json(folder)
         except Exception as exc:
-            if _LIMIT_MARK in str(exc):
+            if "ceql.errors.LimitError" in str(exc):
                 raise _too_many(args.max_matches) from None
             raise
+        finally:
+            spark.sparkContext.setLogLevel("ERROR")
         # Read back with the result schema: a JSON folder without matches has no columns to infer.
         reader = spark.read.schema(results.schema)
         written = reader.parquet(folder) if fmt == "parquet" else reader.json(folder)
@@ -191,24 +194,6 @@ def run_spark(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
-
-
-_LIMIT_MARK = "ceql-max-matches-exceeded"
-
-
-def _stop_after(results, limit: int):
-    """Fail a Spark task as soon as it produces more than ``limit`` matches, so a runaway query
-    stops early instead of filling the disk (the total over all tasks is checked after writing)."""
-
-    def guard(batches):
-        seen = 0
-        for batch in batches:
-            seen += batch.num_rows
-            if seen > limit:
-                raise RuntimeError(f"{_LIMIT_MARK}: more than {limit} matches in one task")
-            yield batch
-
-    return results.mapInArrow(guard, results.schema)
 
 
 def _too_many(limit: int):
