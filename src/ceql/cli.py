@@ -6,9 +6,10 @@ ceql check   --declaration DECL --query QUERY        parse and analyse a query
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ceql.compile.limits import DEFAULT_MAX_MATCHES
 from ceql.errors import CeqlError, QueryError
@@ -90,15 +91,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
         import shutil
         import subprocess
 
-        if shutil.which("dot") is None:
-            raise CeqlError(
-                "--svg needs Graphviz's dot program (apt-get install graphviz); use --dot instead"
-            )
         from ceql.io.outputs import Outputs, Target, check_outputs, protected_paths
 
         check_outputs(
             [Target("--svg", args.svg)], protected_paths([], args.declaration, [args.query]), args.overwrite
         )
+        if shutil.which("dot") is None:
+            raise CeqlError(
+                "--svg needs Graphviz's dot program (apt-get install graphviz); use --dot instead"
+            )
         with Outputs(args.overwrite) as outputs:
             temp = outputs.file(args.svg)
             subprocess.run(["dot", "-Tsvg", "-o", temp], input=query.explain(dot=True), text=True, check=True)
@@ -110,7 +111,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import contextlib
+    with _cleanup_on_sigterm():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import time
 
     from ceql.io.errors import ErrorPolicy
@@ -119,7 +124,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ceql.io.readers import EventReader, resolve_inputs
     from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
 
-    _cleanup_on_sigterm()
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
 
@@ -214,17 +218,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cleanup_on_sigterm() -> None:
-    """Turn SIGTERM (``kill``) into SystemExit, so temporary outputs are removed on the way out."""
+@contextlib.contextmanager
+def _cleanup_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (``kill``) into SystemExit while running, so temporary outputs are removed
+    on the way out; the previous handler is restored afterwards."""
     import signal
 
     def terminate(signum, frame):
         raise SystemExit(128 + signum)
 
     try:
-        signal.signal(signal.SIGTERM, terminate)
+        previous = signal.signal(signal.SIGTERM, terminate)
     except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
-        pass
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:

@@ -196,13 +196,13 @@ def _unique(nodes: tuple[ast.Node, ...]) -> list[ast.Node]:
 
 
 def _describe(node: ast.Node) -> str:
-    if isinstance(node, ast.AllOf):
-        return "ALL"
-    if isinstance(node, ast.Sequence):
-        return "the sequence ;" if not node.contiguous else "the sequence :"
     text = print_formula(node)
     if len(text) > 40:
         text = text[:37] + "..."
+    if isinstance(node, ast.AllOf):
+        return f"ALL in {text}"
+    if isinstance(node, ast.Sequence):
+        return f"the sequence {text}"
     if isinstance(node, ast.Iteration):
         return f"the iteration {text}"
     return f"the repetition {text}"

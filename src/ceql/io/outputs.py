@@ -106,7 +106,7 @@ def _check_apart(target: Target, what: str, other: str) -> None:
         raise CeqlError(
             f"{name}: contains {what} {other}; writing the folder would delete it (choose another path)"
         )
-    if _inside(mine, theirs):  # e.g. a result file written into an input folder
+    if _inside(mine, theirs) and not os.path.isfile(other):  # e.g. results inside an input folder
         raise CeqlError(
             f"{name}: lies inside {what} {other}; the output would mix with it (choose another path)"
         )
