@@ -13,16 +13,15 @@ Arithmetic is exact, as in the reference (Python numbers): integers are int64 an
 ``/`` on two integers truncates toward zero and ``%`` is the truncated remainder (the sign of
 the dividend); with a double, both sides are doubles (``%`` is C's fmod). The column-wise path
 uses Arrow's checked kernels; when one overflows, or an integer beyond 2^53 meets a double
-(which float64 cannot represent exactly), the rows concerned are found with a float64 estimate
-of every intermediate value and evaluated exactly with Python integers; the others stay
-column-wise. The checked kernels stay on for those, so a row the estimate misses still cannot
-give a wrong answer (the whole batch is then evaluated exactly).
+(which float64 cannot represent exactly), the rows concerned are found (wrapping int64
+arithmetic with overflow tests, in numpy) and evaluated exactly with Python integers; the
+other rows stay column-wise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,9 +102,6 @@ def _pred(pred: ast.Pred, table: pa.Table):
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: Integers up to this magnitude are exact in float64.
 FLOAT_EXACT = 2**53
-#: A float64 estimate of an intermediate integer result at or above this magnitude may be an
-#: int64 overflow (estimates are off by far less than the margin of 2^43).
-_SAFE_INT = 2.0**63 - 2.0**43
 
 
 class _Inexact(Exception):
@@ -126,7 +122,7 @@ def _atomic(pred: ast.Pred, table: pa.Table):
     if len(safe):
         try:
             result[safe] = _to_bool(_fast(pred, table.take(pa.array(safe))))
-        except _Inexact:  # the estimate is conservative; this is a last line of defence
+        except _Inexact:  # cannot happen (the rows are found exactly); a last line of defence
             exact = np.arange(table.num_rows)
     if len(exact):
         result[exact] = _exact_rows(pred, table, exact)
@@ -310,179 +306,195 @@ def _to_valid(value) -> np.ndarray:
 
 
 def _risky_rows(pred: ast.Pred, table: pa.Table) -> np.ndarray:
-    """The rows where the column-wise path could be inexact, from float64 estimates of every
-    intermediate value: an integer result of arithmetic within 2^43 of the int64 limits or
-    beyond them, or an integer beyond 2^53 that meets a double."""
-    risky = np.zeros(table.num_rows, dtype=bool)
+    """The rows where the column-wise path is inexact: some integer operation overflows int64
+    (found exactly, by redoing the integer arithmetic with numpy's wrapping int64 and the usual
+    sign tests), or an integer beyond 2^53 meets a double."""
+    n = table.num_rows
+    risky = np.zeros(n, dtype=bool)
 
     def mixed(first: tuple, second: tuple) -> None:
         for (value, kind), (_, other) in ((first, second), (second, first)):
             if kind == "int" and other == "float":
-                risky[...] |= np.abs(value) > FLOAT_EXACT
+                risky[...] |= (value > FLOAT_EXACT) | (value < -FLOAT_EXACT)
 
-    def estimate(expr: ast.Expr) -> tuple[Any, str]:
+    def as_float(value: np.ndarray, kind: str) -> np.ndarray:
+        return value.astype(np.float64) if kind == "int" else value
+
+    def evaluate(expr: ast.Expr) -> tuple[np.ndarray, str]:
         if isinstance(expr, ast.Attr):
-            return _estimate_column(expr, table)
+            return _column_values(expr, table)
         if isinstance(expr, ast.Literal):
             value = expr.value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                return 0.0, "other"
-            if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+                return np.zeros(n), "other"
+            if isinstance(value, float):
+                return np.full(n, value), "float"
+            if not INT64_MIN <= value <= INT64_MAX:
                 risky[...] = True  # not an int64 at all
-                return math.copysign(math.inf, value), "int"
-            return float(value), "int" if isinstance(value, int) else "float"
+                return np.zeros(n, np.int64), "int"
+            return np.full(n, value, np.int64), "int"
         if isinstance(expr, ast.Neg):
-            result, kind = estimate(expr.operand)
-            result = -result
-        else:
-            left, right = estimate(expr.left), estimate(expr.right)
-            mixed(left, right)
-            (a, left_kind), (b, right_kind) = left, right
-            kind = "int" if left_kind == right_kind == "int" else "float"
-            with np.errstate(all="ignore"):
-                if expr.op == "+":
-                    result = a + b
-                elif expr.op == "-":
-                    result = a - b
-                elif expr.op == "*":
-                    result = a * b
-                elif expr.op == "/":
-                    result = np.where(b != 0, np.trunc(a / b) if kind == "int" else a / b, 0.0)
-                else:  # a bound on the magnitude: |a % b| <= min(|a|, |b|)
-                    result = np.minimum(np.abs(a), np.abs(b))
-        if kind == "int":  # a result of arithmetic (a leaf is an exact int64 value)
-            with np.errstate(all="ignore"):
-                risky[...] |= ~(np.abs(result) < _SAFE_INT)
-        return result, kind
+            value, kind = evaluate(expr.operand)
+            if kind == "int":
+                risky[...] |= value == INT64_MIN
+            return -value, kind
+        left, right = evaluate(expr.left), evaluate(expr.right)
+        mixed(left, right)
+        (a, left_kind), (b, right_kind) = left, right
+        if left_kind == right_kind == "int":
+            return _int_arithmetic(expr.op, a, b, risky), "int"
+        a, b = as_float(a, left_kind), as_float(b, right_kind)
+        zero = b == 0
+        b = np.where(zero, 1.0, b)
+        result = {"+": a + b, "-": a - b, "*": a * b, "/": a / b}.get(expr.op)
+        return (np.fmod(a, b) if result is None else result), "float"
 
-    if isinstance(pred, ast.Compare):
-        mixed(estimate(pred.left), estimate(pred.right))
-    elif isinstance(pred, ast.InRange):
-        operand = estimate(pred.operand)
-        mixed(estimate(pred.low), operand)
-        mixed(operand, estimate(pred.high))
-    else:
-        operand = estimate(pred.operand)
-        if isinstance(pred, ast.InSet):
-            literals = [v for v in pred.values if isinstance(v, float)]
+    with np.errstate(all="ignore"):
+        if isinstance(pred, ast.Compare):
+            mixed(evaluate(pred.left), evaluate(pred.right))
+        elif isinstance(pred, ast.InRange):
+            operand = evaluate(pred.operand)
+            mixed(evaluate(pred.low), operand)
+            mixed(operand, evaluate(pred.high))
         else:
-            literals = [v for v in (pred.low, pred.high) if isinstance(v, float)]
-        if literals:
-            mixed(operand, (0.0, "float"))
+            operand = evaluate(pred.operand)
+            if isinstance(pred, ast.InSet):
+                floats = [v for v in pred.values if isinstance(v, float)]
+            else:
+                floats = [v for v in (pred.low, pred.high) if isinstance(v, float)]
+            if floats:
+                mixed(operand, (None, "float"))
     return risky
 
 
-def _estimate_column(attr: ast.Attr, table: pa.Table) -> tuple[Any, str]:
+def _int_arithmetic(op: str, a: np.ndarray, b: np.ndarray, risky: np.ndarray) -> np.ndarray:
+    """``a op b`` in wrapping int64, marking in ``risky`` the rows where it overflows (the
+    values of those rows are then meaningless, and they are evaluated exactly)."""
+    if op == "+":
+        result = a + b
+        risky |= ((a ^ result) & (b ^ result)) < 0  # both operands' signs differ from the sum's
+        return result
+    if op == "-":
+        result = a - b
+        risky |= ((a ^ b) & (a ^ result)) < 0
+        return result
+    if op == "*":
+        result = a * b
+        nonzero = a != 0
+        risky |= nonzero & (result // np.where(nonzero, a, 1) != b)
+        risky |= ((a == -1) & (b == INT64_MIN)) | ((b == -1) & (a == INT64_MIN))
+        return result
+    divisor = np.where(b == 0, 1, b)  # a zero divisor makes the value missing: any value will do
+    risky |= (a == INT64_MIN) & (divisor == -1)
+    floor = a // divisor
+    inexact = (a - floor * divisor != 0) & ((a < 0) != (divisor < 0))
+    quotient = floor + inexact  # truncate toward zero
+    return quotient if op == "/" else a - quotient * divisor
+
+
+def _column_values(attr: ast.Attr, table: pa.Table) -> tuple[np.ndarray, str]:
+    """An attribute's values as numpy (nulls as 0) and its kind: int, float or other."""
+    n = table.num_rows
     if attr.name not in table.column_names:
-        return 0.0, "other"
+        return np.zeros(n), "other"
     column = table.column(attr.name)
     if pa.types.is_integer(column.type):
-        values = pc.cast(pc.fill_null(column, 0), pa.float64(), safe=False)
-        return values.to_numpy(), "int"
+        return _numpy(pc.cast(pc.fill_null(column, 0), pa.int64())), "int"
     if pa.types.is_floating(column.type):
-        return pc.fill_null(column, 0.0).to_numpy(), "float"
-    return 0.0, "other"
+        return _numpy(pc.cast(pc.fill_null(column, 0.0), pa.float64())), "float"
+    return np.zeros(n), "other"
 
 
-def _exact_rows(pred: ast.Pred, table: pa.Table, rows: np.ndarray) -> list[bool]:
-    """Evaluate an atomic test on some rows with Python numbers (exact integers)."""
-    indices = pa.array(rows)
-    names = {a.name for a in _attributes(pred)} & set(table.column_names)
-    columns = {name: table.column(name).take(indices).to_pylist() for name in names}
-    results = []
-    for i in range(len(rows)):
-        results.append(
-            exact_test(pred, lambda attr, i=i: columns[attr.name][i] if attr.name in columns else None)
-        )
-    return results
+def _numpy(array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array.to_numpy(zero_copy_only=False)
 
 
-def _attributes(pred: ast.Pred):
-    for expr in (
-        (pred.left, pred.right)
-        if isinstance(pred, ast.Compare)
-        else (pred.operand, pred.low, pred.high)
-        if isinstance(pred, ast.InRange)
-        else (pred.operand,)
-    ):
-        yield from ast.attributes(expr)
+def _exact_rows(pred: ast.Pred, table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """Evaluate an atomic test on some rows with Python numbers (exact integers), as the
+    reference does. Values are numpy object arrays, so each operation is one C loop of Python
+    arithmetic; a validity mask marks missing values and divisions by zero."""
+    part = table.take(pa.array(rows))
+    m = len(rows)
 
+    def value(expr: ast.Expr) -> _Exact:
+        if isinstance(expr, ast.Attr):
+            if expr.name not in part.column_names:
+                return _Exact(np.zeros(m, dtype=object), np.zeros(m, dtype=bool), False)
+            column = part.column(expr.name)
+            integral = pa.types.is_integer(column.type)
+            filler = 0 if integral or pa.types.is_floating(column.type) else ""
+            return _Exact(_objects(pc.fill_null(column, filler).to_pylist()), _to_valid(column), integral)
+        if isinstance(expr, ast.Literal):
+            integral = isinstance(expr.value, int) and not isinstance(expr.value, bool)
+            return _Exact(_objects([expr.value] * m), np.ones(m, dtype=bool), integral)
+        if isinstance(expr, ast.Neg):
+            operand = value(expr.operand)
+            return _Exact(-operand.values, operand.valid, operand.integral)
+        left, right = value(expr.left), value(expr.right)
+        a, b = left.values, right.values
+        valid = left.valid & right.valid
+        integral = left.integral and right.integral
+        if expr.op in _OBJECT_ARITHMETIC:
+            return _Exact(_OBJECT_ARITHMETIC[expr.op](a, b), valid, integral)
+        zero = np.asarray(b == 0, dtype=bool)
+        valid = valid & ~zero
+        b = np.where(zero, 1, b)
+        if not integral:
+            return _Exact(np.true_divide(a, b) if expr.op == "/" else _FMOD(a, b), valid, False)
+        quotient = np.floor_divide(np.abs(a), np.abs(b))
+        quotient = np.where(np.asarray((a < 0) != (b < 0), dtype=bool), -quotient, quotient)
+        return _Exact(quotient if expr.op == "/" else a - b * quotient, valid, True)
 
-_MISSING: Any = object()
-
-
-def exact_test(pred: ast.Pred, lookup: Callable[[ast.Attr], Any]) -> bool:
-    """An atomic test (comparison, IN, IN RANGE) on one event, exactly (the fallback of the
-    column-wise path). ``lookup`` gives an attribute's value, None when missing."""
     if isinstance(pred, ast.Compare):
-        left, right = exact_value(pred.left, lookup), exact_value(pred.right, lookup)
-        if left is _MISSING or right is _MISSING or _is_nan(left) or _is_nan(right):
-            return False
-        return _PY_COMPARE[pred.op](left, right)
-    value = exact_value(pred.operand, lookup)
-    if value is _MISSING:
-        return False
-    if isinstance(pred, ast.InSet):
-        inside = any(value == v and isinstance(v, bool) == isinstance(value, bool) for v in pred.values)
-        return inside != pred.negated
-    if isinstance(pred, ast.InInterval):
-        inside = (pred.low is None or value >= pred.low) and (pred.high is None or value <= pred.high)
-        return inside != pred.negated
+        return _compare_exact(pred.op, value(pred.left), value(pred.right))
+    operand = value(pred.operand)
     if isinstance(pred, ast.InRange):
-        low, high = exact_value(pred.low, lookup), exact_value(pred.high, lookup)
-        if low is _MISSING or high is _MISSING:
-            return False
-        return low <= value <= high
-    raise TypeError(f"no exact evaluation for {pred!r}")
+        return _compare_exact("<=", value(pred.low), operand) & _compare_exact(
+            "<=", operand, value(pred.high)
+        )
+    inside = np.fromiter((_member(pred, v) for v in operand.values), dtype=bool, count=m)
+    return (~inside if pred.negated else inside) & operand.valid
 
 
-def exact_value(expr: ast.Expr, lookup: Callable[[ast.Attr], Any]) -> Any:
-    """The value of an expression with Python numbers (``_MISSING`` for a missing value or a
-    division by zero)."""
-    if isinstance(expr, ast.Attr):
-        value = lookup(expr)
-        return _MISSING if value is None else value
-    if isinstance(expr, ast.Literal):
-        return expr.value
-    if isinstance(expr, ast.Neg):
-        value = exact_value(expr.operand, lookup)
-        return value if value is _MISSING else -value
-    left, right = exact_value(expr.left, lookup), exact_value(expr.right, lookup)
-    if left is _MISSING or right is _MISSING:
-        return _MISSING
-    result = arithmetic(expr.op, left, right)
-    return _MISSING if result is None else result
+@dataclass(frozen=True)
+class _Exact:
+    """Exact values of an expression on some rows: Python numbers, valid where not missing."""
+
+    values: np.ndarray
+    valid: np.ndarray
+    integral: bool
 
 
-def arithmetic(op: str, left: Any, right: Any) -> Any:
-    """``left op right`` with CEQL's semantics on Python numbers: exact on integers, ``/``
-    truncating toward zero and ``%`` the truncated remainder on two integers, C's fmod on
-    doubles; None for a division by zero."""
-    if op == "+":
-        return left + right
-    if op == "-":
-        return left - right
-    if op == "*":
-        return left * right
-    if right == 0:
-        return None
-    if isinstance(left, int) and isinstance(right, int):
-        quotient = abs(left) // abs(right)
-        if (left < 0) != (right < 0):
-            quotient = -quotient
-        return quotient if op == "/" else left - right * quotient
-    return left / right if op == "/" else math.fmod(left, right)
+def _compare_exact(op: str, left: _Exact, right: _Exact) -> np.ndarray:
+    """A comparison with Python semantics (exact between int and float); false where a value
+    is missing or NaN (the only value unequal to itself)."""
+    a, b = left.values, right.values
+    result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
+    return result & left.valid & right.valid & np.asarray(a == a, dtype=bool) & np.asarray(b == b, dtype=bool)
 
 
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
+def _objects(values: list) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
 
 
-_PY_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+def _member(pred: ast.InSet | ast.InInterval, value: Any) -> bool:
+    """Whether a present value is in the set or interval (before NOT), as in the reference."""
+    if isinstance(pred, ast.InSet):
+        return any(value == v and isinstance(v, bool) == isinstance(value, bool) for v in pred.values)
+    return (pred.low is None or value >= pred.low) and (pred.high is None or value <= pred.high)
+
+
+_OBJECT_ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_FMOD = np.frompyfunc(math.fmod, 2, 1)
+_OBJECT_COMPARE = {
+    "=": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
 }
