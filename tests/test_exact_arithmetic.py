@@ -105,6 +105,7 @@ def test_no_wrap_around(pred, oracle) -> None:
 def test_integer_division_truncates_and_zero_divisors_are_false(pred, oracle) -> None:
     expected = [i for i, (x, y) in enumerate(PAIRS) if oracle(x, y)]
     assert engine(pred, STREAM) == expected
+    assert ref(pred, STREAM) == expected
 
 
 def test_min_divided_by_minus_one_is_exact() -> None:

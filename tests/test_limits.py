@@ -214,6 +214,10 @@ def test_contiguous_iteration_of_a_sequence_still_explodes() -> None:
 
 
 def test_quantifiers_grow_like_their_rewriting() -> None:
+    (warning,) = warnings_of("B ; A* ; C")
+    assert warning.startswith("line 1, column 27: the repetition A*")
+    assert "grow as n^3" in warnings_of("A{3} ; B")[0]
+    assert warnings_of("A : A{2,} : B") == []  # contiguous: one complex event per start
     a = ast.EventType("A")
     assert _estimate(ast.Repeat(a, 3, 3), True).degree == 2  # A ; A ; A
     assert _estimate(ast.Repeat(a, 3, 3, contiguous=True), True).degree == 0  # A : A : A
