@@ -33,7 +33,7 @@ import ceql
 from ceql.cli import main
 from ceql.errors import CeqlError
 from ceql.lang.printer import print_query
-from tests.strategies import TEST_DECLARATION, queries, streams
+from tests.strategies import TEST_DECLARATION, extended_queries, queries, streams
 
 pytestmark = pytest.mark.slow
 
@@ -122,8 +122,8 @@ TOKENS = [
 
 @st.composite
 def mutated_queries(draw) -> str:
-    """A valid random query, printed, then changed at a few token positions."""
-    tokens = print_query(draw(queries())).split()
+    """A random query (every construct), printed, then changed at a few token positions."""
+    tokens = print_query(draw(st.one_of(queries(), extended_queries()))).split()
     for _ in range(draw(st.integers(0, 4))):
         where = draw(st.integers(0, len(tokens)))
         action = draw(st.sampled_from(["insert", "delete", "replace", "duplicate", "split"]))
