@@ -45,7 +45,7 @@ _STOCK_CHAIN = ["INTC", "RIMM", "QQQ", "IPIX", "AMAT", "CSCO", "YHOO", "DELL", "
 STOCK_CHAIN = [("SELL" if i % 3 == 0 else "BUY", name) for i, name in enumerate(_STOCK_CHAIN * 2)]
 # other-q1..q6: MSFT sold, ORCL and CSCO traded, AMAT sold (planted with one common volume).
 OTHER_CHAIN = [("SELL", "MSFT"), ("BUY", "ORCL"), ("BUY", "CSCO"), ("SELL", "AMAT")]
-STOCK_MEAN_GAP = 100  # mean stock_time step: WITHIN 10000 [stock_time] spans about 100 events
+STOCK_MEAN_GAP = 100  # mean stock_time step (strictly increasing): WITHIN 10000 [stock_time] ~ 100 events
 
 
 def _plant(rng: np.random.Generator, events: int, every: int, length: int, span: int):
@@ -85,7 +85,7 @@ def stocks(events: int = 224_473, seed: int = 1, plant_every: int = 4_000) -> pa
             "name": pa.array(np.array(names)[name_index]),
             "volume": pa.array(volume),
             "price": pa.array(np.round(rng.uniform(5, 60, size=events), 2)),
-            "stock_time": pa.array(np.cumsum(rng.integers(0, 2 * STOCK_MEAN_GAP + 1, size=events))),
+            "stock_time": pa.array(np.cumsum(rng.integers(1, 2 * STOCK_MEAN_GAP, size=events))),
         }
     )
 
@@ -205,8 +205,9 @@ def synthetic_declaration(types: list[str]) -> str:
     return f"CREATE STREAM S {{ {events} }}"
 
 
-def uniform(events: int, types: list[str], seed: int = 4) -> pa.Table:
-    """Event types drawn uniformly (the papers' synthetic streams)."""
+def uniform(events: int, types: list[str] | None = None, seed: int = 4) -> pa.Table:
+    """Event types drawn uniformly (the papers' synthetic streams; by default AA..AJ, 9 types)."""
+    types = types or synthetic_types(9)
     rng = np.random.default_rng(seed)
     return pa.table(
         {
@@ -240,8 +241,8 @@ KEYED_DECLARATION = (
 
 
 def keyed(events: int = 1_000_000, keys: int = 1_000, seed: int = 6) -> pa.Table:
-    """Types A-D uniformly, a key out of ``keys``, a value 0-999 and a time that grows by 0-2 per
-    event (so that time windows cover about as many events as their length)."""
+    """Types A-D uniformly, a key out of ``keys``, a value 0-999 and a time that grows by 1 or 2
+    per event (strictly increasing, so that row-time orders such as Flink's have no ties)."""
     rng = np.random.default_rng(seed)
     return pa.table(
         {
@@ -249,7 +250,7 @@ def keyed(events: int = 1_000_000, keys: int = 1_000, seed: int = 6) -> pa.Table
             "id": pa.array(np.arange(events)),
             "k": pa.array(rng.integers(0, keys, size=events)),
             "v": pa.array(rng.integers(0, 1000, size=events)),
-            "t": pa.array(np.cumsum(rng.integers(0, 3, size=events))),
+            "t": pa.array(np.cumsum(rng.integers(1, 3, size=events))),
         }
     )
 
