@@ -31,7 +31,9 @@ def _isolated(row: dict, timeout: float, competitors: bool) -> dict:
     if not competitors:
         args.append("--no-competitors")
     try:
-        result = subprocess.run(args, capture_output=True, text=True, cwd=HERE.parent, timeout=4 * timeout + 600)
+        result = subprocess.run(
+            args, capture_output=True, text=True, cwd=HERE.parent, timeout=4 * timeout + 600
+        )
     except subprocess.TimeoutExpired:
         return {**_identity(row), "error": "the row's process did not finish"}
     if result.returncode != 0:
@@ -58,8 +60,13 @@ def _progress(row: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("families", nargs="*", choices=[[], *FAMILIES], metavar="FAMILY",
-                        help=f"tables to run, among {', '.join(FAMILIES)} (default: all but flink)")
+    parser.add_argument(
+        "families",
+        nargs="*",
+        choices=[[], *FAMILIES],
+        metavar="FAMILY",
+        help=f"tables to run, among {', '.join(FAMILIES)} (default: all but flink)",
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, in one process (CI smoke run)")
     parser.add_argument("--only", help="run only rows whose workload or query contains this text")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -94,7 +101,9 @@ def main() -> None:
 
 
 def _machine() -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent
+    )
     return (
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"engine commit {commit.stdout.strip() or 'unknown'}; {time.strftime('%Y-%m-%d')}"

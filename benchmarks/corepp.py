@@ -68,7 +68,14 @@ def run(table: pa.Table, data_name: str, declaration: str, text: str, timeout: f
         out = Path(tmp) / "matches.txt"
         try:
             result = subprocess.run(
-                [str(PYTHON), str(HERE / "corepp_worker.py"), "declaration.core", "query.ceql", str(events), str(out)],
+                [
+                    str(PYTHON),
+                    str(HERE / "corepp_worker.py"),
+                    "declaration.core",
+                    "query.ceql",
+                    str(events),
+                    str(out),
+                ],
                 capture_output=True,
                 text=True,
                 cwd=tmp,  # pycer writes logs/ into its working directory
@@ -85,7 +92,9 @@ def run(table: pa.Table, data_name: str, declaration: str, text: str, timeout: f
     return summary
 
 
-def compare(ours: list[tuple[int, ...]], theirs: list[tuple[int, ...]], text: str, per_trigger_max: int) -> str:
+def compare(
+    ours: list[tuple[int, ...]], theirs: list[tuple[int, ...]], text: str, per_trigger_max: int
+) -> str:
     """``equal``, or why the two lists of complex events (as position tuples) differ."""
     limit = _LIMIT.search(text)
     if limit and per_trigger_max >= int(limit.group(1)):

@@ -34,16 +34,22 @@ _TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "STRING", p
 # name -> (workload, declaration key, generator, ceql query)
 WORKLOADS = {
     "A : B : C per key": (
-        "keyed", "keyed", "keyed",
+        "keyed",
+        "keyed",
+        "keyed",
         "SELECT * FROM S WHERE A : B : C PARTITION BY [k]",
     ),
     "stock rise per ticker, 20 s": (
-        "stocks", "stocks", "stocks",
+        "stocks",
+        "stocks",
+        "stocks",
         "SELECT * FROM S WHERE (SELL AS s : BUY AS b1 : BUY AS b2) "
         "FILTER b1.price > s.price AND b2.price > b1.price PARTITION BY [name] WITHIN 20000 [stock_time]",
     ),
     "A : B:+ : C per key": (
-        "keyed", "keyed", "keyed",
+        "keyed",
+        "keyed",
+        "keyed",
         "SELECT * FROM S WHERE A : B :+ : C PARTITION BY [k]",
     ),
 }
@@ -119,7 +125,12 @@ def run(table: pa.Table, data_name: str, name: str, timeout: float) -> dict:
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))
         try:
             result = subprocess.run(
-                [str(PYTHON), str(HERE / "flink_worker.py"), str(Path(tmp) / "spec.json"), str(Path(tmp) / "out")],
+                [
+                    str(PYTHON),
+                    str(HERE / "flink_worker.py"),
+                    str(Path(tmp) / "spec.json"),
+                    str(Path(tmp) / "out"),
+                ],
                 capture_output=True,
                 text=True,
                 cwd=tmp,
@@ -129,7 +140,9 @@ def run(table: pa.Table, data_name: str, name: str, timeout: float) -> dict:
             return {"error": f"timeout after {timeout:.0f} s"}
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines()
-            causes = [line for line in lines if "Exception:" in line] or lines or [f"exit {result.returncode}"]
+            causes = (
+                [line for line in lines if "Exception:" in line] or lines or [f"exit {result.returncode}"]
+            )
             return {"error": causes[-1].strip()[:300]}
         summary = json.loads(result.stdout.strip().splitlines()[-1])
         matches = []

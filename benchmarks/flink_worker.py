@@ -27,10 +27,10 @@ def main() -> None:
     startup = time.perf_counter() - started
     started = time.perf_counter()
     env.execute_sql(
-        f"""CREATE TABLE ev ({spec['columns']},
-            rt AS TO_TIMESTAMP_LTZ(`{spec['time']}`, 3),
+        f"""CREATE TABLE ev ({spec["columns"]},
+            rt AS TO_TIMESTAMP_LTZ(`{spec["time"]}`, 3),
             WATERMARK FOR rt AS rt)
-        WITH ('connector' = 'filesystem', 'path' = '{spec['events']}', 'format' = 'csv')"""
+        WITH ('connector' = 'filesystem', 'path' = '{spec["events"]}', 'format' = 'csv')"""
     )
     columns = ", ".join(f"`{m}` BIGINT" for m in spec["measures"])
     env.execute_sql(
@@ -38,9 +38,7 @@ def main() -> None:
         WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv')"""
     )
     selected = ", ".join(f"CAST(`{m}` AS BIGINT)" for m in spec["measures"])
-    env.execute_sql(
-        f"INSERT INTO found SELECT {selected} FROM ev MATCH_RECOGNIZE ({spec['body']})"
-    ).wait()
+    env.execute_sql(f"INSERT INTO found SELECT {selected} FROM ev MATCH_RECOGNIZE ({spec['body']})").wait()
     query = time.perf_counter() - started
     print(json.dumps({"startup_seconds": startup, "query_seconds": query, "seconds": startup + query}))
 

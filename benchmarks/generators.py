@@ -55,9 +55,7 @@ def _plant(rng: np.random.Generator, events: int, every: int, length: int, span:
         return np.zeros((0, length), dtype=np.int64)
     count = events // every
     starts = np.arange(count) * every + rng.integers(0, every - span, size=count)
-    offsets = np.sort(
-        np.array([rng.choice(span, size=length, replace=False) for _ in range(count)]), axis=1
-    )
+    offsets = np.sort(np.array([rng.choice(span, size=length, replace=False) for _ in range(count)]), axis=1)
     return starts[:, None] + offsets
 
 
@@ -257,7 +255,9 @@ def keyed(events: int = 1_000_000, keys: int = 1_000, seed: int = 6) -> pa.Table
 
 # ------------------------------------------------------------------ equality correlation (tweets)
 
-TWEETS_DECLARATION = "CREATE STREAM S { EVENT T { id:int, user:int }, EVENT R { id:int, tweet:int, user:int } }"
+TWEETS_DECLARATION = (
+    "CREATE STREAM S { EVENT T { id:int, user:int }, EVENT R { id:int, tweet:int, user:int } }"
+)
 
 
 def tweets(events: int = 200_000, seed: int = 7, reach: int = 30_000) -> pa.Table:
@@ -285,7 +285,9 @@ def tweets(events: int = 200_000, seed: int = 7, reach: int = 30_000) -> pa.Tabl
 
 # ------------------------------------------------------------ cross-event conditions, strategies
 
-VALUES_DECLARATION = "CREATE STREAM S { EVENT A { id:int, v:int }, EVENT B { id:int, v:int }, EVENT C { id:int, v:int } }"
+VALUES_DECLARATION = (
+    "CREATE STREAM S { EVENT A { id:int, v:int }, EVENT B { id:int, v:int }, EVENT C { id:int, v:int } }"
+)
 
 
 def values(events: int = 3_000, seed: int = 8) -> pa.Table:

@@ -85,8 +85,13 @@ def run_ceql(row: dict, timeout: float) -> dict[str, Any]:
             started_last = time.perf_counter()
             count = sum(1 for _ in evaluator.process(table.slice(table.num_rows - 1)))
             enumeration = time.perf_counter() - started_last
-            out.update(update_seconds=update, enumeration_seconds=enumeration, memory_before_last_mb=memory,
-                       events_per_s=(table.num_rows - 1) / update, ces_per_s=count / enumeration)
+            out.update(
+                update_seconds=update,
+                enumeration_seconds=enumeration,
+                memory_before_last_mb=memory,
+                events_per_s=(table.num_rows - 1) / update,
+                ces_per_s=count / enumeration,
+            )
         elif row["mode"] == "tail":
             split = row["split"]
             list(evaluator.process(table.slice(0, split)))
@@ -136,7 +141,9 @@ def run_competitor(row: dict, name: str, ours: dict, timeout: float) -> dict[str
     if kind == "core":
         if not corepp.available():
             return {"skipped": "not installed (bash benchmarks/setup_core.sh)"}
-        result = corepp.run(table, data_name(row["data"]), DECLARATIONS[row["declaration"]], row["text"], timeout)
+        result = corepp.run(
+            table, data_name(row["data"]), DECLARATIONS[row["declaration"]], row["text"], timeout
+        )
     elif kind == "duckdb":
         if not duckdb_side.available():
             return {"skipped": "not installed (pip install -e '.[bench]')"}
@@ -150,7 +157,9 @@ def run_competitor(row: dict, name: str, ours: dict, timeout: float) -> dict[str
     matches = result.pop("matches", None)
     if matches is not None and "_positions" in ours:
         if kind == "core":
-            result["same"] = corepp.compare(ours["_positions"], matches, row["text"], ours["_per_trigger_max"])
+            result["same"] = corepp.compare(
+                ours["_positions"], matches, row["text"], ours["_per_trigger_max"]
+            )
         elif kind == "flink":
             result["same"] = compare([flink_side.canonical(query, p) for p in ours["_positions"]], matches)
         else:
@@ -169,7 +178,12 @@ def compare(ours: list[tuple[int, ...]], theirs: list[tuple[int, ...]]) -> str:
 
 def measure(row: dict, timeout: float, competitors: bool = True) -> dict[str, Any]:
     """The row's result: ceql's fields plus one entry per competitor."""
-    result = {"family": row["family"], "workload": row["workload"], "query": row["query"], "note": row["note"]}
+    result = {
+        "family": row["family"],
+        "workload": row["workload"],
+        "query": row["query"],
+        "note": row["note"],
+    }
     for key in ("measures_of",):
         if row.get(key):
             result[key] = row[key]

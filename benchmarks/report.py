@@ -79,7 +79,10 @@ def table(rows: list[dict]) -> str:
         name = COMPETITOR_NAMES[kind]
         header += [f"{name} s", f"ceql speed-up vs {name}", f"same CEs as {name}"]
     header.append("notes")
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header) - 1)) + "|---|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header) - 1)) + "|---|",
+    ]
     by_query = {row["query"]: row for row in rows}
     for row in rows:
         cells = [row["workload"], row["query"], fmt(row.get("events"))]
@@ -93,7 +96,12 @@ def table(rows: list[dict]) -> str:
             cells += ["", f"> {row['timeout']:.0f} (timeout)", "", ""]
             notes = _notes(row, by_query)
         else:
-            cells += [fmt(row["complex_events"]), seconds(row["seconds"]), fmt(row["events_per_s"]), fmt(row["peak_mb"], 1)]
+            cells += [
+                fmt(row["complex_events"]),
+                seconds(row["seconds"]),
+                fmt(row["events_per_s"]),
+                fmt(row["peak_mb"], 1),
+            ]
             notes = _notes(row, by_query)
         for kind in kinds:
             cells += _competitor_cells(row, kind)

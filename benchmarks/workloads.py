@@ -72,8 +72,16 @@ def core_family(quick: bool) -> list[dict]:
         for name, text in _core_queries(dataset, quick_names if quick else None):
             never = "NotExists" in text or "Not Exist" in text or "household_id = 1000" in text
             rows.append(
-                _row("core", dataset, name, text, declaration, data, competitors=["core"],
-                     note=NO_OUTPUT if never else "")
+                _row(
+                    "core",
+                    dataset,
+                    name,
+                    text,
+                    declaration,
+                    data,
+                    competitors=["core"],
+                    note=NO_OUTPUT if never else "",
+                )
             )
         if dataset == "stocks":
             # q1 plus a cross-event condition (CORE++ has none): checked on enumerated CEs today.
@@ -92,12 +100,19 @@ def synthetic_family(quick: bool) -> list[dict]:
         ("sequence", "SELECT ALL * FROM S WHERE (AA; AB; AC) WITHIN 100 EVENTS CONSUME BY ANY", ""),
         ("kleene", "SELECT ALL * FROM S WHERE (AA; AB+; AC) WITHIN 100 EVENTS CONSUME BY ANY", ""),
         ("sequence-5", "SELECT ALL * FROM S WHERE (AA; AB; AC; AD; AE) WITHIN 100 EVENTS CONSUME BY ANY", ""),
-        ("disjunction", "SELECT ALL * FROM S WHERE (AA; (AB OR AC); AD) WITHIN 100 EVENTS CONSUME BY ANY", ""),
+        (
+            "disjunction",
+            "SELECT ALL * FROM S WHERE (AA; (AB OR AC); AD) WITHIN 100 EVENTS CONSUME BY ANY",
+            "",
+        ),
     ]
     for strategy in ("ALL", "NEXT", "LAST", "MAX"):
         queries.append(
-            (f"no-last-{strategy}", f"SELECT {strategy} * FROM S WHERE (AA; AB; AC; ZZ) WITHIN 100 EVENTS",
-             "no output by design: ZZ never occurs (partial-match maintenance)")
+            (
+                f"no-last-{strategy}",
+                f"SELECT {strategy} * FROM S WHERE (AA; AB; AC; ZZ) WITHIN 100 EVENTS",
+                "no output by design: ZZ never occurs (partial-match maintenance)",
+            )
         )
     names = {"sequence", "kleene"} if quick else None
     return [
@@ -110,8 +125,15 @@ def synthetic_family(quick: bool) -> list[dict]:
 def stress_family(quick: bool) -> list[dict]:
     """Foundations' stress test Q2: the last event fires every (A, B, C) triple before it."""
     return [
-        _row("stress", "stress", f"Q2 n={n}", "SELECT * FROM S WHERE A; B; C; D", "stress",
-             ["stress", {"events": n}], mode="stress")
+        _row(
+            "stress",
+            "stress",
+            f"Q2 n={n}",
+            "SELECT * FROM S WHERE A; B; C; D",
+            "stress",
+            ["stress", {"events": n}],
+            mode="stress",
+        )
         for n in ([200, 400] if quick else [200, 400, 800, 1200, 1600, 2000])
     ]
 
@@ -126,16 +148,37 @@ def duckdb_family(quick: bool) -> list[dict]:
     keyed_events = 100_000 if quick else 1_000_000
     tweet_events = 2_000 if quick else 200_000
     rows = [
-        _row("duckdb", "stocks", "q1 (self-joins)", stock_q1, "stocks", ["stocks", {"events": stock_events}],
-             competitors=["duckdb:stock-q1", "core"]),
-        _row("duckdb", "keyed", "A : B : C PARTITION BY [k] (LAG)",
-             "SELECT * FROM S WHERE A : B : C PARTITION BY [k]", "keyed",
-             ["keyed", {"events": keyed_events}], competitors=["duckdb:contiguous", "core"]),
+        _row(
+            "duckdb",
+            "stocks",
+            "q1 (self-joins)",
+            stock_q1,
+            "stocks",
+            ["stocks", {"events": stock_events}],
+            competitors=["duckdb:stock-q1", "core"],
+        ),
+        _row(
+            "duckdb",
+            "keyed",
+            "A : B : C PARTITION BY [k] (LAG)",
+            "SELECT * FROM S WHERE A : B : C PARTITION BY [k]",
+            "keyed",
+            ["keyed", {"events": keyed_events}],
+            competitors=["duckdb:contiguous", "core"],
+        ),
     ]
-    for n in ((100, 1_000) if quick else (1_000, 20_000)):
+    for n in (100, 1_000) if quick else (1_000, 20_000):
         rows.append(
-            _row("duckdb", "tweets", f"correlation WITHIN {n:,} EVENTS (join)", CORRELATION.format(n=n), "tweets",
-                 ["tweets", {"events": tweet_events}], competitors=[f"duckdb:correlation-{n}"], memory=True)
+            _row(
+                "duckdb",
+                "tweets",
+                f"correlation WITHIN {n:,} EVENTS (join)",
+                CORRELATION.format(n=n),
+                "tweets",
+                ["tweets", {"events": tweet_events}],
+                competitors=[f"duckdb:correlation-{n}"],
+                memory=True,
+            )
         )
     return rows
 
@@ -146,17 +189,30 @@ def issues_family(quick: bool) -> list[dict]:
     rows = []
     # Equality correlation (issue 12): cost against the window, memory (also in the DuckDB table).
     tweet_events = 2_000 if quick else 20_000
-    for n in ([1_000] if quick else [1_000, 4_000, 20_000]):
+    for n in [1_000] if quick else [1_000, 4_000, 20_000]:
         rows.append(
-            _row("issues", "tweets", f"correlation WITHIN {n:,} EVENTS", CORRELATION.format(n=n), "tweets",
-                 ["tweets", {"events": tweet_events}], memory=True)
+            _row(
+                "issues",
+                "tweets",
+                f"correlation WITHIN {n:,} EVENTS",
+                CORRELATION.format(n=n),
+                "tweets",
+                ["tweets", {"events": tweet_events}],
+                memory=True,
+            )
         )
     # Cross-event condition under + (issue 12): target < 1 s at WITHIN 40 EVENTS.
-    for window in ([10] if quick else [10, 16, 20, 40]):
+    for window in [10] if quick else [10, 16, 20, 40]:
         rows.append(
-            _row("issues", "values", f"(A;B+;C) a.v > c.v + 990 WITHIN {window}",
-                 f"SELECT * FROM S WHERE (A AS a ; B+ ; C AS c) FILTER a.v > c.v + 990 WITHIN {window} EVENTS",
-                 "values", ["values", {"events": 3_000}], memory=True)
+            _row(
+                "issues",
+                "values",
+                f"(A;B+;C) a.v > c.v + 990 WITHIN {window}",
+                f"SELECT * FROM S WHERE (A AS a ; B+ ; C AS c) FILTER a.v > c.v + 990 WITHIN {window} EVENTS",
+                "values",
+                ["values", {"events": 3_000}],
+                memory=True,
+            )
         )
     # Selection strategies (issue 18): nA A-events, then 200 B-events, one output per B (NEXT,
     # LAST, ANY) or nA outputs per B (MAX): the cost per B-event.
@@ -164,15 +220,29 @@ def issues_family(quick: bool) -> list[dict]:
     for strategy in ("NEXT", "LAST", "ANY"):
         for n in sizes:
             rows.append(
-                _row("issues", "a-then-b", f"{strategy} A AS a ; B AS b, nA={n:,}",
-                     f"SELECT {strategy} * FROM S WHERE A AS a ; B AS b", "values",
-                     ["a_then_b", {"a_events": n}], mode="tail", split=n)
+                _row(
+                    "issues",
+                    "a-then-b",
+                    f"{strategy} A AS a ; B AS b, nA={n:,}",
+                    f"SELECT {strategy} * FROM S WHERE A AS a ; B AS b",
+                    "values",
+                    ["a_then_b", {"a_events": n}],
+                    mode="tail",
+                    split=n,
+                )
             )
-    for n in ([20] if quick else [100, 200, 400]):
+    for n in [20] if quick else [100, 200, 400]:
         rows.append(
-            _row("issues", "a-then-b", f"MAX A AS a ; B AS b, {n} outputs per B",
-                 "SELECT MAX * FROM S WHERE A AS a ; B AS b", "values",
-                 ["a_then_b", {"a_events": n}], mode="tail", split=n)
+            _row(
+                "issues",
+                "a-then-b",
+                f"MAX A AS a ; B AS b, {n} outputs per B",
+                "SELECT MAX * FROM S WHERE A AS a ; B AS b",
+                "values",
+                ["a_then_b", {"a_events": n}],
+                mode="tail",
+                split=n,
+            )
         )
     # Measures (issue 16): the stock benchmark with and without SELECT measures.
     stock_events = 22_447 if quick else 224_473
@@ -181,11 +251,20 @@ def issues_family(quick: bool) -> list[dict]:
         data = ["stocks", {"events": stock_events}]
         rows.append(_row("issues", "stocks", f"{name} without measures", text, "stocks", data))
         # Measures project nothing: the whole complex event is reported, plus the values.
-        measures = "T1.price AS sale, T3.price AS buy" if name == "q1" else "msft.price AS sale, amat.price AS close"
+        measures = (
+            "T1.price AS sale, T3.price AS buy" if name == "q1" else "msft.price AS sale, amat.price AS close"
+        )
         measured = text.replace("SELECT * FROM", f"SELECT {measures} FROM", 1)
         rows.append(
-            _row("issues", "stocks", f"{name} with measures", measured, "stocks", data,
-                 measures_of=f"{name} without measures")
+            _row(
+                "issues",
+                "stocks",
+                f"{name} with measures",
+                measured,
+                "stocks",
+                data,
+                measures_of=f"{name} without measures",
+            )
         )
     return rows
 
@@ -196,8 +275,15 @@ def flink_family(quick: bool) -> list[dict]:
 
     events = 20_000 if quick else 1_000_000
     return [
-        _row("flink", workload, name, text, declaration, [generator, {"events": events}],
-             competitors=[f"flink:{name}"])
+        _row(
+            "flink",
+            workload,
+            name,
+            text,
+            declaration,
+            [generator, {"events": events}],
+            competitors=[f"flink:{name}"],
+        )
         for name, (workload, declaration, generator, text) in flink_side.WORKLOADS.items()
     ]
 
