@@ -60,6 +60,7 @@ def run_ceql(row: dict, timeout: float) -> dict[str, Any]:
     from ceql.errors import CeqlError
 
     schema = ceql.declare(DECLARATIONS[row["declaration"]])
+    started = time.perf_counter()
     try:
         query = ceql.compile(row["text"], schema)
     except CeqlError as error:
@@ -67,9 +68,10 @@ def run_ceql(row: dict, timeout: float) -> dict[str, Any]:
         if row.get("measures_of"):
             return {"skipped": f"measures not supported by this engine yet ({first})"}
         return {"error": first}
+    compile_seconds = time.perf_counter() - started
     table = load(row["data"])
     keep = bool(row["competitors"])
-    out: dict[str, Any] = {"events": table.num_rows}
+    out: dict[str, Any] = {"events": table.num_rows, "compile_seconds": compile_seconds}
     positions: list[tuple[int, ...]] = []
     triggers: Counter = Counter()
     before, peak_before = rss_mb(), _peak_mb()

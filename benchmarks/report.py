@@ -65,6 +65,8 @@ def _notes(row: dict, by_query: dict[str, dict]) -> str:
         notes.append(f"{per:.3f} ms per B-event ({fmt(row['complex_events'] // row['tail_events'])} per B)")
     if "max_live_nodes" in row:
         notes.append(f"max live tECS nodes {fmt(row['max_live_nodes'])}")
+    if row.get("compile_seconds", 0) >= 0.1:
+        notes.append(f"compile {row['compile_seconds']:.2f} s")
     base = by_query.get(row.get("measures_of", ""))
     if base and row.get("seconds") and base.get("seconds"):
         notes.append(f"measures cost {100 * (row['seconds'] / base['seconds'] - 1):+.0f}%")
