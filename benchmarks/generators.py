@@ -290,16 +290,17 @@ VALUES_DECLARATION = (
 )
 
 
-def values(events: int = 3_000, seed: int = 8) -> pa.Table:
-    """A, B, C uniformly with a value 0-999 (the cross-event condition workload of issue 12)."""
+def values(events: int = 3_000, seed: int = 8, extremes: float = 0.03) -> pa.Table:
+    """A, B, C uniformly with a value 0-999 (the cross-event condition workload of issue 12);
+    a fraction ``extremes`` of the A events get a value of at least 995 and of the C events at
+    most 4, so that ``a.v > c.v + 990`` holds for a few nearby pairs."""
     rng = np.random.default_rng(seed)
-    return pa.table(
-        {
-            "event_type": pa.array(np.array(["A", "B", "C"])[rng.integers(0, 3, size=events)]),
-            "id": pa.array(np.arange(events)),
-            "v": pa.array(rng.integers(0, 1000, size=events)),
-        }
-    )
+    kinds = np.array(["A", "B", "C"])[rng.integers(0, 3, size=events)]
+    value = rng.integers(0, 1000, size=events)
+    extreme = rng.random(events) < extremes
+    value = np.where(extreme & (kinds == "A"), rng.integers(995, 1000, size=events), value)
+    value = np.where(extreme & (kinds == "C"), rng.integers(0, 5, size=events), value)
+    return pa.table({"event_type": pa.array(kinds), "id": pa.array(np.arange(events)), "v": pa.array(value)})
 
 
 def a_then_b(a_events: int, b_events: int = 200) -> pa.Table:

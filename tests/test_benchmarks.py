@@ -134,3 +134,18 @@ def test_duckdb_finds_the_same_complex_events(query) -> None:
     ours = sorted(m.positions for m in ceql.compile(text, ceql.declare(DECLARATIONS[declaration])).run(table))
     theirs = sorted(duckdb_side.run(table, query)["matches"])
     assert ours and ours == theirs
+
+
+def test_cross_condition_workload_count_is_exact() -> None:
+    """``(A AS a ; B+ ; C AS c) FILTER a.v > c.v + 990``: every qualifying (a, c) pair gives one
+    complex event per non-empty subset of the B events between them."""
+    columns = generators.values(1_500).to_pydict()
+    kinds, value = columns["event_type"], columns["v"]
+    window, expected = 20, 0
+    for i, kind in enumerate(kinds):
+        for j in range(i + 1, min(len(kinds), i + window)):
+            if kind == "A" and kinds[j] == "C" and value[i] > value[j] + 990:
+                expected += 2 ** kinds[i + 1 : j].count("B") - 1
+    text = f"SELECT * FROM S WHERE (A AS a ; B+ ; C AS c) FILTER a.v > c.v + 990 WITHIN {window} EVENTS"
+    query = ceql.compile(text, ceql.declare(generators.VALUES_DECLARATION))
+    assert expected > 0 and sum(1 for _ in query.run(generators.values(1_500))) == expected
