@@ -101,12 +101,13 @@ def main() -> None:
 
 
 def _machine() -> str:
+    # The engine's version: the last commit that changed src/ (not the benchmarks' own commits).
     commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent
+        ["git", "log", "-1", "--format=%h", "--", "src"], capture_output=True, text=True, cwd=HERE.parent
     )
     return (
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"engine commit {commit.stdout.strip() or 'unknown'}; {time.strftime('%Y-%m-%d')}"
+        f"engine (src/) at commit {commit.stdout.strip() or 'unknown'}; {time.strftime('%Y-%m-%d')}"
     )
 
 
