@@ -155,7 +155,7 @@ def duckdb_family(quick: bool) -> list[dict]:
             stock_q1,
             "stocks",
             ["stocks", {"events": stock_events}],
-            competitors=["duckdb:stock-q1", "core"],
+            competitors=["duckdb:stock-q1"],
         ),
         _row(
             "duckdb",
