@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -75,6 +76,8 @@ class Evaluator:
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_index = {name: i for i, name in enumerate(plan.type_names)}
         self._type_array = pa.array(plan.type_names, pa.string())
+        # CEQL_KERNEL=1: plans the compiled kernel supports run there (see runtime/kernel).
+        self._kernel = _kernel_for(plan) if os.environ.get("CEQL_KERNEL", "") == "1" else None
 
     # ------------------------------------------------------------------ public API
 
@@ -89,12 +92,16 @@ class Evaluator:
     def process(self, events: Any) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
+        if self._kernel is not None:
+            yield from self._kernel.matches(events)
+            return
         for table in iter_tables(events, self.plan.builder):
             yield from self._process_table(table)
 
     def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
         """Process an Arrow table whose events have the given stream positions (increasing; the
         events of one partition of a larger stream, or a shard of it). Yields (match, payloads)."""
+        self._python_path()
         self._payload = payload
         try:
             yield from self._process_table(
@@ -109,6 +116,7 @@ class Evaluator:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of the events at its positions. ``payload`` is a list (one item per row) or a function
         of the row index, called only for the rows the evaluator keeps."""
+        self._python_path()
         self._payload = payload
         try:
             yield from self._process_table(self.plan.builder.from_table(table), detailed=True)
@@ -137,8 +145,17 @@ class Evaluator:
         self.__dict__.update(fresh.__dict__)
         import_state(self, value["state"])
 
+    def _python_path(self) -> None:
+        """Payload and position-aware processing run on the Python path only."""
+        if self._kernel is not None:
+            if self._kernel.position:
+                raise RuntimeError("this evaluator already runs on the compiled kernel")
+            self._kernel = None
+
     def live_nodes(self) -> int:
         """The number of tECS nodes reachable from the live state (a memory measure)."""
+        if self._kernel is not None:
+            return self._kernel.kernel.live_nodes()
         roots = [node for active in self.partitions.values() for node in active.values()]
         return nodes.count_nodes(roots)
 
@@ -539,6 +556,13 @@ class Evaluator:
         self.compact_at = max(COMPACT_MIN, 2 * live)
 
 
+def _kernel_for(plan: Plan) -> Any:
+    """The compiled kernel for this plan, or None when it stays on the Python path."""
+    from ceql.runtime import kernel
+
+    return kernel.PlanKernel(plan) if kernel.unsupported(plan) is None else None
+
+
 def _payloads(path: tuple | None, positions: tuple[int, ...]) -> list:
     """The payload items of the events at ``positions`` (ascending) along a CE path."""
     wanted = set(positions)
@@ -595,6 +619,9 @@ def export_state(evaluator: Evaluator) -> bytes:
     on an evaluator of the same query (possibly in another process)."""
     import pickle
 
+    if evaluator._kernel is not None:
+        state = {"version": 1, "query": evaluator.plan.checked.text, "kernel": evaluator._kernel.export_state()}
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     det = evaluator.plan.det
     index: dict[int, int] = {}
     table: list[tuple] = []
@@ -650,6 +677,15 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
     state = pickle.loads(blob)
     if state.get("query") != evaluator.plan.checked.text:
         raise ValueError("the saved state belongs to another query")
+    if "kernel" in state:
+        if evaluator._kernel is None:
+            evaluator._kernel = _kernel_for(evaluator.plan)
+        if evaluator._kernel is None:
+            raise ValueError("the saved state was made by the compiled kernel, which cannot run this query")
+        evaluator._kernel.import_state(state["kernel"])
+        return
+    if evaluator._kernel is not None:
+        evaluator._kernel = None  # a Python-path state continues on the Python path
     det = evaluator.plan.det
     remap = {old: det.intern(subset) for old, subset in state["subsets"].items()}
     nodes_by_index: list[tuple] = []
