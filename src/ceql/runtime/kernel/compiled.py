@@ -77,7 +77,10 @@ P_FIELDS = 3
 UNKNOWN = -1  # not computed yet: the kernel returns to Python
 SKIPS = -2  # every machine state of the determinized state skips the symbol
 
-# ---------------------------------------------------------------- output rows (out_m)
+# ---------------------------------------------------------------- output (out_m rows)
+# out_m[O_TRIGGER, i], out_m[O_CODE, i]: trigger position and key code of match i;
+# out_m[O_END, i + 1]: the end of its positions in out_pos (out_m[O_END, 0] = 0), so that the
+# rows are contiguous arrays (trigger, partition, offsets) handed out without copying.
 O_TRIGGER, O_CODE, O_END = range(3)
 
 # ---------------------------------------------------------------- status codes
@@ -376,6 +379,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
     limit_count = cfg[C_LIMIT]
     dedupe = cfg[C_DEDUPE] == 1
     labels = cfg[C_LABELS] == 1
+    partitioned = cfg[C_PARTITIONED] == 1
     stack_cap = stack.shape[0]
     sp = st[S_SP]
     while True:
@@ -404,7 +408,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
                     nm = st[S_NMATCH]
                     npos = st[S_NPOS]
                     if (
-                        nm >= out_m.shape[0]
+                        nm + 1 >= out_m.shape[1]
                         or npos + depth > out_pos.shape[0]
                         or (labels and npos + depth > out_lab.shape[0])
                     ):
@@ -421,9 +425,10 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
                         for d in range(depth):
                             out_lab[npos + d] = nodes[path[depth - 1 - d], LAB]
                     if not dedupe or not _seen(out_m, out_pos, out_lab, proj, st[S_TFIRST], nm, npos, depth):
-                        out_m[nm, O_TRIGGER] = trigger
-                        out_m[nm, O_CODE] = code
-                        out_m[nm, O_END] = npos + depth
+                        out_m[O_TRIGGER, nm] = trigger
+                        if partitioned:
+                            out_m[O_CODE, nm] = code
+                        out_m[O_END, nm + 1] = npos + depth
                         st[S_NMATCH] = nm + 1
                         st[S_NPOS] = npos + depth
                         st[S_TCOUNT] += 1
@@ -494,8 +499,8 @@ def _seen(out_m, out_pos, out_lab, proj, first, nm, npos, length):
     """Whether the candidate at ``out_pos[npos:npos+length]`` projects to the same match as one
     of the trigger's earlier outputs ``first..nm-1`` (same kept positions, same labels)."""
     for k in range(first, nm):
-        start = out_m[k - 1, O_END] if k > 0 else 0
-        end = out_m[k, O_END]
+        start = out_m[O_END, k]
+        end = out_m[O_END, k + 1]
         if _same_projection(out_pos, out_lab, proj, start, end, npos, npos + length):
             return True
     return False

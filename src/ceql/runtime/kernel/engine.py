@@ -163,7 +163,7 @@ class KernelEvaluator:
         self.finals = np.zeros(size["scratch"], dtype=np.int64)
         self.stack = np.zeros((max(2, size["stack"]), 5), dtype=np.int64)  # one row is kept free
         self.path = np.zeros(size["path"], dtype=np.int64)
-        self.out_m = np.zeros((size["matches"], 3), dtype=np.int64)
+        self.out_m = np.zeros((3, size["matches"] + 1), dtype=np.int64)
         self.out_pos = np.zeros(size["positions"], dtype=np.int64)
         self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
         self.proj = np.zeros((16, 2), dtype=np.int64)
@@ -318,38 +318,45 @@ class KernelEvaluator:
         """The output buffer is full: hand out what is complete, or grow it."""
         nm = int(self.st[k.S_NMATCH])
         take = int(self.st[k.S_TFIRST]) if self.whole_triggers else nm
-        if len(self.out_m) < MAX_CHUNK_MATCHES or take == 0:
-            size = 2 * len(self.out_m)
-            self.out_m = _grow_rows(self.out_m, size)
-            self.out_pos = _grow1(self.out_pos, max(2 * len(self.out_pos), 4 * size), 0)
+        capacity = self.out_m.shape[1] - 1
+        if capacity < MAX_CHUNK_MATCHES or take == 0:
+            out_m = np.empty((3, 2 * capacity + 1), dtype=np.int64)
+            out_m[:, : nm + 1] = self.out_m[:, : nm + 1]
+            self.out_m = out_m
+            self.out_pos = _grow1(self.out_pos, max(2 * len(self.out_pos), 8 * capacity), 0)
             if self.labels:
                 self.out_lab = _grow1(self.out_lab, len(self.out_pos), 0)
             return None
         return self._take_output(take)
 
     def _take_output(self, take: int) -> KernelMatches | None:
-        """Remove the first ``take`` complex events from the buffer as a KernelMatches."""
+        """Remove the first ``take`` complex events from the buffer as a KernelMatches. Large
+        outputs keep the buffer's arrays (views, no copy) and the buffer gets new ones."""
         if take == 0:
             return None
         nm = int(self.st[k.S_NMATCH])
         npos = int(self.st[k.S_NPOS])
-        ends = self.out_m[:take, k.O_END]
-        cut = int(ends[-1])
+        cut = int(self.out_m[k.O_END, take])
+        rest = nm - take
+        out_m, out_pos, out_lab = self.out_m, self.out_pos, self.out_lab
+        give_away = cut >= 1 << 16
+        if give_away:
+            self.out_m = np.empty_like(out_m)
+            self.out_pos = np.empty_like(out_pos)
+            self.out_lab = np.empty_like(out_lab)
         chunk = KernelMatches(
-            self.out_m[:take, k.O_TRIGGER].copy(),
-            self.out_m[:take, k.O_CODE].copy(),
-            np.concatenate([[0], ends]).astype(np.int64),
-            self.out_pos[:cut].copy(),
-            self.out_lab[:cut].copy() if self.labels else None,
+            out_m[k.O_TRIGGER, :take] if give_away else out_m[k.O_TRIGGER, :take].copy(),
+            _codes(out_m, take, give_away) if self.partitioned else np.broadcast_to(np.int64(0), (take,)),
+            out_m[k.O_END, : take + 1] if give_away else out_m[k.O_END, : take + 1].copy(),
+            out_pos[:cut] if give_away else out_pos[:cut].copy(),
+            (out_lab[:cut] if give_away else out_lab[:cut].copy()) if self.labels else None,
             self.label_sets,
         )
-        rest = nm - take
-        if rest:
-            self.out_m[:rest] = self.out_m[take:nm]
-            self.out_m[:rest, k.O_END] -= cut
-            self.out_pos[: npos - cut] = self.out_pos[cut:npos]
-            if self.labels:
-                self.out_lab[: npos - cut] = self.out_lab[cut:npos]
+        self.out_m[:2, :rest] = out_m[:2, take:nm]
+        self.out_m[k.O_END, : rest + 1] = out_m[k.O_END, take : nm + 1] - cut
+        self.out_pos[: npos - cut] = out_pos[cut:npos]
+        if self.labels:
+            self.out_lab[: npos - cut] = out_lab[cut:npos]
         self.st[k.S_NMATCH] = rest
         self.st[k.S_NPOS] = npos - cut
         self.st[k.S_TFIRST] = max(0, int(self.st[k.S_TFIRST]) - take)
@@ -464,6 +471,10 @@ class KernelEvaluator:
         self.compact_at = max(COMPACT_MIN, 2 * n)
 
 
+def _codes(out_m: np.ndarray, take: int, give_away: bool) -> np.ndarray:
+    return out_m[k.O_CODE, :take] if give_away else out_m[k.O_CODE, :take].copy()
+
+
 def _size(current: int, needed: int) -> int:
     size = max(current, 1)
     while size < needed:
@@ -482,6 +493,7 @@ def _grow1(array: np.ndarray, needed: int, fill: int) -> np.ndarray:
 def _grow_rows(array: np.ndarray, needed: int) -> np.ndarray:
     if needed <= len(array):
         return array
-    out = np.zeros((_size(len(array), needed),) + array.shape[1:], dtype=array.dtype)
+    # Rows past the old end are written before they are read (no need to clear them).
+    out = np.empty((_size(len(array), needed),) + array.shape[1:], dtype=array.dtype)
     out[: len(array)] = array
     return out
