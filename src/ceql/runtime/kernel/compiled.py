@@ -43,10 +43,9 @@ C_PARTITIONED = 2
 C_CONSUME = 3  # CONSUME_NONE / CONSUME_ANY / CONSUME_PARTITION
 C_ANY = 4  # strategy ANY: one complex event per trigger
 C_LIMIT = 5  # LIMIT n, -1 without
-C_DEDUPE = 6  # drop complex events the projection makes equal (needed with LIMIT)
-C_INIT = 7  # the initial determinized state
-C_LABELS = 8  # 1: write each event's label-set id next to its position
-C_SIZE = 9
+C_INIT = 6  # the initial determinized state
+C_LABELS = 7  # 1: write each event's label-set id next to its position
+C_SIZE = 8
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 
@@ -111,7 +110,7 @@ STATUS_NAMES = {
 # ====================================================================== node construction
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _output(nodes, st, pos, lab, child, m):
     """A node for the complex events of ``child`` extended with the event at ``pos``."""
     k = st[S_NODES]
@@ -135,7 +134,7 @@ def _output(nodes, st, pos, lab, child, m):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _union(nodes, st, a, b):
     """A node for the complex events of a and of b."""
     k = st[S_NODES]
@@ -158,7 +157,7 @@ def _union(nodes, st, a, b):
 # ====================================================================== partitions
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _free_slot(st, slot_of, slot_info, free, slot):
     code = slot_info[slot, P_CODE]
     if code >= 0:
@@ -169,7 +168,7 @@ def _free_slot(st, slot_of, slot_info, free, slot):
     st[S_NFREE] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _take_slot(st, slot_of, slot_info, free, code):
     if st[S_NFREE] > 0:
         st[S_NFREE] -= 1
@@ -189,14 +188,15 @@ def _take_slot(st, slot_of, slot_info, free, code):
 @njit(cache=True)
 def run(
     syms, meas, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info, free,
-    new, finals, stack, path, out_m, out_pos, out_lab, proj,
+    new, finals, stack, path, out_m, out_pos, out_lab, first,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
     Status DONE means all events were processed. Any other status names what Python must do
     (compute a transition, grow an array, take the output) before calling again from the
     returned index: an event is either fully applied or not at all, and an enumeration that
-    stopped half-way resumes where it was (its state is in ``st`` and ``stack``)."""
+    stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
+    the one entry (initial state, BOTTOM) of a partition seen for the first time."""
     window = cfg[C_WINDOW]
     prune = window >= 0 and cfg[C_MONOTONE] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -206,9 +206,7 @@ def run(
     i = start
     if st[S_ENUM] == 1:
         i = st[S_EVENT]
-        status = _enumerate(
-            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, proj, poss[i], codes[i]
-        )
+        status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
         if status != OK:
             return status, i, 0, 0
         _finish(cfg, st, nodes, act, slot_of, slot_info, free, codes[i], poss[i])
@@ -223,34 +221,35 @@ def run(
         pos = poss[i]
         slot = slot_of[code]
         if slot >= 0:
+            entries = act[slot]
             count = slot_info[slot, P_COUNT]
             if partitioned and slot_info[slot, P_CONSUMED] < st[S_CONSUMED_AT]:
                 # Another partition produced output since: drop this one's partial matches.
                 kept = 0
                 for j in range(count):
-                    if nodes[act[slot, j, 1], KH] & 1:
-                        act[slot, kept, 0] = act[slot, j, 0]
-                        act[slot, kept, 1] = 0
+                    if nodes[entries[j, 1], KH] & 1:
+                        entries[kept, 0] = entries[j, 0]
+                        entries[kept, 1] = 0
                         kept += 1
                 count = kept
                 slot_info[slot, P_COUNT] = kept
         else:
-            count = 1  # a partition seen for the first time: {initial state: BOTTOM}
+            entries = first  # a partition seen for the first time: {initial state: BOTTOM}
+            count = 1
 
         # Check phase: everything this event needs is known and fits (nothing is changed yet).
         need_nodes = 0
         need_new = count
         for j in range(count):
-            s = act[slot, j, 0] if slot >= 0 else init
+            s = entries[j, 0]
             if s >= n_states or sym >= n_symbols:
                 return NEED_TRANSITION, i, s, sym
             t = tr[s, sym]
             if t == UNKNOWN:
                 return NEED_TRANSITION, i, s, sym
             if t >= 0:
-                moves = trans[t]
-                need_nodes += 2 * moves
-                need_new += moves
+                need_nodes += 2 * trans[t]
+                need_new += trans[t]
         if st[S_NODES] + need_nodes > nodes.shape[0]:
             return NEED_NODES, i, need_nodes, 0
         if need_new > new.shape[0] or need_new > finals.shape[0]:
@@ -263,20 +262,18 @@ def run(
         # States the symbol does not change keep their nodes; the others move.
         nn = 0
         for j in range(count):
-            s = act[slot, j, 0] if slot >= 0 else init
-            if tr[s, sym] == SKIPS:
-                new[nn, 0] = s
-                new[nn, 1] = act[slot, j, 1] if slot >= 0 else 0
+            if tr[entries[j, 0], sym] == SKIPS:
+                new[nn, 0] = entries[j, 0]
+                new[nn, 1] = entries[j, 1]
                 new[nn, 2] = 0
                 nn += 1
         has_limit = prune and m != MISSING
         limit = m - window
         for j in range(count):
-            s = act[slot, j, 0] if slot >= 0 else init
-            t = tr[s, sym]
+            t = tr[entries[j, 0], sym]
             if t < 0:
                 continue
-            node = act[slot, j, 1] if slot >= 0 else 0
+            node = entries[j, 1]
             for q in range(trans[t]):
                 lab = trans[t + 1 + 2 * q]
                 target = trans[t + 2 + 2 * q]
@@ -326,7 +323,7 @@ def run(
             st[S_SP] = 0
             st[S_TCOUNT] = 0
             st[S_TFIRST] = st[S_NMATCH]
-            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, proj, pos, code)
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
             if status != OK:
                 return status, i, 0, 0
             _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos)
@@ -334,7 +331,7 @@ def run(
     return DONE, stop, 0, 0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
     """After a trigger's complex events: CONSUME BY ANY / PARTITION if it produced any. Every
     partial match of the partition is dropped; runs that reported nothing yet survive."""
@@ -365,8 +362,8 @@ def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
 # ====================================================================== enumeration
 
 
-@njit(cache=True)
-def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, proj, trigger, code):
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code):
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
@@ -375,12 +372,9 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
     Subtrees whose complex events all start at or before the limit are skipped in constant time
     (``MF`` and the has-empty bit), so the work is proportional to the output."""
     window = cfg[C_WINDOW]
-    strategy_any = cfg[C_ANY] == 1
-    limit_count = cfg[C_LIMIT]
-    dedupe = cfg[C_DEDUPE] == 1
+    stop_after = 1 if cfg[C_ANY] == 1 else cfg[C_LIMIT]  # -1: no limit
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
-    stack_cap = stack.shape[0]
     sp = st[S_SP]
     while True:
         if sp == 0:
@@ -389,11 +383,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
                 st[S_SP] = 0
                 return OK
             st[S_FINAL] = f + 1
-            stack[0, 0] = finals[f]
-            stack[0, 1] = 0
-            stack[0, 2] = 0
-            stack[0, 3] = 0
-            stack[0, 4] = 1
+            _save(stack, 0, finals[f], 0, 0, 0, 1)
             sp = 1
         sp -= 1
         node = stack[sp, 0]
@@ -412,64 +402,41 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
                         or npos + depth > out_pos.shape[0]
                         or (labels and npos + depth > out_lab.shape[0])
                     ):
-                        stack[sp, 0] = node
-                        stack[sp, 1] = depth
-                        stack[sp, 2] = has_limit
-                        stack[sp, 3] = limit
-                        stack[sp, 4] = empty_ok
-                        st[S_SP] = sp + 1
+                        st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
                         return OUTPUT_FULL
                     for d in range(depth):
                         out_pos[npos + d] = nodes[path[depth - 1 - d], POS]
                     if labels:
                         for d in range(depth):
                             out_lab[npos + d] = nodes[path[depth - 1 - d], LAB]
-                    if not dedupe or not _seen(out_m, out_pos, out_lab, proj, st[S_TFIRST], nm, npos, depth):
-                        out_m[O_TRIGGER, nm] = trigger
-                        if partitioned:
-                            out_m[O_CODE, nm] = code
-                        out_m[O_END, nm + 1] = npos + depth
-                        st[S_NMATCH] = nm + 1
-                        st[S_NPOS] = npos + depth
-                        st[S_TCOUNT] += 1
-                        if strategy_any or (limit_count >= 0 and st[S_TCOUNT] >= limit_count):
-                            st[S_SP] = 0
-                            st[S_FINAL] = st[S_NFINALS]
-                            return OK
+                    out_m[O_TRIGGER, nm] = trigger
+                    if partitioned:
+                        out_m[O_CODE, nm] = code
+                    out_m[O_END, nm + 1] = npos + depth
+                    st[S_NMATCH] = nm + 1
+                    st[S_NPOS] = npos + depth
+                    st[S_TCOUNT] += 1
+                    if st[S_TCOUNT] == stop_after:
+                        st[S_SP] = 0
+                        st[S_FINAL] = st[S_NFINALS]
+                        return OK
                 break
             if kind == UNION_KIND:
                 a = nodes[node, A]
                 b = nodes[node, B]
-                if has_limit:
-                    a_ok = nodes[a, MF] > limit or ((nodes[a, KH] & 1) == 1 and empty_ok == 1)
-                    b_ok = nodes[b, MF] > limit or ((nodes[b, KH] & 1) == 1 and empty_ok == 1)
-                else:
-                    a_ok = True
-                    b_ok = True
+                a_ok = not has_limit or nodes[a, MF] > limit or ((nodes[a, KH] & empty_ok) == 1)
+                b_ok = not has_limit or nodes[b, MF] > limit or ((nodes[b, KH] & empty_ok) == 1)
                 if a_ok and b_ok:
-                    if sp + 2 > stack_cap:  # keep one row free to save the current position
-                        stack[sp, 0] = node
-                        stack[sp, 1] = depth
-                        stack[sp, 2] = has_limit
-                        stack[sp, 3] = limit
-                        stack[sp, 4] = empty_ok
-                        st[S_SP] = sp + 1
+                    if sp + 2 > stack.shape[0]:  # keep one row free to save the current position
+                        st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
                         return NEED_STACK
-                    stack[sp, 0] = b
-                    stack[sp, 1] = depth
-                    stack[sp, 2] = has_limit
-                    stack[sp, 3] = limit
-                    stack[sp, 4] = empty_ok
-                    sp += 1
+                    sp = _save(stack, sp, b, depth, has_limit, limit, empty_ok)
                     node = a
-                    continue
-                if b_ok:
-                    node = b
-                    continue
-                if a_ok:
-                    node = a
-                    continue
-                break
+                elif a_ok or b_ok:
+                    node = a if a_ok else b
+                else:
+                    break
+                continue
             # an output node
             m = nodes[node, M]
             child = nodes[node, A]
@@ -479,46 +446,25 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pro
                 limit = m - window if m != MISSING else INT64_MAX
             if has_limit:
                 empty_ok = 1 if m > limit else 0
-                if not (nodes[child, MF] > limit or ((nodes[child, KH] & 1) == 1 and empty_ok == 1)):
+                if not (nodes[child, MF] > limit or (nodes[child, KH] & empty_ok) == 1):
                     break
             if depth >= path.shape[0]:
-                stack[sp, 0] = node
-                stack[sp, 1] = depth
-                stack[sp, 2] = has_limit
-                stack[sp, 3] = limit
-                stack[sp, 4] = empty_ok
-                st[S_SP] = sp + 1
+                st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
                 return NEED_PATH
             path[depth] = node
             depth += 1
             node = child
 
 
-@njit(cache=True)
-def _seen(out_m, out_pos, out_lab, proj, first, nm, npos, length):
-    """Whether the candidate at ``out_pos[npos:npos+length]`` projects to the same match as one
-    of the trigger's earlier outputs ``first..nm-1`` (same kept positions, same labels)."""
-    for k in range(first, nm):
-        start = out_m[O_END, k]
-        end = out_m[O_END, k + 1]
-        if _same_projection(out_pos, out_lab, proj, start, end, npos, npos + length):
-            return True
-    return False
-
-
-@njit(cache=True)
-def _same_projection(out_pos, out_lab, proj, a, a_end, b, b_end):
-    while True:
-        while a < a_end and proj[out_lab[a], 0] == 0:
-            a += 1
-        while b < b_end and proj[out_lab[b], 0] == 0:
-            b += 1
-        if a == a_end or b == b_end:
-            return a == a_end and b == b_end
-        if out_pos[a] != out_pos[b] or proj[out_lab[a], 1] != proj[out_lab[b], 1]:
-            return False
-        a += 1
-        b += 1
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
+    """Push a DFS position on the enumeration stack; returns the new depth."""
+    stack[sp, 0] = node
+    stack[sp, 1] = depth
+    stack[sp, 2] = has_limit
+    stack[sp, 3] = limit
+    stack[sp, 4] = empty_ok
+    return sp + 1
 
 
 # ====================================================================== compaction
@@ -529,9 +475,9 @@ _OPEN = INT64_MIN  # compaction: keep every complex event (no last event fixed y
 
 
 @njit(cache=True)
-def compact(nodes, st, cfg, act, slot_of, slot_info, free, silent, prune, now, min_capacity):
-    """A copy of the live tECS into a new array; the partitions' entries are remapped in place,
-    entries left with nothing are dropped and so are partitions left as {initial state: BOTTOM}.
+def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
+    """First half of compaction: ``limits[x]`` for every node (see ``compact_build``); returns
+    the number of node rows the copy needs.
 
     With ``prune`` (a window over never-decreasing measures; ``now`` the last measure seen), a
     complex event is dropped once m(last) - m(first) >= window for the last event it has or can
@@ -541,15 +487,13 @@ def compact(nodes, st, cfg, act, slot_of, slot_info, free, silent, prune, now, m
     the enumeration. Each node keeps one copy, pruned by the loosest limit any path asks of it
     (keeping more than needed is harmless: the enumeration applies the window exactly).
     Children always have smaller rows than their parents, so one descending sweep finds each
-    node's limit and one ascending sweep builds the copies."""
+    node's limit."""
     n = st[S_NODES]
     window = cfg[C_WINDOW]
     limit_now = now - window
-    limits = np.empty(n, np.int64)
     for x in range(n):
         limits[x] = _UNSEEN
-    slots = st[S_SLOTS]
-    for slot in range(slots):
+    for slot in range(st[S_SLOTS]):
         if slot_info[slot, P_CODE] < 0:
             continue
         for j in range(slot_info[slot, P_COUNT]):
@@ -579,14 +523,19 @@ def compact(nodes, st, cfg, act, slot_of, slot_info, free, silent, prune, now, m
                 lim = m - window  # this output is the last event of its complex events
             if lim < limits[a]:
                 limits[a] = lim
-    capacity = max(min_capacity, 2 * size)
-    out = np.empty((capacity, NODE_FIELDS), np.int64)
+    return size
+
+
+@njit(cache=True)
+def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, out):
+    """Second half of compaction: copy the nodes ``compact_mark`` kept into ``out`` (one
+    ascending sweep: children are copied before their parents), remap the partitions' entries
+    in place, drop entries left with nothing and partitions left as {initial state: BOTTOM}."""
+    n = st[S_NODES]
     for c in range(NODE_FIELDS):  # (explicit loops: slice assignment is slow to compile)
         out[0, c] = nodes[0, c]
-    rows = np.empty(n, np.int64)
     rows[0] = 0
-    tmp = np.zeros(S_SIZE, np.int64)
-    tmp[S_NODES] = 1
+    st[S_NODES] = 1  # from here on, the rows of ``out`` (_output and _union count them)
     for x in range(1, n):
         lim = limits[x]
         if lim == _UNSEEN:
@@ -602,14 +551,14 @@ def compact(nodes, st, cfg, act, slot_of, slot_info, free, silent, prune, now, m
             elif b < 0:
                 rows[x] = a
             else:
-                rows[x] = _union(out, tmp, a, b)
+                rows[x] = _union(out, st, a, b)
         elif a < 0:
             rows[x] = -1
         else:
-            rows[x] = _output(out, tmp, nodes[x, POS], nodes[x, LAB], a, nodes[x, M])
+            rows[x] = _output(out, st, nodes[x, POS], nodes[x, LAB], a, nodes[x, M])
     init = cfg[C_INIT]
     partitioned = cfg[C_PARTITIONED] == 1
-    for slot in range(slots):
+    for slot in range(st[S_SLOTS]):
         if slot_info[slot, P_CODE] < 0:
             continue
         kept = 0
@@ -627,31 +576,25 @@ def compact(nodes, st, cfg, act, slot_of, slot_info, free, silent, prune, now, m
             _free_slot(st, slot_of, slot_info, free, slot)
         else:
             slot_info[slot, P_COUNT] = kept
-    st[S_NODES] = tmp[S_NODES]
-    return out
 
 
 # ====================================================================== projection helpers
 
 
 @njit(cache=True)
-def dedupe_mask(triggers, offsets, positions, ids):
-    """For matches grouped by trigger (consecutive), whether each is the first of the matches of
-    its trigger with the same (position, projected label-set id) sequence (a hash set per
-    trigger, open addressing)."""
+def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
+    """For matches grouped by trigger (consecutive), set ``keep`` to whether each is the first
+    of the matches of its trigger with the same (position, projected label-set id) sequence (a
+    hash set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and
+    ``slots`` (a power of two at least twice the largest trigger's match count)."""
     n = len(triggers)
-    keep = np.ones(n, np.bool_)
-    hashes = np.empty(n, np.uint64)
     for k in range(n):
+        keep[k] = True
         h = np.uint64(1469598103934665603)
         for p in range(offsets[k], offsets[k + 1]):
             h = (h ^ np.uint64(positions[p])) * np.uint64(1099511628211)
             h = (h ^ np.uint64(ids[p])) * np.uint64(1099511628211)
         hashes[k] = (h ^ np.uint64(offsets[k + 1] - offsets[k])) * np.uint64(1099511628211)
-    size = 16
-    while size < 2 * n:
-        size *= 2
-    slots = np.empty(size, np.int64)
     start = 0
     while start < n:
         end = start + 1
@@ -661,6 +604,7 @@ def dedupe_mask(triggers, offsets, positions, ids):
             mask = 16
             while mask < 2 * (end - start):
                 mask *= 2
+            mask = min(mask, len(slots))
             for u in range(mask):
                 slots[u] = -1
             mask -= 1
@@ -675,10 +619,9 @@ def dedupe_mask(triggers, offsets, positions, ids):
                 if keep[k]:
                     slots[u] = k
         start = end
-    return keep
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _equal_runs(offsets, positions, ids, a, b):
     la = offsets[a + 1] - offsets[a]
     if la != offsets[b + 1] - offsets[b]:

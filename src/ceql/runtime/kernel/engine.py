@@ -12,7 +12,7 @@ arrays and can be exported and imported as arrays.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,9 +95,8 @@ class KernelEvaluator:
         limit: LIMIT n per trigger, or None.
         partitioned: PARTITION BY (key codes >= 0; -1 means the event has no key and is skipped).
             Unpartitioned evaluators take code 0 for every event.
-        dedupe: a projection function when complex events that project to the same match must be
-            counted once for LIMIT (label set -> (position kept, projected label set)); None
-            otherwise. Without LIMIT, duplicates are removed later, on the output.
+        whole_triggers: never split the complex events of one trigger over two output chunks
+            (when a projection may make some of them equal, duplicates are removed per chunk).
         labels: also output each event's label-set id.
     """
 
@@ -111,7 +110,7 @@ class KernelEvaluator:
         strategy: str = "ALL",
         limit: int | None = None,
         partitioned: bool = False,
-        dedupe: Callable[[tuple[str, ...]], tuple[bool, tuple[str, ...]]] | None = None,
+        whole_triggers: bool = False,
         labels: bool = True,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
@@ -121,9 +120,7 @@ class KernelEvaluator:
         self.det = det
         self.tables = TransitionTable(det)
         self.partitioned = partitioned
-        self.labels = labels or dedupe is not None
-        self._dedupe = dedupe
-        self._projected: dict[tuple[str, ...], int] = {}
+        self.labels = labels
         self.cfg = np.zeros(k.C_SIZE, dtype=np.int64)
         self.cfg[k.C_WINDOW] = -1 if window is None else window
         self.cfg[k.C_MONOTONE] = int(monotone)
@@ -131,11 +128,10 @@ class KernelEvaluator:
         self.cfg[k.C_CONSUME] = _CONSUME[consume]
         self.cfg[k.C_ANY] = int(strategy == "ANY")
         self.cfg[k.C_LIMIT] = -1 if limit is None else limit
-        self.cfg[k.C_DEDUPE] = int(dedupe is not None and limit is not None)
         self.cfg[k.C_INIT] = det.initial
         self.cfg[k.C_LABELS] = int(self.labels)
-        # Triggers stay whole in one output chunk when duplicates are removed per trigger.
-        self.whole_triggers = dedupe is not None
+        self.whole_triggers = whole_triggers
+        self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._reset()
 
     def _reset(self) -> None:
@@ -166,8 +162,6 @@ class KernelEvaluator:
         self.out_m = np.zeros((3, size["matches"] + 1), dtype=np.int64)
         self.out_pos = np.zeros(size["positions"], dtype=np.int64)
         self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
-        self.proj = np.zeros((16, 2), dtype=np.int64)
-        self._proj_synced = 0
         self.compact_at = COMPACT_MIN
 
     # ------------------------------------------------------------------ public API
@@ -223,13 +217,12 @@ class KernelEvaluator:
                 symbols, measures, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self.proj,
+                self.out_pos, self.out_lab, self._first,
             )  # fmt: skip
             if status == k.DONE:
                 break
             if status == k.NEED_TRANSITION:
                 self.tables.fill(int(a), int(b))
-                self._sync_projection()
             elif status == k.NEED_NODES:
                 self._make_room(int(a))
             elif status == k.NEED_SCRATCH:
@@ -274,10 +267,25 @@ class KernelEvaluator:
         now = int(self.st[k.S_NOW])
         prune = int(self.cfg[k.C_WINDOW]) >= 0 and bool(self.cfg[k.C_MONOTONE]) and now != k.MISSING
         self.tables.ensure_silent()
-        self.nodes = k.compact(
-            self.nodes, self.st, self.cfg, self.act, self.slot_of, self.slot_info, self.free,
-            self.tables.silent, prune, now if prune else 0, INITIAL["nodes"],
+        n = int(self.st[k.S_NODES])
+        limits = np.empty(n, dtype=np.int64)
+        size = k.compact_mark(
+            self.nodes,
+            self.st,
+            self.cfg,
+            self.act,
+            self.slot_info,
+            self.tables.silent,
+            prune,
+            now if prune else 0,
+            limits,
+        )
+        out = np.empty((max(INITIAL["nodes"], 2, 2 * size), k.NODE_FIELDS), dtype=np.int64)
+        k.compact_build(
+            self.nodes, self.st, self.cfg, self.act, self.slot_of, self.slot_info, self.free, limits,
+            np.empty(n, dtype=np.int64), out,
         )  # fmt: skip
+        self.nodes = out
         self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
 
     # ------------------------------------------------------------------ growth and output
@@ -300,19 +308,6 @@ class KernelEvaluator:
         info[: len(self.slot_info)] = self.slot_info
         self.slot_info = info
         self.free = _grow1(self.free, size, 0)
-
-    def _sync_projection(self) -> None:
-        """Projection table rows for new label sets (used by in-kernel deduplication)."""
-        sets = self.tables.label_sets
-        if len(sets) > len(self.proj):
-            self.proj = _grow_rows(self.proj, len(sets))
-        if self._dedupe is None:
-            return
-        for lid in range(self._proj_synced, len(sets)):
-            kept, projected = self._dedupe(sets[lid])
-            pid = self._projected.setdefault(projected, len(self._projected))
-            self.proj[lid] = (int(kept), pid)
-        self._proj_synced = len(sets)
 
     def _output_full(self) -> KernelMatches | None:
         """The output buffer is full: hand out what is complete, or grow it."""
@@ -467,7 +462,6 @@ class KernelEvaluator:
         self.st[k.S_SLOTS] = len(codes)
         if not self.partitioned and len(codes) == 0:
             raise ValueError("malformed kernel state: an unpartitioned evaluator has one partition")
-        self._sync_projection()
         self.compact_at = max(COMPACT_MIN, 2 * n)
 
 

@@ -103,7 +103,10 @@ def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
     if not keep.all():
         offsets, positions, label_ids = _select_events(offsets, positions, label_ids, keep)
     if projection.merges and len(trigger) > 1:
-        unique = dedupe_mask(trigger, offsets, positions, id_table[label_ids])
+        n = len(trigger)
+        unique = np.empty(n, dtype=bool)
+        slots = np.empty(max(16, 1 << int(2 * n - 1).bit_length()), dtype=np.int64)
+        dedupe_mask(trigger, offsets, positions, id_table[label_ids], unique, np.empty(n, np.uint64), slots)
         if not unique.all():
             counts = np.diff(offsets)
             events = np.repeat(unique, counts)

@@ -8,8 +8,9 @@ vectorised again (output.py).
 
 Plans the kernel does not evaluate (``unsupported`` says why): cross-event conditions, the
 strategies NEXT, LAST and MAX, STRICT when it cannot be rewritten into contiguous operators,
-attribute windows over non-integer attributes, and LIMIT above MAX_DEDUPE_LIMIT with a
-projection other than ``*``. These stay on the Python evaluator.
+attribute windows over non-integer attributes, and LIMIT with a projection other than ``*``
+(the first n distinct projected matches need deduplication during the enumeration, which the
+Python evaluator does). These stay on the Python evaluator.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
 from ceql.runtime.plan import Plan
 
-MAX_DEDUPE_LIMIT = 10_000  # LIMIT n with a merging projection compares each CE with the n before
-
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
@@ -48,8 +47,8 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and plan.builder.columns.get(within.attribute or "") != pa.int64():
             return f"a window over the non-integer attribute {within.attribute}"
     projection = Projection.from_plan(plan)
-    if projection.merges and plan.limit is not None and plan.limit > MAX_DEDUPE_LIMIT:
-        return f"LIMIT above {MAX_DEDUPE_LIMIT} with a projection other than *"
+    if projection.merges and plan.limit is not None:
+        return "LIMIT with a projection other than *"
     return None
 
 
@@ -128,7 +127,7 @@ class PlanKernel:
             strategy="ANY" if plan.strategy == "ANY" else "ALL",
             limit=plan.limit,
             partitioned=self.partitioned,
-            dedupe=self.projection.event if self.projection.merges else None,
+            whole_triggers=self.projection.merges,
             labels=self.projection.needs_labels,
         )
         self.keys = KeyCodes(plan) if self.partitioned else None
