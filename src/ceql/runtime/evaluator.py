@@ -620,7 +620,11 @@ def export_state(evaluator: Evaluator) -> bytes:
     import pickle
 
     if evaluator._kernel is not None:
-        state = {"version": 1, "query": evaluator.plan.checked.text, "kernel": evaluator._kernel.export_state()}
+        state = {
+            "version": 1,
+            "query": evaluator.plan.checked.text,
+            "kernel": evaluator._kernel.export_state(),
+        }
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     det = evaluator.plan.det
     index: dict[int, int] = {}
