@@ -286,3 +286,30 @@ def test_missing_attribute_measure_leaves_the_window() -> None:
     ]
     got = sorted(m.positions for m in PlanKernel(query.plan).matches(events))
     assert got == [(0, 2)]
+
+
+def test_compaction_keeps_complex_events_reported_by_skipping(tiny_arrays) -> None:
+    """After ``A; NOT(B)`` a run reports its complex event at later events without adding to
+    it: compaction may not prune it by the current time (only by its own last event)."""
+    text = "SELECT * WHERE A; NOT(B) WITHIN 1 EVENTS"
+    events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": 0}] * 5
+    runner = PlanKernel(ceql.compile(text, SCHEMA).plan)
+    got = [m for e in events for m in runner.matches([e])]  # one batch (and compaction) per event
+    expected = ceql.reference.run(ceql.check(text, SCHEMA), events)
+    assert sorted(got) == sorted(expected)
+    assert len(expected) == 10
+
+
+def test_memory_is_bounded_by_the_window() -> None:
+    """Live tECS nodes stay proportional to the window over a long stream."""
+    text = "SELECT * WHERE A; B; C WITHIN 20 EVENTS"
+    rng = np.random.default_rng(7)
+    runner = PlanKernel(ceql.compile(text, SCHEMA).plan)
+    sizes = []
+    for _ in range(4):
+        types = rng.choice(["A", "B", "C", "D"], size=50_000)
+        table = pa.table({"event_type": types, "id": np.zeros(50_000, np.int64), "t": np.zeros(50_000, np.int64)})
+        for _ in runner.record_batches(table):
+            pass
+        sizes.append(runner.kernel.live_nodes())
+    assert max(sizes) < 2_000, sizes
