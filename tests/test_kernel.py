@@ -257,7 +257,7 @@ def test_partitions_are_dropped_when_nothing_is_live() -> None:
 def test_unsupported_plans_say_why() -> None:
     for text, reason in [
         ("SELECT NEXT * WHERE A; B", "strategy NEXT"),
-        ("SELECT * WHERE (A AS x; B AS y) FILTER x.v < y.v", "cross-event conditions"),
+        ("SELECT * WHERE (A AS x; B AS y) FILTER x.v < y.v", "conditions across events"),
         ("SELECT * WHERE A; C WITHIN 3 [v]", "non-integer attribute v"),
     ]:
         assert reason in (unsupported(ceql.compile(text, SCHEMA).plan) or ""), text
@@ -308,7 +308,9 @@ def test_memory_is_bounded_by_the_window() -> None:
     sizes = []
     for _ in range(4):
         types = rng.choice(["A", "B", "C", "D"], size=50_000)
-        table = pa.table({"event_type": types, "id": np.zeros(50_000, np.int64), "t": np.zeros(50_000, np.int64)})
+        table = pa.table(
+            {"event_type": types, "id": np.zeros(50_000, np.int64), "t": np.zeros(50_000, np.int64)}
+        )
         for _ in runner.record_batches(table):
             pass
         sizes.append(runner.kernel.live_nodes())

@@ -25,6 +25,15 @@ NEG_INF = -math.inf
 POS_INF = math.inf
 BOTTOM = (NEG_INF, True, POS_INF)
 
+# Field positions. Every node starts with MAX_FIRST, HAS_EMPTY, MIN_FIRST; a node's kind is its
+# length (3 bottom, 5 union, 8 output), which is the cheapest test in the hot loops.
+MAX_FIRST, HAS_EMPTY, MIN_FIRST = 0, 1, 2
+POS, LABELS, CHILD, MEASURE, DATA = 3, 4, 5, 6, 7  # output nodes
+LEFT, RIGHT = 3, 4  # union nodes
+BOTTOM_SIZE, UNION_SIZE, OUTPUT_SIZE = 3, 5, 8
+# A complex event as enumerated: a linked list (pos, labels, data, rest), earliest event first.
+PATH_POS, PATH_LABELS, PATH_DATA, PATH_REST = 0, 1, 2, 3
+
 
 def output(pos: int, labels: frozenset, child: tuple, m: float, data=None) -> tuple:
     """A node for the CEs of ``child`` extended with the event at ``pos``."""
@@ -47,9 +56,11 @@ def union(a: tuple, b: tuple) -> tuple:
     )
 
 
-def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]:
+def enumerate_paths(root: tuple, window: float | None, newest_first: bool = False) -> Iterator[tuple | None]:
     """Every CE of ``root`` within the window, as a linked list ``(pos, labels, data, rest)`` in
     increasing position order (None for the empty CE). Explicit stack, no recursion.
+    ``newest_first`` visits the second child of a union first: unions are built as (older,
+    newer), so the first complex event comes after a short descent (ANY needs just one).
 
     A CE is within the window when ``m(last) - m(first) < window``; its last event is the first
     output node met from the root, which fixes the limit for everything below it.
@@ -66,7 +77,10 @@ def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]
                     yield path
                 break
             if size == 5:  # union
-                a, b = node[3], node[4]
+                if newest_first:
+                    b, a = node[3], node[4]
+                else:
+                    a, b = node[3], node[4]
                 if limit is None:
                     push((b, path, None, empty_ok))
                     node = a

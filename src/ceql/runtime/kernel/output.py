@@ -32,8 +32,11 @@ from ceql.runtime.kernel.engine import KernelMatches
 class Projection:
     """SELECT *, SELECT NONE or SELECT label, ... applied to the events of a complex event."""
 
-    def __init__(self, kind: str, kept: frozenset[str], as_labels: frozenset[str]) -> None:
+    def __init__(
+        self, kind: str, kept: frozenset[str], as_labels: frozenset[str], private: bool = False
+    ) -> None:
         self.kind = kind
+        self.private = private  # the automaton may report events under the compiler's own labels
         self.kept = kept
         self.as_labels = as_labels
         if kind == "star":
@@ -60,14 +63,16 @@ class Projection:
 
     @property
     def needs_labels(self) -> bool:
-        """Whether the output depends on the events' label sets."""
-        return self.merges or bool(self.output_labels)
+        """Whether the output depends on the events' label sets (also when the compiler's own
+        labels may appear: an event reported only under them is not a position of the match)."""
+        return self.merges or bool(self.output_labels) or self.private
 
     def event(self, labels: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
-        """For an event reported under ``labels``: (position kept, labels reported)."""
-        present = frozenset(labels)
+        """For an event reported under ``labels``: (position kept, labels reported). Labels
+        starting with NUL are the compiler's own and never reported."""
+        present = frozenset(label for label in labels if label[0] != "\x00")
         if self.kind == "star":
-            return True, tuple(sorted(present & self.as_labels))
+            return bool(present), tuple(sorted(present & self.as_labels))
         if self.kind == "none":
             return False, ()
         return bool(present & self.kept), tuple(sorted(present & self.kept & self.as_labels))

@@ -6,8 +6,9 @@ and partition key codes (a persistent dictionary, so codes are stable across bat
 kernel then does the per-event work and the enumeration; projection and Arrow building are
 vectorised again (output.py).
 
-Plans the kernel does not evaluate (``unsupported`` says why): cross-event conditions, the
-strategies NEXT, LAST and MAX, STRICT when it cannot be rewritten into contiguous operators,
+Plans the kernel does not evaluate (``unsupported`` says why): conditions across events
+(registers), measures, the strategies NEXT, LAST and MAX, STRICT when it cannot be rewritten
+into contiguous operators, complex events that several runs derive (except with ANY),
 attribute windows over non-integer attributes, and LIMIT with a projection other than ``*``
 (the first n distinct projected matches need deduplication during the enumeration, which the
 Python evaluator does). These stay on the Python evaluator.
@@ -15,6 +16,8 @@ Python evaluator does). These stay on the Python evaluator.
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,24 +25,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.compile.strategies import strict_rewritable
+from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
 from ceql.match import Match
 from ceql.runtime.batches import iter_tables
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
-from ceql.runtime.plan import Plan
 
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
-    if plan.compiled.cross:
-        return "cross-event conditions"
+    if plan.registers is not None:
+        return "conditions across events (registers)"
+    if plan.measures is not None:
+        return "measures"
     if plan.strategy in ("NEXT", "LAST", "MAX"):
         return f"strategy {plan.strategy}"
-    if plan.strategy == "STRICT" and not strict_rewritable(plan.checked.query.formula):
+    if plan.strict_filter:
         return "STRICT over NOT(...) or ALL"
+    if plan.repeats and plan.strategy != "ANY":
+        return "complex events that several runs derive (repeats are dropped at output)"
     within = plan.checked.query.within
     if within is not None:
         if within.value >= MAX_WINDOW:
@@ -271,3 +277,69 @@ class PlanKernel:
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
             self.keys.codes = {key: code for code, key in enumerate(self.keys.keys)}
+
+
+STATE_FORMAT = "ceql-kernel-state"
+
+
+def is_kernel_state(blob: bytes) -> bool:
+    """Whether an evaluator state was saved by the kernel (``PlanKernel.export_json``)."""
+    try:
+        head = zlib.decompress(blob)[:64]
+    except zlib.error:
+        return False
+    return STATE_FORMAT.encode() in head
+
+
+def _export_json(runner: PlanKernel) -> bytes:
+    from ceql.runtime.state import _encode
+
+    state = runner.export_state()
+    document: dict = {"format": STATE_FORMAT, "format_version": 1}
+    for name, value in state.items():
+        if isinstance(value, np.ndarray):
+            document[name] = ["a", str(value.dtype), value.tolist()]
+        elif name in ("det_states", "partition_keys"):
+            document[name] = [_encode(v if not isinstance(v, tuple) else v) for v in value]
+        elif name == "label_sets":
+            document[name] = [list(v) for v in value]
+        else:
+            document[name] = value
+    return zlib.compress(json.dumps(document, separators=(",", ":")).encode())
+
+
+def _import_json(runner: PlanKernel, blob: bytes) -> None:
+    from ceql.runtime.state import StateError, _decode
+
+    try:
+        document = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError) as exc:
+        raise StateError(f"unreadable kernel state: {exc}") from None
+    if (
+        not isinstance(document, dict)
+        or document.get("format") != STATE_FORMAT
+        or document.get("format_version") != 1
+    ):
+        raise StateError("not a kernel state of a known version")
+    state: dict = {}
+    try:
+        for name, value in document.items():
+            if name in ("format", "format_version"):
+                continue
+            if isinstance(value, list) and len(value) == 3 and value[0] == "a":
+                if value[1] not in ("int64", "bool"):
+                    raise StateError(f"unexpected array type {value[1]!r}")
+                state[name] = np.array(value[2], dtype=value[1])
+            elif name in ("det_states", "partition_keys"):
+                state[name] = [_decode(v) for v in value]
+            elif name == "label_sets":
+                state[name] = [tuple(str(x) for x in v) for v in value]
+            else:
+                state[name] = value
+        runner.import_state(state)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise StateError(f"malformed kernel state: {exc}") from None
+
+
+PlanKernel.export_json = _export_json  # type: ignore[attr-defined]
+PlanKernel.import_json = _import_json  # type: ignore[attr-defined]
