@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -83,11 +84,24 @@ class KeyCodes:
             selected = np.nonzero(np.isin(row_types, group_types))[0]
             if len(selected) == 0:
                 continue
-            take = pa.array(rows[selected])
+            chosen = rows[selected]
+            whole = len(chosen) == table.num_rows  # every row, in order (rows ascend)
+            if len(group) == 1:
+                column = table.column(group[0])
+                column = column if whole else column.take(pa.array(chosen))
+                if column.null_count == 0 and pa.types.is_integer(column.type):
+                    # The common case: integer keys, factorised with a hash table.
+                    values = column.to_numpy()
+                    index, distinct = pd.factorize(values)
+                    lookup = np.array([self._code((v,)) for v in distinct.tolist()], dtype=np.int64)
+                    out[selected] = lookup[index]
+                    continue
+            take = pa.array(chosen)
             combined: np.ndarray | None = None
             uniques: list[tuple] = [()]
             for attribute in group:
-                column = table.column(attribute).take(take).combine_chunks()
+                column = table.column(attribute)
+                column = (column if whole else column.take(take)).combine_chunks()
                 encoded = pc.dictionary_encode(column)
                 index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
                 values = encoded.dictionary.to_pylist()
