@@ -372,7 +372,8 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     Subtrees whose complex events all start at or before the limit are skipped in constant time
     (``MF`` and the has-empty bit), so the work is proportional to the output."""
     window = cfg[C_WINDOW]
-    stop_after = 1 if cfg[C_ANY] == 1 else cfg[C_LIMIT]  # -1: no limit
+    newest = cfg[C_ANY] == 1
+    stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
     sp = st[S_SP]
@@ -383,7 +384,9 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 st[S_SP] = 0
                 return OK
             st[S_FINAL] = f + 1
-            _save(stack, 0, finals[f], 0, 0, 0, 1)
+            # ANY takes the newest complex event (as the Python evaluator does): the last final
+            # node first, and the second (newer) side of every union first.
+            _save(stack, 0, finals[st[S_NFINALS] - 1 - f] if newest else finals[f], 0, 0, 0, 1)
             sp = 1
         sp -= 1
         node = stack[sp, 0]
@@ -422,8 +425,8 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                         return OK
                 break
             if kind == UNION_KIND:
-                a = nodes[node, A]
-                b = nodes[node, B]
+                a = nodes[node, B if newest else A]
+                b = nodes[node, A if newest else B]
                 a_ok = not has_limit or nodes[a, MF] > limit or ((nodes[a, KH] & empty_ok) == 1)
                 b_ok = not has_limit or nodes[b, MF] > limit or ((nodes[b, KH] & empty_ok) == 1)
                 if a_ok and b_ok:
