@@ -127,8 +127,18 @@ def sequence_queries(draw):
         if draw(st.integers(0, 3)) == 0:
             node = ast.Iteration(node, draw(st.booleans()))
         parts.append(node)
-    formula: ast.Formula = ast.Sequence(tuple(parts), draw(st.booleans()))
+    formula: ast.Formula = ast.Sequence(tuple(parts), draw(st.integers(0, 3)) == 0)
     base = draw(queries(depth=0, strategies_=KERNEL_STRATEGIES, cross=False))
+    # Windows wide enough for the short streams to match often.
+    within = draw(
+        st.one_of(
+            st.none(),
+            st.builds(ast.Within, st.just("events"), st.integers(4, 12)),
+            st.builds(ast.Within, st.just("time"), st.integers(6, 20)),
+            st.builds(ast.Within, st.just("attribute"), st.integers(6, 20), st.just("t")),
+        )
+    )
+    base = dataclasses.replace(base, within=within)
     projection = draw(st.sampled_from([ast.Projection("star"), ast.Projection("star"), base.projection]))
     if projection.kind == "list":
         label = draw(st.sampled_from(sorted(defined_labels(formula))))
@@ -137,7 +147,7 @@ def sequence_queries(draw):
 
 
 @CASES
-@given(sequence_queries(), streams(min_size=5, max_size=14, types=("A", "B", "C")), cuts)
+@given(sequence_queries(), streams(min_size=8, max_size=16, types=("A", "B", "C")), cuts)
 def test_kernel_on_sequences_that_match(query, events, cut) -> None:
     check(query, events, cut)
 
@@ -147,7 +157,7 @@ def shift_times(events: list[dict]) -> list[dict]:
 
 
 @CASES
-@given(sequence_queries(), streams(min_size=5, max_size=14, types=("A", "B", "C")), cuts, st.integers(1, 9))
+@given(sequence_queries(), streams(min_size=8, max_size=16, types=("A", "B", "C")), cuts, st.integers(6, 20))
 def test_time_windows_in_epoch_nanoseconds(query, events, cut, window) -> None:
     """int64 measures: windows of a few nanoseconds over times near 1.7e18 are exact (the
     Python evaluator's float measures are not, so only the reference is compared)."""
