@@ -138,8 +138,6 @@ def _pass_compile(b: _Building) -> str:
             "split the query or shorten its chains of operators"
         )
     b.fields["compiled"] = compiled
-    for site in compiled.sites:
-        b.notes.append(f"condition {site.text!r}: decided {site.where}")
     if compiled.registers is not None and compiled.registers.key is not None:
         b.notes.append("runs are indexed by the value of an equality: each event visits only the runs it can extend")
     return f"{states} automaton states, {len(compiled.predicates)} predicates, {len(compiled.sites)} register sites"
