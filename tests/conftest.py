@@ -1,10 +1,24 @@
-"""Shared fixtures: one local Spark session per test run (only when a test asks for it)."""
+"""Shared fixtures (one local Spark session per test run, only when a test asks for it) and the
+markers that define the test subsets (see `scripts/test.sh --help`)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by what they need, so the quick subset needs no hand-kept list: ``spark``
+    (uses the Spark session), ``property`` (a Hypothesis test), ``bench`` (benchmark smoke runs)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
+        if item.path.name == "test_benchmarks.py":
+            item.add_marker(pytest.mark.bench)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ceql import __version__
 from ceql.errors import CeqlError, QueryError
 
 EXIT_USER_ERROR = 2
@@ -199,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ceql",
         description="Complex event recognition with CEQL queries over event streams.",
     )
+    parser.add_argument("--version", action="version", version=f"ceql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
