@@ -11,7 +11,9 @@ How a fenced block is checked depends on its language (CONTRIBUTING.md, "Example
   the PATH; the lines after it, up to the next ``$``, are compared with its output (stdout and
   stderr; ``...`` matches anything). A command with no output shown must exit 0. Only ``ceql``
   and ``python`` commands run.
-- ``ceql``: a query (or, starting with CREATE/DECLARE, declarations), which must parse.
+- ``bash``/``sh``/``shell``: commands without prompts, one a line (``#`` comments ignored):
+  each must exit 0; nothing is compared.
+- ``ceql`` (or ``sql``): a query (or, starting with CREATE/DECLARE, declarations), which must parse.
 - ``json``/``jsonl``: must parse. ``text``, ``output``, ``csv``, ``dot``: shown, not run.
 - ``<!-- docs-test: skip REASON -->`` on the line before a block: not run, and the reason is
   required. Any other block (no language, another language) fails the test.
@@ -37,6 +39,7 @@ import ceql
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 DATA_LANGUAGES = {"text", "output", "csv", "dot"}
+SHELLS = {"console", "bash", "sh", "shell"}
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\b\s*(.*?)\s*-->")
 FENCE = re.compile(r"^(`{3,})(.*)$")
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -104,12 +107,18 @@ def _run_python(block: Block, where: str, namespace: dict) -> str:
 
 
 def _commands(block: Block) -> list[tuple[str, str]]:
-    """(command, expected output) pairs of a console block."""
+    """(command, expected output) pairs of a console block, or of a shell block (no output)."""
     pairs: list[tuple[str, list[str]]] = []
     lines = block.text.splitlines()
+    prompts = block.language == "console"
     i = 0
     while i < len(lines):
         line = lines[i]
+        if not prompts:
+            if not line.strip() or line.lstrip().startswith("#"):
+                i += 1
+                continue
+            line = "$ " + line.strip()
         if line.startswith("$ "):
             command = line[2:]
             while command.endswith("\\") and i + 1 < len(lines):
@@ -129,7 +138,7 @@ def _run_console(block: Block, where: str, scratch: Path) -> None:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["COLUMNS"] = "100"  # argparse help wraps at the terminal width
     commands = _commands(block)
-    assert commands, f"{where}: console block without a '$ ' command"
+    assert commands, f"{where}: a {block.language} block without a command"
     for command, expected in commands:
         program = command.split()[0]
         assert program in {"ceql", "python"}, (
@@ -160,7 +169,7 @@ def _check_data(block: Block, where: str) -> None:
         for line in block.text.splitlines():
             if line.strip():
                 json.loads(line)
-    elif block.language == "ceql":
+    elif block.language in {"ceql", "sql"}:
         if block.text.lstrip().upper().startswith(("CREATE", "DECLARE")):
             ceql.declare(block.text)
         else:
@@ -204,7 +213,7 @@ def test_document_examples(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
             assert _matches(block.text, previous_output), (
                 f"{where}: the block above printed\n{previous_output}--- but the document shows\n{block.text}"
             )
-        elif block.language == "console":
+        elif block.language in SHELLS:
             _run_console(block, where, tmp_path)
         else:
             _check_data(block, where)
@@ -236,3 +245,7 @@ def test_the_checker_catches_drift(tmp_path: Path) -> None:
         _run_console(console, "doc.md", tmp_path)
     with pytest.raises(AssertionError, match="only ceql and python"):
         _run_console(Block("console", "$ ls\n", 1, None), "doc.md", tmp_path)
+    shell = Block("bash", "# a comment\nceql check \\\n  --nonsense\n", 1, None)
+    assert _commands(shell) == [("ceql check  --nonsense", "")]
+    with pytest.raises(AssertionError, match="exited 2"):
+        _run_console(shell, "doc.md", tmp_path)
