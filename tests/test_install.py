@@ -35,15 +35,25 @@ except ImportError as error:
 
 
 def _interpreter(version: str) -> str | None:
-    """python3.X from PATH, or from a pyenv installation."""
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
+    """A working python3.X: from a pyenv installation, or from PATH (a pyenv shim on PATH may
+    not be active, so each candidate must run and report the right version)."""
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates = sorted(
         glob.glob(os.path.join(pyenv_root, "versions", f"{version}.*", "bin", f"python{version}"))
     )
-    return candidates[-1] if candidates else None
+    candidates.reverse()  # newest patch release first
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        candidates.append(on_path)
+    for candidate in candidates:
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    return None
 
 
 def _run(*command: str | Path, **kwargs) -> subprocess.CompletedProcess:
