@@ -11,14 +11,16 @@ from typing import Any
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
-from ceql.runtime.selection import best_support, maximal_supports, paths_with_support
+from ceql.runtime.selection import best_support, maximal_supports, paths_with_support, paths_with_supports
 
 
 class Output:
     """Turns the final nodes reached at a trigger into matches, for one plan."""
 
-    def __init__(self, plan: Plan, type_labels: bool = False) -> None:
+    def __init__(self, plan: Plan, type_labels: bool = False, ranked: bool = False) -> None:
         self.plan = plan
+        # With ranked runs (NEXT/LAST), the final nodes already hold only the best support.
+        self.ranked = ranked
         self.type_labels = type_labels
         self.reported_labels = plan.as_labels | (
             frozenset(plan.checked.label_types) if type_labels else frozenset()
@@ -26,7 +28,7 @@ class Output:
         self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
         projection = plan.projection
         self.fast = (
-            plan.strategy == "ALL"
+            (plan.strategy == "ALL" or ranked)
             and not plan.strict_filter
             and not plan.repeats
             and plan.measures is None
@@ -43,8 +45,9 @@ class Output:
 
     def _paths(self, finals: list[tuple]) -> Iterator:
         window = self.plan.window
-        for root in finals:
-            yield from nodes.enumerate_paths(root, window)
+        newest_first = self.plan.strategy == "ANY"
+        for root in reversed(finals) if newest_first else finals:
+            yield from nodes.enumerate_paths(root, window, newest_first)
 
     def _fast(self, finals: list[tuple], trigger: int, partition: Any) -> Iterator[Match]:
         """ALL, SELECT *, no LIMIT, no measures, one run per complex event."""
@@ -74,16 +77,16 @@ class Output:
             paths = (p for p in paths if _is_interval(p))
         strategy = plan.strategy
         simple = not plan.strict_filter and not plan.repeats
-        if strategy == "ANY":
+        if self.ranked:
+            pass
+        elif strategy == "ANY":
             paths = itertools.islice(paths, 1)
         elif strategy in ("NEXT", "LAST") and simple:
             # The best support straight from the tECS, then only the CEs with that support.
             support = best_support(finals, strategy, plan.window)
             paths = paths_with_support(finals, support, plan.window) if support is not None else ()
         elif strategy == "MAX" and simple:
-            paths = itertools.chain.from_iterable(
-                paths_with_support(finals, support, plan.window) for support in maximal_supports(finals, plan.window)
-            )
+            paths = paths_with_supports(finals, maximal_supports(finals, plan.window), plan.window)
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
         projection = plan.projection
