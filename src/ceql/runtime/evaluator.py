@@ -36,7 +36,16 @@ class Evaluator:
     ``max_classes`` bounds the live partial-match classes per partition (conditions across
     events keep runs with different register values apart)."""
 
-    def __init__(self, plan: Plan, *, type_labels: bool = False, max_classes: int = DEFAULT_MAX_CLASSES) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        engine: str = "auto",
+        type_labels: bool = False,
+        max_classes: int = DEFAULT_MAX_CLASSES,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.plan = plan
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
@@ -58,8 +67,14 @@ class Evaluator:
         self.output = Output(plan, type_labels=type_labels, ranked=ranked)
         self.type_labels = type_labels
         self.max_classes = max_classes
-        # CEQL_KERNEL=1: plans the compiled kernel supports run there (see runtime/kernel).
-        self._kernel = _kernel_for(plan) if os.environ.get("CEQL_KERNEL") == "1" and not type_labels else None
+        # The compiled kernel (runtime/kernel) runs the plans it supports: always with
+        # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
+        # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
+        forced = os.environ.get("CEQL_KERNEL")
+        if engine == "auto" and forced in ("0", "1"):
+            engine = "compiled" if forced == "1" else "python"
+        self.engine = engine
+        self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
 
     # ------------------------------------------------------------------ public API
 
@@ -74,11 +89,26 @@ class Evaluator:
     def process(self, events: Any) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
+        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
+            if not self.type_labels:
+                self._kernel = _kernel_for(self.plan)
         if self._kernel is not None:
             yield from self._kernel.matches(events)
             return
         for table in iter_tables(events, self.plan.builder):
             yield from self._run(table)
+
+    def arrow(self, events: Any) -> pa.Table:
+        """Matches over ``events`` as one Arrow table (docs/api.md: trigger, positions, one
+        column per reported label, partition, one typed column per measure). The compiled
+        kernel builds it without a Python object per match when it supports the query."""
+        if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
+            self._kernel = _kernel_for(self.plan)
+        if self._kernel is not None:
+            return self._kernel.arrow(events)
+        from ceql.runtime.arrow import matches_table
+
+        return matches_table(self.plan, self.process(events), type_labels=self.type_labels)
 
     def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
         """Process an Arrow table whose events have the given stream positions (increasing; the
@@ -115,14 +145,16 @@ class Evaluator:
         return {
             "query": self.plan.checked.text,
             "schema": self.plan.checked.schema,
-            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes},
+            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes, "engine": self.engine},
             "state": self.export_state(),
         }
 
     def __setstate__(self, value: dict) -> None:
-        from ceql.api import compile as compile_query
+        from ceql.compile.plan import build_plan
+        from ceql.lang import analyze, parse_query
 
-        fresh = compile_query(value["query"], value["schema"]).evaluator(**value.get("options", {}))
+        checked = analyze(parse_query(value["query"]), value["schema"], value["query"])
+        fresh = Evaluator(build_plan(checked), **value.get("options", {}))
         self.__dict__.update(fresh.__dict__)
         _import(self, value["state"])
 
@@ -229,6 +261,17 @@ class Evaluator:
         live = self.live_nodes()
         runs.created = 0
         runs.compact_at = max(COMPACT_MIN, 2 * live)
+
+
+ENGINES = ("auto", "python", "compiled")
+KERNEL_MIN_ROWS = 20_000  # "auto" starts the compiled kernel on inputs at least this large
+
+
+def _large(events: Any) -> bool:
+    rows = getattr(events, "num_rows", None)
+    if rows is None and type(events).__module__.startswith("pandas"):
+        rows = len(events)
+    return rows is not None and rows >= KERNEL_MIN_ROWS
 
 
 def _kernel_for(plan: Plan) -> Any:
