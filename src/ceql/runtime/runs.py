@@ -386,7 +386,9 @@ class RegisterRuns(_Store):
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live partial-match classes (distinct states and register "
                 "values): the query's conditions keep too many partial matches apart. Add or shorten a "
-                "WITHIN window, or raise the bound with max_classes= (API) / --max-classes (CLI)"
+                "WITHIN window, or raise the bound with max_classes= (API) / --max-classes (CLI)",
+                "max_classes",
+                self.max_classes,
             )
 
     def _consumed(self, active: dict) -> dict:
