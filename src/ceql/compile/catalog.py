@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,7 @@ class Catalog:
     #: How the input gave each time column (e.g. ``timestamp[us, tz=UTC]``, ``ISO-8601``,
     #: ``integer ms``): filled by the conversions, read by writers that show times.
     time_inputs: dict[str, str] = field(default_factory=dict, compare=False)
+    _declares: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
 
@@ -129,12 +131,12 @@ class Catalog:
 
     # ------------------------------------------------------------------ questions
 
-    @property
+    @cached_property
     def declared_names(self) -> frozenset[str]:
         """Every attribute name of the schema (names outside it are unknown columns)."""
         return frozenset(a.name for d in self.schema.event_types.values() for a in d.attributes)
 
-    @property
+    @cached_property
     def known_types(self) -> tuple[str, ...]:
         """Every declared event type (rows of other types are bad input)."""
         return tuple(sorted(self.schema.event_types))
@@ -156,8 +158,12 @@ class Catalog:
     def declares(self, name: str) -> np.ndarray:
         """For each known event type (sorted, then one slot for unknown types): whether it
         declares column ``name`` among the types this catalog reads."""
-        column = self.columns[name]
-        return np.array([t in column.declared for t in self.known_types] + [False], dtype=bool)
+        cached = self._declares.get(name)
+        if cached is None:
+            column = self.columns[name]
+            cached = np.array([t in column.declared for t in self.known_types] + [False], dtype=bool)
+            self._declares[name] = cached
+        return cached
 
     def partition_groups(self, partition_by: Sequence[Sequence[str]]) -> dict[str, tuple[str, ...]]:
         """Event type -> the first PARTITION BY list whose attributes it all declares."""
@@ -203,11 +209,16 @@ class Catalog:
 
     # ------------------------------------------------------------------ schemas of typed data
 
-    def arrow_schema(self) -> pa.Schema:
+    @cached_property
+    def typed_schema(self) -> pa.Schema:
         """The schema of typed tables: event_type, then each column with its Arrow type."""
         return pa.schema(
             [(EVENT_TYPE, pa.string())] + [(c.name, c.arrow_type) for c in self.columns.values()]
         )
+
+    def arrow_schema(self) -> pa.Schema:
+        """The schema of typed tables (see ``typed_schema``)."""
+        return self.typed_schema
 
     def spark_ddl(self) -> str:
         """The typed columns as a Spark DDL string (``event_type string, id bigint, ...``)."""

@@ -7,13 +7,14 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ceql.compile.autopartition import partition_attribute
+from ceql.compile.catalog import Catalog
 from ceql.compile.compiler import Compiled, compile_formula
 from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.strategies import rewrite_strict
 from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
-from ceql.runtime.batches import BatchBuilder, column_types
+from ceql.runtime.batches import BatchBuilder
 
 SUPPORTED_STRATEGIES = ("ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX")
 
@@ -124,15 +125,7 @@ def build_plan(checked: CheckedQuery) -> Plan:
     needed = (
         referenced_attributes(checked) | set(time_attributes.values()) | {a for g in partition_by for a in g}
     )
-    all_columns = column_types(schema, sorted(participating))
-    columns = {name: kind for name, kind in all_columns.items() if name in needed}
-    time_columns = {
-        a.name
-        for name in participating
-        for a in schema.event_types[name].attributes
-        if a.type == "primary_time" and a.name in columns
-    }
-    builder = BatchBuilder(schema, columns, time_columns)
+    builder = BatchBuilder(Catalog.for_query(schema, needed, participating))
 
     cross_attributes = sorted(
         {
