@@ -133,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             else:
                 writer = JsonLinesWriter(output, args.with_events, tag)
         need_events = writer.with_events
-        reader = EventReader(schema, policy)
+        reader = EventReader(run_catalog(schema, queries), policy, warnings_to_stderr(), read_options(args))
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator()) for name, query in queries]
         counts = {name: 0 for name, _ in queries}
@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if need_events:
 
                 def payload(i, chunk=chunk):
-                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.rows[i]))
+                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.lines[i]))
 
             for name, evaluator in evaluators:
                 if need_events:
@@ -182,6 +182,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_catalog(schema, queries):
+    """The catalog of a run: every declared column; the ones the queries read are required."""
+    from ceql.compile.catalog import Catalog
+
+    required = {name for _, query in queries for name in query.plan.builder.catalog.columns}
+    return Catalog.of_schema(schema, required)
+
+
+def warnings_to_stderr():
+    """Input warnings (each once) printed on standard error."""
+    from ceql.runtime.batches import Notices
+
+    return Notices(lambda message: print(f"ceql run: warning: {message}", file=sys.stderr))
+
+
+def read_options(args: argparse.Namespace):
+    """The readers' limits from the command line."""
+    from ceql.io.formats import ReadOptions
+
+    if args.max_line_bytes < 1:
+        raise CeqlError("--max-line-bytes must be at least 1")
+    return ReadOptions(max_line_bytes=args.max_line_bytes)
+
+
 def _progress(args: argparse.Namespace, paths: list[str]):
     """A progress bar on stderr for long inputs (not with --quiet, not when stderr is no terminal)."""
     if args.quiet or not sys.stderr.isatty():
@@ -195,6 +219,8 @@ def _progress(args: argparse.Namespace, paths: list[str]):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ceql.io.formats import ReadOptions, input_formats
+
     parser = argparse.ArgumentParser(
         prog="ceql",
         description="Complex event recognition with CEQL queries over event streams.",
@@ -242,8 +268,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--input-format",
-        choices=["csv", "jsonl", "parquet"],
+        choices=input_formats(),
         help="input format (default: from the file extension)",
+    )
+    run.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=ReadOptions().max_line_bytes,
+        metavar="N",
+        help="a CSV or JSON Lines line longer than this is a rejected row (default 16 MiB)",
     )
     run.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
     run.add_argument(
