@@ -86,6 +86,10 @@ def type_rows(
     """
     types = convert(event_types, _STRING)
     n = len(types.missing)
+    blank = types.missing | np.asarray(
+        pc.fill_null(pc.equal(pc.utf8_trim_whitespace(types.values), ""), False).to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
     bad = np.zeros(n, dtype=bool)
     reasons: dict[int, str] = {}
 
@@ -96,7 +100,7 @@ def type_rows(
                 reasons[int(index)] = reason_of(int(index))
             bad[:] |= new
 
-    flag(types.missing, lambda i: f"event has no {EVENT_TYPE}")
+    flag(blank, lambda i: f"event has no {EVENT_TYPE}")
     flag(types.bad, lambda i: f"{EVENT_TYPE}: {types.reason(i)}")
     known = catalog.known_types
     index = pc.index_in(types.values, value_set=pa.array(known, pa.string()))
