@@ -66,7 +66,6 @@ CATEGORIES = (
     ("not valid UTF-8", "bad text encoding"),
     ("the header", "bad header"),
     ("line is longer", "line too long"),
-    ("fields where", "wrong field count"),
     ("malformed", "wrong field count"),
     ("cannot read", "unreadable file"),
 )
@@ -77,6 +76,8 @@ def classify(reason: str) -> str:
     for prefix, kind in CATEGORIES:
         if reason.startswith(prefix):
             return kind
+    if " fields where the header has " in reason:
+        return "wrong field count"
     return "bad value" if reason.startswith("column ") else "other"
 
 

@@ -87,7 +87,9 @@ def type_rows(
     types = convert(event_types, _STRING)
     n = len(types.missing)
     blank = types.missing | np.asarray(
-        pc.fill_null(pc.equal(pc.utf8_trim_whitespace(types.values), ""), False).to_numpy(zero_copy_only=False),
+        pc.fill_null(pc.equal(pc.utf8_trim_whitespace(types.values), ""), False).to_numpy(
+            zero_copy_only=False
+        ),
         dtype=bool,
     )
     bad = np.zeros(n, dtype=bool)
@@ -133,7 +135,12 @@ def type_rows(
         flag(needs & missing, lambda i, name=name: f"missing field {name}")
         flag(needs & (codes != 0), lambda i, name=name, reason_of=reason_of: f"column {name}: {reason_of(i)}")
         if notices is not None:
-            _warn_undeclared(notices, name, ~needs & ~missing & ~unknown, type_index, known, schema_types)
+            valued = ~missing & ~unknown & ~needs
+            if column.storage == "string" and valued.any():  # an empty CSV field is no value here
+                valued &= np.asarray(
+                    pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
+                )
+            _warn_undeclared(notices, name, valued, type_index, known, schema_types)
         if column.is_time and name not in catalog.time_inputs and (needs & ~bad).any():
             catalog.note_time_input(name, _time_kind(raw, targets))
         keep = needs & ~bad

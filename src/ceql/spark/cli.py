@@ -96,50 +96,35 @@ def read_events(
 
 
 def _parsed_batches(parsed, file_index: int, catalog: Catalog) -> Iterator[pa.RecordBatch]:
-    schema = _arrow_schema(catalog)
+    """Accepted rows and rejected rows of a parsed block, in the layout of ``read_events``."""
     n = parsed.table.num_rows
     if n:
-        columns = list(parsed.table.columns) + [
-            pa.array([file_index] * n, pa.int32()),
-            pa.array(parsed.lines, pa.int64()),
-            pa.array([ACCEPTED] * n, pa.int32()),
-            pa.nulls(n, pa.string()),
-            pa.nulls(n, pa.string()),
-        ]
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        yield from _rows(parsed.table, file_index, parsed.lines, ACCEPTED, None, None)
     if parsed.rejects:
-        m = len(parsed.rejects)
-        columns = [pa.nulls(m, field.type) for field in catalog.arrow_schema()] + [
-            pa.array([file_index] * m, pa.int32()),
-            pa.array([e.line for e in parsed.rejects], pa.int64()),
-            pa.array([REJECTED] * m, pa.int32()),
-            pa.array([e.reason for e in parsed.rejects], pa.string()),
-            pa.array([e.text for e in parsed.rejects], pa.string()),
-        ]
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        errors = parsed.rejects
+        empty = catalog.arrow_schema().empty_table()
+        nulls = pa.table([pa.nulls(len(errors), f.type) for f in empty.schema], schema=empty.schema)
+        lines = [e.line for e in errors]
+        yield from _rows(
+            nulls, file_index, lines, REJECTED, [e.reason for e in errors], [e.text for e in errors]
+        )
 
 
 def _warning_batch(messages: list[str], file_index: int, catalog: Catalog) -> pa.RecordBatch:
-    m = len(messages)
-    columns = [pa.nulls(m, field.type) for field in catalog.arrow_schema()] + [
-        pa.array([file_index] * m, pa.int32()),
-        pa.nulls(m, pa.int64()),
-        pa.array([WARNING] * m, pa.int32()),
-        pa.array(messages, pa.string()),
-        pa.nulls(m, pa.string()),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema(catalog))
+    empty = catalog.arrow_schema().empty_table()
+    nulls = pa.table([pa.nulls(len(messages), f.type) for f in empty.schema], schema=empty.schema)
+    (batch,) = _rows(nulls, file_index, [None] * len(messages), WARNING, messages, None)
+    return batch
 
 
-def _arrow_schema(catalog: Catalog) -> pa.Schema:
-    bookkeeping = [
-        (FILE, pa.int32()),
-        (LINE, pa.int64()),
-        (KIND, pa.int32()),
-        (REASON, pa.string()),
-        (INPUT, pa.string()),
-    ]
-    return pa.schema(list(catalog.arrow_schema()) + [pa.field(n, t) for n, t in bookkeeping])
+def _rows(table: pa.Table, file_index: int, lines, kind: int, reasons, texts) -> list[pa.RecordBatch]:
+    n = table.num_rows
+    full = table.append_column(FILE, pa.array([file_index] * n, pa.int32()))
+    full = full.append_column(LINE, pa.array(lines, pa.int64()))
+    full = full.append_column(KIND, pa.array([kind] * n, pa.int32()))
+    full = full.append_column(REASON, pa.array(reasons if reasons is not None else [None] * n, pa.string()))
+    full = full.append_column(INPUT, pa.array(texts if texts is not None else [None] * n, pa.string()))
+    return full.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=full.schema)]
 
 
 def order_events(accepted, schema: Schema, sort: bool):

@@ -220,7 +220,8 @@ def text_splits(path: str, file_index: int, options: ReadOptions, layout: Any = 
     size = os.path.getsize(path)
     step = max(options.split_bytes, 1)
     starts = list(range(0, max(size, 1), step))
-    return [Split(path, file_index, s, min(s + step, size), 0, layout) for s in starts]
+    # The first split starts at line 1; the others get their first line from number_splits.
+    return [Split(path, file_index, s, min(s + step, size), 1 if s == 0 else 0, layout) for s in starts]
 
 
 def number_splits(splits: list[Split], counts: list[int]) -> list[Split]:
