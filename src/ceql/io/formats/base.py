@@ -63,13 +63,53 @@ class Parsed:
     rejects: list[RowError] = field(default_factory=list)
 
 
-@dataclass
 class LineBlock:
-    """Complete lines of a text split, with their 1-based numbers; lines too long were rejected."""
+    """Complete lines of a text split: their bytes joined by newlines, where each line starts
+    and ends (``\r`` excluded), and their 1-based numbers; lines too long were set apart."""
 
-    lines: list[bytes]
-    numbers: np.ndarray
-    too_long: list[tuple[int, int, bytes]] = field(default_factory=list)  # (line, size, head)
+    __slots__ = ("data", "starts", "ends", "numbers", "too_long")
+
+    def __init__(
+        self,
+        data: bytes,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        numbers: np.ndarray,
+        too_long: list[tuple[int, int, bytes]] | None = None,
+    ) -> None:
+        self.data = data
+        self.starts = starts
+        self.ends = ends
+        self.numbers = numbers
+        self.too_long = too_long or []  # (line, size, first bytes)
+
+    @classmethod
+    def of_lines(cls, lines: list[bytes], numbers: np.ndarray) -> LineBlock:
+        """A block of the given lines (no newlines in them)."""
+        lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64) if lines else lengths
+        return cls(b"\n".join(lines), starts, starts + lengths, numbers)
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def line(self, index: int) -> bytes:
+        return self.data[self.starts[index] : self.ends[index]]
+
+    def lines(self) -> list[bytes]:
+        data = self.data
+        return [data[s:e] for s, e in zip(self.starts.tolist(), self.ends.tolist())]
+
+    def select(self, keep: np.ndarray) -> LineBlock:
+        """The block of some of the lines (a boolean mask or indexes)."""
+        indexes = np.flatnonzero(keep) if keep.dtype == bool else keep
+        if len(indexes) and indexes[-1] - indexes[0] == len(indexes) - 1:  # a run: slice the bytes
+            first, last = int(indexes[0]), int(indexes[-1])
+            base = self.starts[first]
+            data = self.data[base : self.ends[last]]
+            picked = slice(first, last + 1)
+            return LineBlock(data, self.starts[picked] - base, self.ends[picked] - base, self.numbers[picked])
+        return LineBlock.of_lines([self.line(int(i)) for i in indexes], self.numbers[indexes])
 
 
 class PushbackStream:
@@ -121,7 +161,7 @@ def iter_line_blocks(
         data = stream.read(options.block_bytes)
         if not data:
             if buffer:  # a last line without a newline
-                block = _block([buffer], number, position, end, limit)
+                block = _block(buffer, number, position, end, limit)
                 if block is not None:
                     yield block
             return
@@ -132,38 +172,50 @@ def iter_line_blocks(
                 # One line longer than the limit: reject it and skip to its end, unread.
                 head = buffer[:200]
                 size = len(buffer) + _skip_line(stream, options)
-                yield LineBlock([], np.zeros(0, np.int64), [(number, size, head)])
+                empty = np.zeros(0, np.int64)
+                yield LineBlock(b"", empty, empty, empty, [(number, size, head)])
                 position += size + 1
                 number += 1
                 buffer = b""
             continue
-        lines = buffer[:cut].split(b"\n")
-        block = _block(lines, number, position, end, limit)
+        block = _block(buffer[:cut], number, position, end, limit)
         if block is not None:
             yield block
-        number += len(lines)
+        number += buffer.count(b"\n", 0, cut) + 1
         position += cut + 1
         buffer = buffer[cut + 1 :]
 
 
-def _block(lines: list[bytes], number: int, position: int, end: int | None, limit: int) -> LineBlock | None:
-    """Lines starting at ``position``: drop the ones starting at or after ``end``, strip ``\\r``,
-    set the too-long ones apart."""
+def _block(data: bytes, number: int, position: int, end: int | None, limit: int) -> LineBlock | None:
+    """The lines of ``data`` (which starts a line at byte ``position`` of the file): those
+    starting at or after ``end`` dropped, ``\r`` before a newline excluded, too-long ones set
+    apart. Column-wise: the lines are found with numpy, not one by one."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(codes == 10)
+    starts = np.concatenate([[0], breaks + 1]).astype(np.int64)
+    ends = np.concatenate([breaks, [len(data)]]).astype(np.int64)
     if end is not None:
-        starts = position + np.concatenate([[0], np.cumsum([len(x) + 1 for x in lines[:-1]])])
-        inside = int(np.searchsorted(starts, end))  # lines starting before ``end``
-        lines = lines[:inside]
-    if not lines:
-        return None
-    numbers = np.arange(number, number + len(lines), dtype=np.int64)
-    too_long = []
-    if any(len(x) > limit for x in lines):
-        keep = [i for i, x in enumerate(lines) if len(x) <= limit]
-        too_long = [(int(numbers[i]), len(x), x[:200]) for i, x in enumerate(lines) if len(x) > limit]
-        lines = [lines[i] for i in keep]
-        numbers = numbers[keep]
-    lines = [x[:-1] if x.endswith(b"\r") else x for x in lines]
-    return LineBlock(lines, numbers, too_long)
+        inside = int(np.searchsorted(position + starts, end))  # lines starting before ``end``
+        if inside == 0:
+            return None
+        if inside < len(starts):
+            starts, ends = starts[:inside], ends[:inside]
+            data = data[: int(ends[-1])]
+            codes = codes[: len(data)]
+    if b"\r" in data:
+        has_cr = (ends > starts) & (codes[np.maximum(ends - 1, 0)] == 13)
+        ends = ends - has_cr
+    numbers = np.arange(number, number + len(starts), dtype=np.int64)
+    block = LineBlock(data, starts, ends, numbers)
+    lengths = ends - starts
+    if len(data) > limit and (lengths > limit).any():
+        long = lengths > limit
+        too_long = [
+            (int(numbers[i]), int(lengths[i]), block.line(int(i))[:200]) for i in np.flatnonzero(long)
+        ]
+        block = block.select(~long)
+        block.too_long = too_long
+    return block
 
 
 def _skip_line(stream: PushbackStream, options: ReadOptions) -> int:

@@ -24,6 +24,7 @@ from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.io.errors import RowError
 from ceql.io.formats.base import (
     BOM,
+    LineBlock,
     Parsed,
     PushbackStream,
     ReadOptions,
@@ -81,7 +82,7 @@ def first_line(path: str, options: ReadOptions) -> bytes:
         for block in iter_line_blocks(stream, options):
             if block.too_long:
                 return block.too_long[0][2]  # its head only: such a header fails its checks
-            return block.lines[0] if block.lines else b""
+            return block.line(0) if len(block) else b""
     return b""
 
 
@@ -102,46 +103,43 @@ def read_split(split: Split, catalog: Catalog, options: ReadOptions, notices: No
     try:
         for block in iter_line_blocks(stream, options, split.first_line, offset, split.end):
             rejects = too_long_errors(block, split.source, options.max_line_bytes)
-            lines, numbers = block.lines, block.numbers
-            if len(numbers) and numbers[0] == 1:
+            if len(block) and block.numbers[0] == 1:
                 if header is None:  # standard input: the header comes with the data
-                    header = read_header(lines[0], catalog, split.source, notices)
-                lines, numbers = lines[1:], numbers[1:]
+                    header = read_header(block.line(0), catalog, split.source, notices)
+                block = block.select(np.arange(1, len(block)))
             elif header is None:
                 raise AssertionError("a CSV split after the first needs the header")
-            yield parse_lines(lines, numbers, header, catalog, split.source, notices, rejects)
+            yield parse_block(block, header, catalog, split.source, notices, rejects)
     finally:
         stream.close()
 
 
-def parse_lines(
-    lines: list[bytes],
-    numbers: np.ndarray,
-    header: Header,
-    catalog: Catalog,
-    source: str,
-    notices: Notices,
-    rejects: list[RowError],
+def parse_block(
+    block: LineBlock, header: Header, catalog: Catalog, source: str, notices: Notices, rejects: list[RowError]
 ) -> Parsed:
     """Type the data lines of one block."""
-    keep = [i for i, line in enumerate(lines) if line]  # empty lines are no events
-    if len(keep) < len(lines):
-        lines, numbers = [lines[i] for i in keep], numbers[keep]
+    empty = block.ends == block.starts
+    if empty.any():  # empty lines are no events
+        block = block.select(~empty)
     if header.problem is not None:
-        rejects += [RowError(source, int(n), header.problem, _text(x)) for x, n in zip(lines, numbers)]
+        rejects += [
+            RowError(source, int(n), header.problem, _text(x)) for x, n in zip(block.lines(), block.numbers)
+        ]
         return _done(catalog, rejects)
-    lines, numbers = _valid_utf8(lines, numbers, source, rejects)
-    rows, row_lines = _split_fields(lines, numbers, header, source, rejects)
+    block = _valid_utf8(block, source, rejects)
+    rows, row_lines = _split_fields(block, header, source, rejects)
     if rows is None or rows.num_rows == 0:
         return _done(catalog, rejects)
     by_name = {header.names[int(col[1:])]: rows.column(col) for col in rows.column_names}
     event_types = by_name.pop(EVENT_TYPE)
     typed = type_rows(catalog, event_types, by_name, notices=notices)
     if typed.bad.any():
-        text = dict(zip(numbers.tolist(), lines))
+        index_of = {n: i for i, n in enumerate(block.numbers.tolist())}
         for index in np.nonzero(typed.bad)[0]:
             line = int(row_lines[index])
-            rejects.append(RowError(source, line, typed.reasons[int(index)], _text(text[line])))
+            rejects.append(
+                RowError(source, line, typed.reasons[int(index)], _text(block.line(index_of[line])))
+            )
         row_lines = row_lines[~typed.bad]
     rejects.sort(key=lambda e: e.line or 0)
     return Parsed(typed.accepted(), row_lines, rejects)
@@ -156,67 +154,70 @@ def _text(line: bytes) -> str:
     return line.decode("utf-8", errors="replace")
 
 
-def _valid_utf8(lines: list[bytes], numbers: np.ndarray, source: str, rejects: list[RowError]):
+def _valid_utf8(block: LineBlock, source: str, rejects: list[RowError]) -> LineBlock:
     """Reject the lines that are not valid UTF-8 (checked for the whole block at once)."""
     try:
-        b"\n".join(lines).decode("utf-8")
-        return lines, numbers
+        block.data.decode("utf-8")
+        return block
     except UnicodeDecodeError:
         pass
-    good = []
-    for index, line in enumerate(lines):
+    good = np.ones(len(block), dtype=bool)
+    for index, line in enumerate(block.lines()):
         try:
             line.decode("utf-8")
-            good.append(index)
         except UnicodeDecodeError:
-            rejects.append(RowError(source, int(numbers[index]), "the line is not valid UTF-8", _text(line)))
-    return [lines[i] for i in good], numbers[good]
+            good[index] = False
+            rejects.append(
+                RowError(source, int(block.numbers[index]), "the line is not valid UTF-8", _text(line))
+            )
+    return block.select(good)
 
 
 def _split_fields(
-    lines: list[bytes], numbers: np.ndarray, header: Header, source: str, rejects: list[RowError]
+    block: LineBlock, header: Header, source: str, rejects: list[RowError]
 ) -> tuple[pa.Table | None, np.ndarray]:
     """Fields of each line as text columns (``c<position>``) and the line of each row; lines
     with a wrong number of fields, or that do not parse on their own, are rejected."""
-    if not lines:
-        return None, numbers
+    if not len(block):
+        return None, block.numbers
     invalid: list[tuple[int, str]] = []
-    table = _parse(lines, header, invalid)
-    if table is not None and table.num_rows + len(invalid) == len(lines):
-        bad = {index for index, _ in invalid}
+    table = _parse(block.data, header, invalid)
+    if table is not None and table.num_rows + len(invalid) == len(block):
+        if not invalid:
+            return table, block.numbers
+        bad = np.zeros(len(block), dtype=bool)
         for index, reason in invalid:
-            rejects.append(RowError(source, int(numbers[index]), reason, _text(lines[index])))
-        keep = [i for i in range(len(lines)) if i not in bad]
-        return table, numbers[keep]
+            bad[index] = True
+            rejects.append(RowError(source, int(block.numbers[index]), reason, _text(block.line(index))))
+        return table, block.numbers[~bad]
     # A quoted value ran over a line end (or the block failed to parse): halve until each part
     # parses with one row per line; a single line that does not is rejected.
-    if len(lines) == 1:
+    if len(block) == 1:
         reason = "malformed line: a quoted value is not closed on its line"
-        rejects.append(RowError(source, int(numbers[0]), reason, _text(lines[0])))
-        return None, numbers[:0]
-    middle = len(lines) // 2
-    first, first_lines = _split_fields(lines[:middle], numbers[:middle], header, source, rejects)
-    second, second_lines = _split_fields(lines[middle:], numbers[middle:], header, source, rejects)
+        rejects.append(RowError(source, int(block.numbers[0]), reason, _text(block.line(0))))
+        return None, block.numbers[:0]
+    middle = len(block) // 2
+    first, first_lines = _split_fields(block.select(np.arange(middle)), header, source, rejects)
+    second, second_lines = _split_fields(block.select(np.arange(middle, len(block))), header, source, rejects)
     parts = [t for t in (first, second) if t is not None]
     if not parts:
-        return None, numbers[:0]
+        return None, block.numbers[:0]
     return pa.concat_tables(parts), np.concatenate([first_lines, second_lines])
 
 
-def _parse(lines: list[bytes], header: Header, invalid: list[tuple[int, str]]) -> pa.Table | None:
-    """pyarrow's CSV parser over the lines (all as text, only the columns read)."""
+def _parse(data: bytes, header: Header, invalid: list[tuple[int, str]]) -> pa.Table | None:
+    """pyarrow's CSV parser over the lines (none empty; all as text, only the columns read)."""
     width = len(header.names)
     names = [f"c{i}" for i in range(width)]
 
     def on_invalid(row) -> str:
         if row.number is None:
             raise ValueError("row number unknown")
-        invalid.append(
-            (row.number - 1, f"{row.actual_columns} fields where the header has {row.expected_columns}")
-        )
+        fields = f"{row.actual_columns} fields where the header has {row.expected_columns}"
+        invalid.append((row.number - 1, fields))
         return "skip"
 
-    data = b"\n".join(lines) + b"\n"
+    data = data + b"\n"
     try:
         return pacsv.read_csv(
             io.BytesIO(data),

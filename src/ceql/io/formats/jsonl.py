@@ -49,7 +49,7 @@ def read_split(split: Split, catalog: Catalog, options: ReadOptions, notices: No
     try:
         for block in iter_line_blocks(stream, options, split.first_line, offset, split.end):
             rejects = too_long_errors(block, split.source, options.max_line_bytes)
-            yield parse_lines(block.lines, block.numbers, catalog, split.source, notices, rejects)
+            yield parse_lines(block.lines(), block.numbers, catalog, split.source, notices, rejects)
     finally:
         stream.close()
 
