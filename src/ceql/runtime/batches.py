@@ -84,6 +84,13 @@ def type_rows(
     required column that is not among ``columns`` while some row's event type declares it is an
     EventError naming it; a column no event type declares is ignored (``notices`` warns once).
     """
+    if notices is not None:  # first: an unknown column may be a misspelt one the query needs
+        declared = catalog.declared_names
+        for name in columns:
+            if name != EVENT_TYPE and name not in declared:
+                notices.warn(
+                    ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
+                )
     types = convert(event_types, _STRING)
     n = len(types.missing)
     blank = types.missing | np.asarray(
@@ -147,13 +154,6 @@ def type_rows(
         if not keep.all():
             values = pc.if_else(pa.array(keep), values, pa.nulls(n, column.arrow_type))
         arrays.append(values)
-    if notices is not None:
-        declared = catalog.declared_names
-        for name in columns:
-            if name != EVENT_TYPE and name not in declared:
-                notices.warn(
-                    ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
-                )
     table = pa.Table.from_arrays(arrays, schema=catalog.arrow_schema())
     return TypedRows(table, bad, reasons)
 
