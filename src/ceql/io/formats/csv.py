@@ -80,9 +80,11 @@ def first_line(path: str, options: ReadOptions) -> bytes:
     with open(path, "rb") as handle:
         stream = PushbackStream(handle)
         for block in iter_line_blocks(stream, options):
-            if block.too_long:
+            if len(block) and block.numbers[0] == 1:
+                return block.line(0)
+            if block.too_long and block.too_long[0][0] == 1:
                 return block.too_long[0][2]  # its head only: such a header fails its checks
-            return block.line(0) if len(block) else b""
+            return b""
     return b""
 
 
