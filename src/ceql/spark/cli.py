@@ -255,7 +255,7 @@ def run_spark(args: argparse.Namespace) -> int:
         written = spark.read.parquet(args.output)
     else:
         writer.json(args.output)
-        written = spark.read.json(args.output)
+        written = spark.read.schema(results.schema).json(args.output)  # also when no match
     counts = {row["query"]: row["count"] for row in written.groupBy("query").count().collect()}
     elapsed = time.perf_counter() - started
     if not args.quiet:
