@@ -309,3 +309,36 @@ def test_times_of_any_representation_give_the_same_matches() -> None:
     assert [m.positions for m in query.run(table)] == [(0, 1)]
     typed = query.plan.builder.from_table(table)
     assert typed.column("t").to_pylist() == [EPOCH_NS, EPOCH_NS + 10**6]
+
+
+# --------------------------------------------------------------------------- ordering
+
+
+def _ordered(times: list[int], declaration: str, sort: bool = False) -> tuple[list[int], list[str]]:
+    from ceql.io.errors import RejectList
+    from ceql.io.ordering import Orderer
+    from ceql.io.readers import Chunk
+
+    schema = ceql.declare(declaration)
+    table = pa.table({"event_type": ["A"] * len(times), "t": pa.array(times, pa.int64())})
+    rejects = RejectList()
+    chunks = Orderer(schema, rejects, sort=sort).order(
+        iter([Chunk(table, "in", np.arange(1, len(times) + 1))])
+    )
+    lines = [int(line) for chunk in chunks for line in chunk.lines]
+    return lines, [f"{e.line}: {e.reason}" for e in rejects.errors]
+
+
+def test_ordering_compares_times_exactly_near_2_63() -> None:
+    big = 2**62 * 2 - 10  # within 10 ns of the largest int64
+    declaration = "CREATE STREAM S { EVENT A { t:primary_time } }"
+    lines, rejected = _ordered([big, big + 2, big + 1, big + 3], declaration)
+    assert lines == [1, 2, 4]
+    assert rejected == [f"3: out of order: time {big + 1} after {big + 2} (declare CREATE QUARANTINE "
+                        "to reorder late events, or use --sort)"]  # fmt: skip
+    quarantine = declaration + " CREATE QUARANTINE { FIXED_TIME 2 nanoseconds {S} }"
+    lines, rejected = _ordered([big, big + 3, big + 2, big + 5, big + 1], quarantine)
+    assert lines == [1, 3, 2, 4]  # big+2 waits for big+3: it is within 2 ns; big+1 is late
+    assert rejected == [f"5: late: time {big + 1} is older than events already released ({big + 3}); "
+                        "the allowed lateness is 2 ns"]  # fmt: skip
+    assert _ordered([big + 1, big, big + 2], declaration, sort=True) == ([2, 1, 3], [])
