@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ceql.compile.plan import Plan, build_plan
 from ceql.lang import CheckedQuery, Schema, analyze, parse_query
 from ceql.match import Match
 from ceql.runtime.evaluator import Evaluator
-from ceql.runtime.plan import Plan, build_plan
 
 
 class Query:
@@ -23,17 +23,18 @@ class Query:
     def text(self) -> str:
         return self.checked.text
 
-    def evaluator(self) -> Evaluator:
-        """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches."""
-        return Evaluator(self.plan)
+    def evaluator(self, **options: Any) -> Evaluator:
+        """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches.
+        Options: ``type_labels=True`` (event-type labels in ``Match.labels``), ``max_classes``."""
+        return Evaluator(self.plan, **options)
 
-    def run(self, events: Any) -> Iterator[Match]:
+    def run(self, events: Any, **options: Any) -> Iterator[Match]:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data),
-        lazily, in trigger order."""
-        return self.evaluator().process(events)
+        lazily, in trigger order. Options as for ``evaluator``."""
+        return self.evaluator(**options).process(events)
 
     def explain(self, dot: bool = False) -> str:
-        """The normalised query, predicates and automaton, as text (or Graphviz DOT)."""
+        """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""
         from ceql.explain import explain
 
         return explain(self, dot=dot)

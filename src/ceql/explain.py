@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ceql.compile import guards
-from ceql.compile.strategies import rewrite_strict, strict_rewritable
 from ceql.errors import UnsupportedQueryError
-from ceql.lang.printer import print_cond, print_formula, print_query
+from ceql.lang.printer import print_formula, print_query
 
 if TYPE_CHECKING:
     from ceql.api import Query
@@ -62,28 +61,24 @@ def explain(query: Query, dot: bool = False) -> str:
         return _dot(states, edges, initial, final)
     plan = query.plan
     checked = query.checked
-    formula = checked.query.formula
     lines = ["query:", _indent(print_query(checked.query)), ""]
-    if plan.strategy == "STRICT":
-        if strict_rewritable(formula):
-            lines += [
-                "normalised formula (STRICT compiled into contiguous operators):",
-                _indent(print_formula(rewrite_strict(formula))),
-                "",
-            ]
-        else:
-            lines += ["STRICT: checked on each complex event (the formula uses NOT or ALL)", ""]
+    if plan.formula != checked.query.formula:
+        lines += ["normalised formula:", _indent(print_formula(plan.formula)), ""]
     else:
-        lines += ["formula:", _indent(print_formula(formula)), ""]
+        lines += ["formula:", _indent(print_formula(plan.formula)), ""]
+    lines.append("passes:")
+    for name, note in plan.passes:
+        lines.append(f"  {name}: {note}")
+    lines.append("")
     lines.append("predicates (evaluated column-wise, one bit each):")
     for pid, text in enumerate(plan.compiled.predicates.texts):
         lines.append(f"  p{pid}: {text}")
     if not plan.compiled.predicates.texts:
         lines.append("  (none)")
-    if plan.compiled.cross:
-        lines.append("cross-event conditions (checked on enumerated complex events):")
-        for condition in plan.compiled.cross:
-            lines.append(f"  {print_cond(condition.cond)}")
+    if plan.compiled.sites:
+        lines.append("conditions across events (registers):")
+        for site in plan.compiled.sites:
+            lines.append(f"  {site.text}: decided {site.where}")
     lines.append("")
     lines.append("plan:")
     within = checked.query.within

@@ -20,6 +20,7 @@ may have exponentially many reachable states in theory); the determinizer caches
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterable
 
@@ -30,6 +31,15 @@ from ceql.errors import UnsupportedQueryError
 State = object
 Transition = tuple  # (Guard, frozenset[str], State)
 EMPTY_LABELS: frozenset[str] = frozenset()
+
+
+def reports(labels: frozenset[str]) -> bool:
+    """Whether a transition reports its event: it carries a public label (private labels,
+    which start with NUL, only tell the register programs about the derivation)."""
+    for label in labels:
+        if label[0] != "\x00":
+            return True
+    return False
 _TOP = "done"  # an ALL component that has finished
 _MAX_UNLESS_GUARDS = 6  # symbolic UNLESS moves split on at most 2^6 guard combinations
 
@@ -67,6 +77,10 @@ class Machine:
     def kind(self) -> str:
         return type(self).__name__
 
+    def valid(self, state: State) -> bool:
+        """Whether ``state`` is a state of this machine (checks saved states before use)."""
+        raise NotImplementedError
+
 
 class OneEvent(Machine):
     """Skip any events, then read one event satisfying ``guard``, reported under ``labels``."""
@@ -83,6 +97,9 @@ class OneEvent(Machine):
 
     def final(self, state: State) -> bool:
         return state == self.end
+
+    def valid(self, state: State) -> bool:
+        return type(state) is int and state in (self.lo, self.end)
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         if state != self.lo:
@@ -113,6 +130,9 @@ class Wrapper(Machine):
     def final(self, state: State) -> bool:
         return self.child.final(state)
 
+    def valid(self, state: State) -> bool:
+        return self.child.valid(state)
+
 
 class LabelWith(Wrapper):
     """``f AS x``: every reported event is also labelled x."""
@@ -123,14 +143,15 @@ class LabelWith(Wrapper):
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         return tuple(
-            (g, labels | {self.label} if labels else labels, t)
+            (g, labels | {self.label} if reports(labels) else labels, t)
             for g, labels, t in self.child.moves(state, symbol)
         )
 
 
 class MarkEnds(Wrapper):
-    """Adds a label to the transitions that end a match of the child (its last reported event),
-    so that a complex event can be cut into the iterations of an enclosing ``+``."""
+    """Adds a private label to every transition that ends a match of the child (it enters a
+    final state; final states have no moves), reported or not, so that register programs can
+    tell where each instance of a sub-formula ends."""
 
     def __init__(self, child: Machine, label: str) -> None:
         super().__init__(child)
@@ -138,9 +159,92 @@ class MarkEnds(Wrapper):
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         return tuple(
-            (g, labels | {self.label} if labels and self.child.final(t) else labels, t)
+            (g, labels | {self.label} if self.child.final(t) else labels, t)
             for g, labels, t in self.child.moves(state, symbol)
         )
+
+
+class ScopeLabels(Wrapper):
+    """Private copies of some labels (``x`` -> ``\\x00N:x``), plus ``\\x00N:*`` on every reported
+    event when ``star`` is given: the events of this sub-formula that a condition reads."""
+
+    def __init__(self, child: Machine, copies: dict[str, str], star: str | None) -> None:
+        super().__init__(child)
+        self.copies = copies
+        self.star = star
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        out = []
+        for g, labels, t in self.child.moves(state, symbol):
+            if reports(labels):
+                extra = {self.copies[label] for label in labels if label in self.copies}
+                if self.star is not None:
+                    extra.add(self.star)
+                if extra:
+                    labels = labels | extra
+            out.append((g, labels, t))
+        return tuple(out)
+
+
+class Rename(Wrapper):
+    """``f[A -> B]``: events labelled A lose A and are labelled B (SO-CEL renaming)."""
+
+    def __init__(self, child: Machine, mapping: dict[str, str]) -> None:
+        super().__init__(child)
+        self.mapping = mapping
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        out = []
+        for g, labels, t in self.child.moves(state, symbol):
+            if labels & self.mapping.keys():
+                labels = frozenset(self.mapping.get(label, label) for label in labels)
+            out.append((g, labels, t))
+        return tuple(out)
+
+
+class Project(Wrapper):
+    """``PROJECT[x, y](f)`` (SO-CEL+'s projection): only the labels x and y stay; an event
+    left without public labels is read but not reported (private labels are kept)."""
+
+    def __init__(self, child: Machine, kept: frozenset[str]) -> None:
+        super().__init__(child)
+        self.kept = kept
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        return tuple(
+            (g, frozenset(label for label in labels if label in self.kept or label[0] == "\x00"), t)
+            for g, labels, t in self.child.moves(state, symbol)
+        )
+
+
+class Start(Machine):
+    """``START(f)``: f's runs that report the first event of the interval they are evaluated on
+    (a new initial state without the skip loop, left only by reporting transitions)."""
+
+    def __init__(self, counter: Counter, child: Machine) -> None:
+        self.child = child
+        self.lo = child.lo
+        self.begin = counter.take()
+        self.hi = counter.next
+
+    def initial(self) -> tuple:
+        return (self.begin,)
+
+    def final(self, state: State) -> bool:
+        return state != self.begin and self.child.final(state)
+
+    def valid(self, state: State) -> bool:
+        return state == self.begin or self.child.valid(state)
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        if state == self.begin:
+            return tuple(
+                (g, labels, t)
+                for i in self.child.initial()
+                for g, labels, t in self.child.moves(i, symbol)
+                if reports(labels)
+            )
+        return self.child.moves(state, symbol)
 
 
 class Restrict(Wrapper):
@@ -167,18 +271,40 @@ class Restrict(Wrapper):
         return tuple(out)
 
 
+def _key(state: State) -> int:
+    return state[0] if isinstance(state, tuple) else state  # type: ignore[return-value]
+
+
+class _Parts:
+    """Finds which of several machines (built one after the other, so their state ranges are
+    contiguous and increasing) owns a state, in logarithmic time."""
+
+    def __init__(self, parts: list[Machine]) -> None:
+        self.parts = parts
+        self.starts = [part.lo for part in parts]
+
+    def index(self, state: State) -> int:
+        return bisect.bisect_right(self.starts, _key(state)) - 1
+
+    def find(self, state: State) -> Machine | None:
+        """The part owning ``state``, or None for a value that no part could own."""
+        key = state[0] if isinstance(state, tuple) and state else state
+        if type(key) is not int:
+            return None
+        index = bisect.bisect_right(self.starts, key) - 1
+        return self.parts[index] if index >= 0 else None
+
+
 class Union(Machine):
-    """``f OR g``: disjoint union."""
+    """``f OR g OR ...``: disjoint union."""
 
     def __init__(self, parts: list[Machine]) -> None:
         self.parts = parts
         self.lo, self.hi = parts[0].lo, parts[-1].hi
+        self._parts = _Parts(parts)
 
     def owner(self, state: State) -> Machine:
-        for part in self.parts:
-            if part.owns(state):
-                return part
-        raise KeyError(state)
+        return self.parts[self._parts.index(state)]
 
     def initial(self) -> tuple:
         return tuple(s for part in self.parts for s in part.initial())
@@ -189,42 +315,64 @@ class Union(Machine):
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         return self.owner(state).moves(state, symbol)
 
+    def valid(self, state: State) -> bool:
+        part = self._parts.find(state)
+        return part is not None and part.valid(state)
+
 
 class Sequence(Machine):
-    """``f ; g`` (contiguous False) or ``f : g`` (contiguous True)."""
+    """``f1 ; f2 ; ...`` (contiguous False) or ``f1 : f2 : ...`` (contiguous True), n-ary so that
+    long chains need no recursion. A contiguous chain has a dummy state between parts i and i+1:
+    entered by a reported last event of part i, left by a reported first event of part i+1."""
 
-    def __init__(self, counter: Counter, left: Machine, right: Machine, contiguous: bool) -> None:
-        self.left, self.right, self.contiguous = left, right, contiguous
-        self.lo = left.lo
-        self.dummy = counter.take() if contiguous else None
+    def __init__(self, counter: Counter, parts: list[Machine], contiguous: bool) -> None:
+        self.parts = parts
+        self.contiguous = contiguous
+        self.lo = parts[0].lo
+        self.dummies = [counter.take() for _ in parts[1:]] if contiguous else []
         self.hi = counter.next
+        self._parts = _Parts(parts)
+        self._dummy_index = {d: i for i, d in enumerate(self.dummies)}
 
     def initial(self) -> tuple:
-        return self.left.initial()
+        return self.parts[0].initial()
+
+    def valid(self, state: State) -> bool:
+        if type(state) is int and state in self._dummy_index:
+            return True
+        part = self._parts.find(state)
+        return part is not None and part.valid(state)
 
     def final(self, state: State) -> bool:
-        return self.right.owns(state) and self.right.final(state)
+        last = self.parts[-1]
+        return state not in self._dummy_index and last.owns(state) and last.final(state)
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
-        if self.left.owns(state):
-            out = list(self.left.moves(state, symbol))
+        dummy = self._dummy_index.get(state) if isinstance(state, int) else None
+        if dummy is not None:
+            # Part dummy + 1 starts right here, with a reported event (no gap).
+            index = dummy + 1
+            part = self.parts[index]
+            out = [
+                (g, labels, t)
+                for i in part.initial()
+                for g, labels, t in part.moves(i, symbol)
+                if reports(labels)
+            ]
+        else:
+            index = self._parts.index(state)
+            part = self.parts[index]
+            out = list(part.moves(state, symbol))
+        if index + 1 < len(self.parts):
+            following = self.parts[index + 1]
             for g, labels, t in tuple(out):
-                if not self.left.final(t):
+                if not part.final(t):
                     continue
                 if not self.contiguous:
-                    out.extend((g, labels, i) for i in self.right.initial())
-                elif labels:
-                    out.append((g, labels, self.dummy))
-            return tuple(out)
-        if state == self.dummy:
-            # The right side starts right here, with a reported event (no gap).
-            return tuple(
-                (g, labels, t)
-                for i in self.right.initial()
-                for g, labels, t in self.right.moves(i, symbol)
-                if labels
-            )
-        return self.right.moves(state, symbol)
+                    out.extend((g, labels, i) for i in following.initial())
+                elif reports(labels):
+                    out.append((g, labels, self.dummies[index]))
+        return tuple(out)
 
 
 class Iteration(Machine):
@@ -242,13 +390,16 @@ class Iteration(Machine):
     def final(self, state: State) -> bool:
         return state != self.dummy and self.body.final(state)
 
+    def valid(self, state: State) -> bool:
+        return (self.dummy is not None and state == self.dummy) or self.body.valid(state)
+
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         if state == self.dummy:
             first = [
                 (g, labels, t)
                 for i in self.body.initial()
                 for g, labels, t in self.body.moves(i, symbol)
-                if labels
+                if reports(labels)
             ]
             # A one-event body that ends right away may iterate again at once (errata fix).
             loops = [(g, labels, self.dummy) for g, labels, t in first if self.body.final(t)]
@@ -259,79 +410,112 @@ class Iteration(Machine):
                 continue
             if not self.contiguous:
                 out.extend((g, labels, i) for i in self.body.initial())
-            elif labels:
+            elif reports(labels):
                 out.append((g, labels, self.dummy))
         return tuple(out)
 
 
 class Tagged(Machine):
-    """A machine over two sub-machines whose states are tuples starting with its own tag."""
+    """A machine over sub-machines whose states are tuples starting with its own tag."""
 
-    def __init__(self, counter: Counter, left: Machine, right: Machine) -> None:
-        self.left, self.right = left, right
-        self.lo = left.lo
+    def __init__(self, counter: Counter, parts: list[Machine]) -> None:
+        self.parts = parts
+        self.lo = parts[0].lo
         self.tag = counter.take()
         self.hi = counter.next
+
+    @property
+    def left(self) -> Machine:
+        return self.parts[0]
+
+    @property
+    def right(self) -> Machine:
+        return self.parts[1]
 
     def owns(self, state: State) -> bool:
         return isinstance(state, tuple) and state[0] == self.tag
 
 
 class Product(Tagged):
-    """Common part of AND and ALL: states are (tag, left state, right state)."""
+    """Common part of AND and ALL (n-ary): states are (tag, state of part 1, ..., part n)."""
 
     def initial(self) -> tuple:
-        return tuple((self.tag, a, b) for a in self.left.initial() for b in self.right.initial())
+        return tuple((self.tag, *combo) for combo in itertools.product(*(p.initial() for p in self.parts)))
+
+    def valid(self, state: State) -> bool:
+        if not isinstance(state, tuple) or len(state) != len(self.parts) + 1 or state[0] != self.tag:
+            return False
+        return all(self._valid_component(part, s) for part, s in zip(self.parts, state[1:]))
+
+    def _valid_component(self, part: Machine, state: State) -> bool:
+        return part.valid(state)
 
 
 class Conjunction(Product):
-    """``f AND g``: both match, reporting exactly the same events."""
+    """``f AND g AND ...``: all match, reporting exactly the same events."""
 
     def final(self, state: State) -> bool:
-        return self.left.final(state[1]) and self.right.final(state[2])
+        return all(part.final(s) for part, s in zip(self.parts, state[1:]))
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
-        out = []
-        for g1, l1, t1 in self.left.moves(state[1], symbol):
-            for g2, l2, t2 in self.right.moves(state[2], symbol):
-                if bool(l1) != bool(l2):
-                    continue
-                g = guards.conjoin(g1, g2)
-                if g is not None:
-                    out.append((g, l1 | l2, (self.tag, t1, t2)))
-        return tuple(out)
+        partial: list[tuple] = [(guards.TRUE, EMPTY_LABELS, (), None)]
+        for part, component in zip(self.parts, state[1:]):
+            extended = []
+            part_moves = part.moves(component, symbol)
+            for g, labels, targets, reporting in partial:
+                for g2, l2, t2 in part_moves:
+                    r2 = reports(l2)
+                    if reporting is not None and r2 != reporting:
+                        continue  # all parts report the event, or none does
+                    both = guards.conjoin(g, g2)
+                    if both is not None:
+                        extended.append((both, labels | l2, targets + (t2,), r2))
+            partial = extended
+            if not partial:
+                return ()
+        return tuple((g, labels, (self.tag, *targets)) for g, labels, targets, _ in partial)
 
 
 class AllOf(Product):
-    """``f ALL g``: both match from the same start, in any order, possibly overlapping; the
-    complex event is reported when the later of the two ends."""
+    """``f ALL g ALL ...``: all match from the same start, in any order, possibly overlapping;
+    the complex event is reported when the last of them ends. A part that has ended is _TOP."""
 
-    def _moves(self, machine: Machine, state: State, symbol: tuple | None) -> Iterable[tuple]:
+    @staticmethod
+    def _moves(machine: Machine, state: State, symbol: tuple | None) -> list[tuple]:
         if state == _TOP:
-            yield (guards.TRUE, EMPTY_LABELS, _TOP)
-            return
+            return [(guards.TRUE, EMPTY_LABELS, _TOP)]
+        out = []
         for g, labels, t in machine.moves(state, symbol):
-            yield (g, labels, t)
+            out.append((g, labels, t))
             if machine.final(t):
-                yield (g, labels, _TOP)
+                out.append((g, labels, _TOP))
+        return out
+
+    def _valid_component(self, part: Machine, state: State) -> bool:
+        return state == _TOP or part.valid(state)
 
     def final(self, state: State) -> bool:
-        a, b = state[1], state[2]
-        if a == _TOP and b == _TOP:
+        components = state[1:]
+        if all(c == _TOP for c in components):
             return False
-        return (a == _TOP or self.left.final(a)) and (b == _TOP or self.right.final(b))
+        return all(c == _TOP or part.final(c) for part, c in zip(self.parts, components))
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
-        out = []
-        right_moves = list(self._moves(self.right, state[2], symbol))
-        for g1, l1, t1 in self._moves(self.left, state[1], symbol):
-            for g2, l2, t2 in right_moves:
-                if t1 == _TOP and t2 == _TOP:
-                    continue
-                g = guards.conjoin(g1, g2)
-                if g is not None:
-                    out.append((g, l1 | l2, (self.tag, t1, t2)))
-        return tuple(out)
+        partial: list[tuple] = [(guards.TRUE, EMPTY_LABELS, ())]
+        for part, component in zip(self.parts, state[1:]):
+            extended = []
+            part_moves = self._moves(part, component, symbol)
+            for g, labels, targets in partial:
+                for g2, l2, t2 in part_moves:
+                    both = guards.conjoin(g, g2)
+                    if both is not None:
+                        extended.append((both, labels | l2, targets + (t2,)))
+            partial = extended
+        return tuple(
+            (g, labels, (self.tag, *targets))
+            for g, labels, targets in partial
+            if not all(t == _TOP for t in targets)
+        )
 
 
 class Unless(Tagged):
@@ -340,8 +524,21 @@ class Unless(Tagged):
     g's runs started at f's first reported event (None before it); ``hit`` records that g has
     already matched, so that f may no longer report events (but may still finish unreported)."""
 
+    def __init__(self, counter: Counter, left: Machine, right: Machine) -> None:
+        super().__init__(counter, [left, right])
+
     def initial(self) -> tuple:
         return tuple((self.tag, a, None, False) for a in self.left.initial())
+
+    def valid(self, state: State) -> bool:
+        if not isinstance(state, tuple) or len(state) != 4 or state[0] != self.tag:
+            return False
+        _, a, subset, hit = state
+        if not isinstance(hit, bool) or not self.left.valid(a):
+            return False
+        if subset is None:
+            return not hit
+        return isinstance(subset, frozenset) and all(self.right.valid(s) for s in subset)
 
     def final(self, state: State) -> bool:
         return self.left.final(state[1])
@@ -379,11 +576,12 @@ class Unless(Tagged):
         _, a, subset, hit = state
         out = []
         for g1, labels, t1 in self.left.moves(a, symbol):
-            if subset is None and not labels:
+            reporting = reports(labels)
+            if subset is None and not reporting:
                 out.append((g1, labels, (self.tag, t1, None, False)))
                 continue
             if hit:
-                if not labels:
+                if not reporting:
                     out.append((g1, labels, (self.tag, t1, frozenset(), True)))
                 continue
             source = self.right.initial() if subset is None else subset
@@ -392,7 +590,7 @@ class Unless(Tagged):
                 if g is None:
                     continue
                 matched = any(self.right.final(t) for t in targets)
-                if matched and labels:
+                if matched and reporting:
                     continue  # g matched within the span that f is reporting
                 if matched:
                     out.append((g, labels, (self.tag, t1, frozenset(), True)))

@@ -8,7 +8,7 @@ to the declared types (``ceql.compile.conversion``) is driven by the ``Target`` 
 for each event type, so that all paths accept and reject exactly the same values.
 
 Per query, ``Catalog.for_query`` keeps only the columns the query reads and the event types it
-uses (``runtime/plan.py`` builds it). A whole run of ``ceql run`` uses the catalog of the whole
+uses (``compile/plan.py`` builds it). A whole run of ``ceql run`` uses the catalog of the whole
 schema, with the columns its queries read as ``required``.
 """
 

@@ -1,70 +1,69 @@
-"""Compile a checked query's formula into a machine (see automata.py).
+"""Compile a checked query's formula into a machine (automata.py) and its register sites.
 
-Conditions are normalised first: a FILTER condition is put in disjunctive normal form over its
-atoms; a universal unary atom (``x[p]``, or a comparison naming one label such as ``x.a > 5``)
-restricts the transitions that report x; a disjunction becomes a union of copies of the
-filtered formula. Comparisons that name two or more labels are cross-event conditions: they
-cannot be decided on one event, so they are kept aside and checked on the enumerated complex
-events (see ``CrossCondition``).
+A FILTER condition is split into its top-level conjuncts. A conjunct made only of one-event
+tests on labels the filtered formula defines (``x[p]``, ``x.a > 5``, and OR of those) restricts
+the transitions that report those labels, as in the papers' unary CEL (a disjunction becomes a
+union of restricted copies; determinization merges them). Everything else -- comparisons across
+labels, aggregates, PREV, NOT over conditions, labels the formula does not define (free labels),
+and every PARTITION BY over label attributes or inside a formula -- becomes a *site*, decided on
+registers as the events arrive (registers.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ceql.compile import automata, guards
 from ceql.compile.predicates import PredicateSet
+from ceql.compile.registers import (
+    AggregateAtom,
+    AggregateRegister,
+    AllAtom,
+    Atom,
+    ConstAtom,
+    GroupAtom,
+    PairAtom,
+    Registers,
+    Role,
+    Site,
+    ValuesAtom,
+    private,
+)
+from ceql.compile.values import compare, compile_expr, expression_nodes, universal_labels
 from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
+from ceql.lang.printer import print_cond, print_expr
 
 MAX_DISJUNCTS = 64
 
 
-@dataclass(frozen=True)
-class CrossCondition:
-    """A FILTER conjunct that compares events of several labels, checked on whole complex events.
-
-    ``cond`` is a boolean combination of LabelCond and Compare atoms; its one-label parts are
-    also interned as predicates (``unary``: id(atom) -> predicate id) so that they are read from
-    the events' predicate bits. A condition inside a sub-formula only constrains the events of
-    that sub-formula, which the compiler marks with a private label (``scope_label``).
-    """
-
-    cond: ast.Cond
-    scope_label: str
-    unary: dict[int, int]
-    # Inside an iteration the condition holds per iteration: the events are split into
-    # iterations at the events carrying this label (the last event of each iteration).
-    group_label: str | None = None
-
-    @property
-    def compares(self) -> list[ast.Compare]:
-        """The cross-event comparisons inside the condition."""
-        out = []
-        stack = [self.cond]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, (ast.And, ast.Or)):
-                stack.extend(item.parts)
-            elif isinstance(item, ast.Compare) and len(compare_labels(item)) > 1:
-                out.append(item)
-        return out
-
-
 @dataclass
 class Compiled:
-    """The result of compilation: the machine, its predicates and the cross-event conditions."""
+    """The result of compilation: the machine, its predicates and the register sites."""
 
     machine: automata.Machine
     predicates: PredicateSet
-    cross: list[CrossCondition]
+    sites: list[Site] = field(default_factory=list)
+    registers: Registers | None = None
+    attributes: list[str] = field(default_factory=list)  # event values the registers read
 
 
-def compile_formula(formula: ast.Formula, allow_cross: bool = True) -> Compiled:
-    """Compile a formula; raise UnsupportedQueryError for what the engine cannot evaluate."""
-    compiler = _Compiler(allow_cross)
+def compile_query_formula(
+    formula: ast.Formula,
+    partition_labels: tuple[ast.Attr, ...] = (),
+    type_attributes: dict[str, frozenset[str]] | None = None,
+) -> Compiled:
+    """Compile a formula (and a ``PARTITION BY [x.a, ...]`` clause, a site over the whole
+    complex event); raise UnsupportedQueryError for what the engine cannot evaluate."""
+    compiler = _Compiler(formula)
     machine = compiler.build(formula)
-    return Compiled(machine, compiler.predicates, compiler.cross)
+    if partition_labels:
+        machine = compiler.partition_site(machine, formula, partition_labels, top=True, text=None)
+    registers = None
+    if compiler.sites:
+        registers = Registers(compiler.sites, compiler.attributes, None)
+        registers.key = _index_key(compiler.sites, compiler.attribute_index)
+    return Compiled(machine, compiler.predicates, compiler.sites, registers, compiler.attributes)
 
 
 def unary_pred(cond: ast.Cond) -> ast.Pred:
@@ -75,6 +74,8 @@ def unary_pred(cond: ast.Cond) -> ast.Pred:
         return ast.And(tuple(unary_pred(p) for p in cond.parts))
     if isinstance(cond, ast.Or):
         return ast.Or(tuple(unary_pred(p) for p in cond.parts))
+    if isinstance(cond, ast.Not):
+        return ast.Not(unary_pred(cond.operand))
     return ast.Compare(cond.op, _strip(cond.left), _strip(cond.right))
 
 
@@ -88,13 +89,47 @@ def _strip(expr: ast.Expr) -> ast.Expr:
     return expr
 
 
-def compare_labels(compare: ast.Compare) -> tuple[str, ...]:
-    """The distinct labels a comparison names, sorted."""
-    return tuple(sorted({attr.label for attr in ast.attributes(compare) if attr.label}))
+def compare_labels(compare_node: ast.Compare) -> tuple[str, ...]:
+    """The distinct labels a comparison reads outside aggregates, sorted."""
+    return tuple(sorted(universal_labels(compare_node)))
+
+
+def _plain_compare(node: ast.Compare) -> bool:
+    """No aggregate and no PREV."""
+    return all(isinstance(n, ast.Attr) for n in expression_nodes(node))
+
+
+def atoms_of(cond: ast.Cond) -> list[ast.Cond]:
+    """The atoms (LabelCond, Compare) of a condition, through AND, OR and NOT."""
+    out = []
+    stack = [cond]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.And, ast.Or)):
+            stack.extend(item.parts)
+        elif isinstance(item, ast.Not):
+            stack.append(item.operand)
+        else:
+            out.append(item)
+    return out
+
+
+def cond_labels(cond: ast.Cond) -> set[str]:
+    """Every label a condition names (in tests, comparisons and aggregates)."""
+    labels: set[str] = set()
+    for atom in atoms_of(cond):
+        if isinstance(atom, ast.LabelCond):
+            labels.add(atom.label)
+            continue
+        for node in expression_nodes(atom):
+            label = getattr(node, "label", None)
+            if label:
+                labels.add(label)
+    return labels
 
 
 def dnf(cond: ast.Cond) -> list[list[ast.Cond]]:
-    """The condition as a disjunction of conjunctions of atoms (LabelCond or Compare)."""
+    """A condition without NOT as a disjunction of conjunctions of atoms."""
     if isinstance(cond, ast.Or):
         out: list[list[ast.Cond]] = []
         for part in cond.parts:
@@ -115,17 +150,153 @@ def dnf(cond: ast.Cond) -> list[list[ast.Cond]]:
     return out
 
 
+def defined_labels(formula: ast.Formula) -> set[str]:
+    """The labels a formula gives to the events it reports (event types and AS labels)."""
+    out: set[str] = set()
+    stack: list[ast.Formula] = [formula]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.EventType):
+            out.add(node.name)
+        elif isinstance(node, ast.Label):
+            out.add(node.label)
+            stack.append(node.body)
+        elif isinstance(node, ast.NotEvent):
+            continue
+        elif isinstance(node, ast.Unless):
+            stack.append(node.left)  # the right side reports nothing
+        elif isinstance(node, ast.Rename):
+            inner = defined_labels(node.body)
+            mapping = dict(node.mapping)
+            out |= {mapping.get(label, label) for label in inner}
+        elif isinstance(node, ast.Project):
+            out |= defined_labels(node.body) & set(node.labels)
+        else:
+            stack.extend(ast.children(node))
+    return out
+
+
+def mandatory_labels(formula: ast.Formula) -> set[str]:
+    """Labels that every complex event of the formula has at least one event of."""
+    if isinstance(formula, ast.EventType):
+        return {formula.name}
+    if isinstance(formula, ast.NotEvent):
+        return set()
+    if isinstance(formula, ast.Label):
+        inner = mandatory_labels(formula.body)
+        return inner | {formula.label} if inner or _reports(formula.body) else inner
+    if isinstance(formula, ast.Union_):
+        return set.intersection(*(mandatory_labels(p) for p in formula.parts))
+    if isinstance(formula, (ast.Filter, ast.Iteration, ast.PartitionBy, ast.Start)):
+        return mandatory_labels(formula.body)
+    if isinstance(formula, ast.Unless):
+        return mandatory_labels(formula.left)
+    if isinstance(formula, ast.Rename):
+        mapping = dict(formula.mapping)
+        return {mapping.get(label, label) for label in mandatory_labels(formula.body)}
+    if isinstance(formula, ast.Project):
+        return mandatory_labels(formula.body) & set(formula.labels)
+    if isinstance(formula, ast.Repeat):
+        return mandatory_labels(formula.body) if formula.low > 0 else set()
+    out: set[str] = set()
+    for part in ast.children(formula):
+        out |= mandatory_labels(part)
+    return out
+
+
+def _reports(formula: ast.Formula) -> bool:
+    """Whether every complex event of the formula has at least one event."""
+    if isinstance(formula, ast.EventType):
+        return True
+    if isinstance(formula, ast.NotEvent):
+        return False
+    if isinstance(formula, (ast.Label, ast.Filter, ast.Iteration, ast.PartitionBy, ast.Start, ast.Rename)):
+        return _reports(formula.body)
+    if isinstance(formula, ast.Union_):
+        return all(_reports(p) for p in formula.parts)
+    if isinstance(formula, ast.Unless):
+        return _reports(formula.left)
+    if isinstance(formula, ast.Project):
+        return bool(mandatory_labels(formula.body) & set(formula.labels))
+    return any(_reports(p) for p in ast.children(formula))
+
+
+def label_multiplicity(formula: ast.Formula) -> dict[str, int]:
+    """For each label, the most events one complex event can give it: 1, or 2 for "several"
+    (conservative: 2 where unsure)."""
+    return _multiplicity(formula)[0]
+
+
+def _multiplicity(node: ast.Formula) -> tuple[dict[str, int], int]:
+    """(label -> most events, most events reported), both capped at 2."""
+    if isinstance(node, ast.EventType):
+        return {node.name: 1}, 1
+    if isinstance(node, ast.NotEvent):
+        return {}, 0
+    if isinstance(node, ast.Label):
+        counts, events = _multiplicity(node.body)
+        out = dict(counts)
+        out[node.label] = max(out.get(node.label, 0), events)
+        return out, events
+    if isinstance(node, ast.Iteration):
+        counts, events = _multiplicity(node.body)
+        return {label: 2 for label, c in counts.items() if c}, 2 if events else 0
+    if isinstance(node, ast.Union_):
+        out: dict[str, int] = {}
+        most = 0
+        for part in node.parts:
+            counts, events = _multiplicity(part)
+            most = max(most, events)
+            for label, count in counts.items():
+                out[label] = max(out.get(label, 0), count)
+        return out, most
+    if isinstance(node, (ast.Filter, ast.PartitionBy, ast.Start)):
+        return _multiplicity(node.body)
+    if isinstance(node, ast.Unless):
+        return _multiplicity(node.left)
+    if isinstance(node, ast.Rename):
+        mapping = dict(node.mapping)
+        counts, events = _multiplicity(node.body)
+        out = {}
+        for label, count in counts.items():
+            target = mapping.get(label, label)
+            out[target] = min(2, out.get(target, 0) + count)
+        return out, events
+    if isinstance(node, ast.Project):
+        counts, events = _multiplicity(node.body)
+        return {k: v for k, v in counts.items() if k in node.labels}, events
+    if isinstance(node, ast.Repeat):
+        counts, events = _multiplicity(node.body)
+        if node.high is not None and node.high <= 1:
+            return counts, events
+        return {label: 2 for label, c in counts.items() if c}, 2 if events else 0
+    out = {}
+    total = 0
+    for part in ast.children(node):
+        counts, events = _multiplicity(part)
+        total = min(2, total + events)
+        for label, count in counts.items():
+            out[label] = min(2, out.get(label, 0) + count)
+    return out, total
+
+
 class _Compiler:
-    def __init__(self, allow_cross: bool) -> None:
+    def __init__(self, root: ast.Formula) -> None:
         self.counter = automata.Counter()
         self.predicates = PredicateSet()
-        self.cross: list[CrossCondition] = []
-        self.allow_cross = allow_cross
-        self.scopes = 0
-        # Cross-event conditions are checked on whole complex events, which is exact only where
-        # the filtered sub-formula matches at most once per complex event and is reported.
-        self.cross_blocker: str | None = None
-        self.iterations: list[list] = []  # enclosing iterations: [end label, has cross conditions]
+        self.sites: list[Site] = []
+        self.attributes: list[str] = []
+        self.attribute_index: dict[str, int] = {}
+        self.root = root
+        self.query_labels = defined_labels(root)
+        self.root_mandatory = mandatory_labels(root)
+        self.multiplicity = label_multiplicity(root)
+        # Context of the node being built.
+        self.iterated = 0  # enclosing iterations
+        self.optional = 0  # enclosing OR branches (a site there may not be in the derivation)
+        self.negated = 0  # inside the right side of UNLESS
+
+    # ------------------------------------------------------------------ formulas
 
     def build(self, node: ast.Formula) -> automata.Machine:
         if isinstance(node, ast.EventType):
@@ -133,118 +304,402 @@ class _Compiler:
         if isinstance(node, ast.NotEvent):
             matched = guards.type_is(node.atom.name)
             if node.cond is not None:
+                if cond_labels(node.cond) - {node.atom.name}:
+                    raise UnsupportedQueryError("a condition inside NOT(...) may only test the negated event")
                 pid = self.predicates.intern(unary_pred(node.cond))
                 matched = matched | guards.pred(pid)
             return automata.not_atom(self.counter, matched)
         if isinstance(node, ast.Label):
             return automata.LabelWith(self.build(node.body), node.label)
         if isinstance(node, ast.Iteration):
-            self.scopes += 1
-            frame = [f"\x00iteration{self.scopes}", False]
-            self.iterations.append(frame)
+            self.iterated += 1
             try:
                 body = self.build(node.body)
             finally:
-                self.iterations.pop()
-            if frame[1]:
-                if has_not(node.body):
-                    raise UnsupportedQueryError(
-                        "a cross-event condition inside an iteration whose body uses NOT(...) is not supported yet "
-                        "(the reference evaluator, ceql.reference, evaluates it)"
-                    )
-                body = automata.MarkEnds(body, frame[0])
+                self.iterated -= 1
             return automata.Iteration(self.counter, body, node.contiguous)
         if isinstance(node, ast.Sequence):
-            machine = self.build(node.parts[0])
-            for part in node.parts[1:]:
-                machine = automata.Sequence(self.counter, machine, self.build(part), node.contiguous)
-            return machine
+            return automata.Sequence(self.counter, [self.build(p) for p in node.parts], node.contiguous)
         if isinstance(node, ast.Union_):
-            return automata.Union([self.build(part) for part in node.parts])
+            self.optional += 1
+            try:
+                return automata.Union([self.build(part) for part in node.parts])
+            finally:
+                self.optional -= 1
         if isinstance(node, ast.Conjunction):
-            machine = self.build(node.parts[0])
-            for part in node.parts[1:]:
-                machine = automata.Conjunction(self.counter, machine, self.build(part))
-            return machine
+            return automata.Conjunction(self.counter, [self.build(p) for p in node.parts])
         if isinstance(node, ast.AllOf):
-            machine = self.build(node.parts[0])
-            for part in node.parts[1:]:
-                machine = automata.AllOf(self.counter, machine, self.build(part))
-            return machine
+            return automata.AllOf(self.counter, [self.build(p) for p in node.parts])
         if isinstance(node, ast.Unless):
             left = self.build(node.left)
-            return automata.Unless(
-                self.counter, left, self.build_inside(node.right, "the right side of UNLESS")
-            )
+            self.negated += 1
+            try:
+                right = self.build(node.right)
+            finally:
+                self.negated -= 1
+            return automata.Unless(self.counter, left, right)
         if isinstance(node, ast.Filter):
             return self.build_filter(node)
-        raise TypeError(f"unknown formula node {node!r}")
+        if isinstance(node, ast.PartitionBy):
+            body = self.build(node.body)
+            return self.partition_site(body, node.body, node.keys, top=self._top(), text=None)
+        if isinstance(node, ast.Start):
+            return automata.Start(self.counter, self.build(node.body))
+        if isinstance(node, ast.Rename):
+            return automata.Rename(self.build(node.body), dict(node.mapping))
+        if isinstance(node, ast.Project):
+            return automata.Project(self.build(node.body), frozenset(node.labels))
+        if isinstance(node, ast.Repeat):
+            raise UnsupportedQueryError("quantifiers must be rewritten before compilation (internal error)")
+        raise TypeError(f"unknown formula node {type(node).__name__}")
 
-    def build_inside(self, node: ast.Formula, where: str) -> automata.Machine:
-        saved = self.cross_blocker
-        self.cross_blocker = saved or where
-        try:
-            return self.build(node)
-        finally:
-            self.cross_blocker = saved
+    def _top(self) -> bool:
+        """Whether a site here has exactly one instance in every derivation of a complex event."""
+        return not (self.iterated or self.optional or self.negated)
 
     def build_filter(self, node: ast.Filter) -> automata.Machine:
-        # Conjuncts made of one-label atoms restrict transitions; the others are checked on
-        # complex events (whole, so that a disjunction never duplicates a complex event).
+        own = defined_labels(node.body)
         conjuncts = list(node.cond.parts) if isinstance(node.cond, ast.And) else [node.cond]
-        unary = [c for c in conjuncts if not _has_cross(c)]
-        cross = [c for c in conjuncts if _has_cross(c)]
+        restricting = [c for c in conjuncts if self._restricts(c, own)]
+        rest = [c for c in conjuncts if not self._restricts(c, own)]
         alternatives = []
-        for conjunction in dnf(ast.And(tuple(unary))) if unary else [[]]:
+        for conjunction in dnf(ast.And(tuple(restricting))) if restricting else [[]]:
             required: dict[str, set[int]] = {}
             for atom in conjunction:
                 label = atom.label if isinstance(atom, ast.LabelCond) else compare_labels(atom)[0]
                 required.setdefault(label, set()).add(self.predicates.intern(unary_pred(atom)))
-            machine = self.build(node.body)
+            # Each alternative is a copy of the body, and sites inside a copy belong to that
+            # alternative only (an OR branch).
+            copies = len(alternatives) > 0 or (restricting and len(dnf(ast.And(tuple(restricting)))) > 1)
+            if copies:
+                self.optional += 1
+            try:
+                machine = self.build(node.body)
+            finally:
+                if copies:
+                    self.optional -= 1
             if required:
                 machine = automata.Restrict(machine, {k: frozenset(v) for k, v in required.items()})
             alternatives.append(machine)
         machine = alternatives[0] if len(alternatives) == 1 else automata.Union(alternatives)
-        if cross:
-            if not self.allow_cross:
-                raise UnsupportedQueryError("cross-event conditions are not supported by this evaluator")
-            if self.cross_blocker:
-                raise UnsupportedQueryError(
-                    f"a cross-event condition inside {self.cross_blocker} is not supported yet "
-                    "(the reference evaluator, ceql.reference, evaluates it)"
-                )
-            # The events this FILTER applies to get a private label, so that the condition
-            # constrains exactly them, wherever the sub-formula sits in the query.
-            self.scopes += 1
-            scope = f"\x00scope{self.scopes}"
-            machine = automata.LabelWith(machine, scope)
-            cond = cross[0] if len(cross) == 1 else ast.And(tuple(cross))
-            unary_ids = {}
-            for atom in _atoms(cond):
-                if isinstance(atom, ast.LabelCond) or len(compare_labels(atom)) == 1:
-                    unary_ids[id(atom)] = self.predicates.intern(unary_pred(atom))
-            group = None
-            if self.iterations:
-                self.iterations[-1][1] = True
-                group = self.iterations[-1][0]
-            self.cross.append(CrossCondition(cond, scope, unary_ids, group))
+        if rest:
+            cond = rest[0] if len(rest) == 1 else ast.And(tuple(rest))
+            machine = self.condition_site(machine, node.body, cond, own)
+        return machine
+
+    def _restricts(self, cond: ast.Cond, own: set[str]) -> bool:
+        """Whether a conjunct is made of one-event tests on own labels (AND/OR, no NOT)."""
+        for atom in _atoms_no_not(cond):
+            if atom is None:
+                return False
+            if isinstance(atom, ast.LabelCond):
+                if atom.label not in own:
+                    return False
+                continue
+            if not _plain_compare(atom):
+                return False
+            labels = compare_labels(atom)
+            if len(labels) != 1 or labels[0] not in own:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ sites
+
+    def _attribute(self, name: str) -> int:
+        index = self.attribute_index.get(name)
+        if index is None:
+            index = len(self.attributes)
+            self.attribute_index[name] = index
+            self.attributes.append(name)
+        return index
+
+    def _value_fn(self, expr: ast.Expr):
+        """A closure over one event's value tuple (labels ignored); tagged with the expression
+        text (and, for a plain attribute, its index) so that equal sides can be recognised."""
+
+        def resolve(node: ast.Node):
+            if not isinstance(node, ast.Attr):
+                raise UnsupportedQueryError("an aggregate or PREV cannot be read from one event")
+            index = self._attribute(node.name)
+            return lambda values: values[index]
+
+        fn = compile_expr(expr, resolve)
+        fn.__ceql_key__ = print_expr(_strip(expr))  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Attr):
+            fn.__ceql_attribute__ = self._attribute(expr.name)  # type: ignore[attr-defined]
+        return fn
+
+    def _new_site_index(self) -> int:
+        return len(self.sites)
+
+    def condition_site(
+        self, machine: automata.Machine, body: ast.Formula, cond: ast.Cond, own: set[str]
+    ) -> automata.Machine:
+        if self.negated:
+            raise UnsupportedQueryError(
+                "a condition across events inside the right side of UNLESS is not supported yet "
+                "(ceql.reference evaluates it)"
+            )
+        index = self._new_site_index()
+        labels = cond_labels(cond)
+        missing = labels - self.query_labels
+        if missing:
+            raise UnsupportedQueryError(f"label {sorted(missing)[0]} is not defined in the query")
+        roles: dict[str, Role] = {}
+        for label in sorted(labels):
+            if label in own:
+                roles[label] = Role(label, private(index, label), True)
+            else:
+                roles[label] = Role(label, label, False)
+        site_atoms: list[Atom] = []
+        aggregates: dict[ast.Aggregate, AggregateRegister] = {}
+        star = private(index, "*")
+        uses_star = False
+        body_mandatory = mandatory_labels(body)
+
+        def mandatory(label: str) -> bool:
+            return label in body_mandatory if label in own else label in self.root_mandatory
+
+        def aggregate_register(node: ast.Aggregate) -> AggregateRegister:
+            nonlocal uses_star
+            found = aggregates.get(node)
+            if found is None:
+                if node.label is None:
+                    uses_star = True
+                    role, event_label = None, star
+                else:
+                    role = roles[node.label]
+                    event_label = role.event_label
+                attribute = self._attribute(node.attr) if node.attr else None
+                found = AggregateRegister(node, role, event_label, attribute)
+                aggregates[node] = found
+            return found
+
+        def atom_for(item: ast.Cond) -> Atom:
+            if isinstance(item, ast.LabelCond):
+                return AllAtom(roles[item.label], self.predicates.intern(item.pred))
+            nodes = expression_nodes(item)
+            has_aggregate = any(isinstance(n, ast.Aggregate) for n in nodes)
+            has_prev = any(isinstance(n, ast.Prev) for n in nodes)
+            universal = compare_labels(item)
+            if not has_aggregate and not has_prev:
+                if not universal:
+                    value = compile_expr(item.left, lambda n: None), compile_expr(item.right, lambda n: None)
+                    return ConstAtom(compare(item.op, value[0](None), value[1](None)))
+                if len(universal) == 1:
+                    return AllAtom(roles[universal[0]], self.predicates.intern(unary_pred(item)))
+                left, right = universal_labels(item.left), universal_labels(item.right)
+                if len(left) == 1 and len(right) == 1 and left != right:
+                    (a,), (b,) = left, right
+                    return PairAtom(item.op, roles[a], self._value_fn(item.left), roles[b], self._value_fn(item.right))
+            registers = {n: aggregate_register(n) for n in nodes if isinstance(n, ast.Aggregate)}
+            if not universal and not has_prev:
+                return AggregateAtom(item, registers)
+            attribute_index = {}
+            for n in nodes:
+                if isinstance(n, ast.Attr):
+                    attribute_index[n.name] = self._attribute(n.name)
+                elif isinstance(n, ast.Prev):
+                    attribute_index[n.attr] = self._attribute(n.attr)
+            used = {n.label for n in nodes if isinstance(n, (ast.Attr, ast.Prev)) and n.label}
+            return ValuesAtom(item, {label: roles[label] for label in sorted(used)}, attribute_index, registers)
+
+        def tree_for(item: ast.Cond):
+            if isinstance(item, ast.And):
+                return ("and", tuple(tree_for(p) for p in item.parts))
+            if isinstance(item, ast.Or):
+                return ("or", tuple(tree_for(p) for p in item.parts))
+            if isinstance(item, ast.Not):
+                return ("not", tree_for(item.operand))
+            site_atoms.append(atom_for(item))
+            return ("atom", len(site_atoms) - 1)
+
+        tree = tree_for(cond)
+        conjunctive = _conjunctive(tree, site_atoms)
+        if conjunctive:
+            site_atoms = _group_equalities(site_atoms, mandatory)
+            tree = ("and", tuple(("atom", i) for i in range(len(site_atoms))))
+            # Across instances, a comparison with a free label is universal over the union of
+            # the instances only when it reads one own label.
+            for atom in site_atoms:
+                own_roles = [r for r in atom.roles if r.own]
+                if len(own_roles) > 1 and any(not r.own for r in atom.roles):
+                    conjunctive = False
+        return self._finish_site(
+            machine, index, print_cond(cond), site_atoms, tree, list(aggregates.values()), roles,
+            star if uses_star else None, conjunctive,
+        )
+
+    def partition_site(
+        self,
+        machine: automata.Machine,
+        body: ast.Formula,
+        keys: tuple[ast.Attr, ...],
+        top: bool,
+        text: str | None,
+    ) -> automata.Machine:
+        """``f PARTITION BY [a]`` / ``[x.a, y.b]``: one common value over the designated events."""
+        if self.negated:
+            raise UnsupportedQueryError("PARTITION BY inside the right side of UNLESS is not supported yet")
+        index = self._new_site_index()
+        own = defined_labels(body)
+        star = private(index, "*")
+        roles: dict[str, Role] = {}
+        members = []
+        uses_star = False
+        for key in keys:
+            fn = self._value_fn(ast.Attr(key.name))
+            if key.label is None:
+                uses_star = True
+                members.append((Role("*", star, True), fn))
+                continue
+            if key.label not in roles:
+                if key.label in own:
+                    roles[key.label] = Role(key.label, private(index, key.label), True)
+                else:
+                    roles[key.label] = Role(key.label, key.label, False)
+            members.append((roles[key.label], fn))
+        atom = GroupAtom(members)
+        if text is None:
+            text = "PARTITION BY [" + ", ".join((k.label + "." if k.label else "") + k.name for k in keys) + "]"
+        saved = (self.iterated, self.optional, self.negated)
+        if top:
+            self.iterated = self.optional = self.negated = 0
+        try:
+            return self._finish_site(
+                machine, index, text, [atom], ("atom", 0), [], roles, star if uses_star else None, True
+            )
+        finally:
+            self.iterated, self.optional, self.negated = saved
+
+    def _finish_site(
+        self,
+        machine: automata.Machine,
+        index: int,
+        text: str,
+        site_atoms: list[Atom],
+        tree,
+        aggregates: list[AggregateRegister],
+        roles: dict[str, Role],
+        star: str | None,
+        conjunctive: bool,
+    ) -> automata.Machine:
+        own_roles = {label: role for label, role in roles.items() if role.own}
+        free_roles = {label: role for label, role in roles.items() if not role.own}
+        top = self._top()
+        needs_end = not top and (self.iterated or not conjunctive or bool(free_roles))
+        end_label = private(index, "end") if needs_end else None
+        single_free = frozenset(label for label in free_roles if self.multiplicity.get(label, 2) <= 1)
+        if conjunctive:
+            where = "as the events arrive"
+        elif top or free_roles:
+            where = "when the complex event is reported (before: as soon as it can no longer hold)"
+        else:
+            where = "when the filtered formula ends (before: as soon as it can no longer hold)"
+        site = Site(
+            index=index,
+            text=text,
+            atoms=site_atoms,
+            tree=tree,
+            aggregates=aggregates,
+            own_roles=own_roles,
+            free_roles=free_roles,
+            star_label=star,
+            end_label=end_label,
+            top=top,
+            single_free=single_free,
+            conjunctive=conjunctive,
+            where=where,
+        )
+        self.sites.append(site)
+        copies = {label: role.event_label for label, role in own_roles.items() if label != "*"}
+        if copies or star:
+            machine = automata.ScopeLabels(machine, copies, star)
+        if end_label:
+            machine = automata.MarkEnds(machine, end_label)
         return machine
 
 
-def _atoms(cond: ast.Cond) -> list[ast.Cond]:
-    out = []
+def _atoms_no_not(cond: ast.Cond):
     stack = [cond]
     while stack:
         item = stack.pop()
         if isinstance(item, (ast.And, ast.Or)):
             stack.extend(item.parts)
+        elif isinstance(item, ast.Not):
+            yield None
         else:
-            out.append(item)
+            yield item
+
+
+def _conjunctive(tree, site_atoms: list[Atom]) -> bool:
+    """An AND of monotone atoms (decided as events arrive, nothing left for later)."""
+    if tree[0] == "atom":
+        return site_atoms[tree[1]].monotone
+    if tree[0] == "and":
+        return all(_conjunctive(part, site_atoms) for part in tree[1])
+    return False
+
+
+def _group_equalities(site_atoms: list[Atom], mandatory) -> list[Atom]:
+    """In an AND, equalities ``x.a = y.b`` between labels that every instance has become one
+    common value over all their events (the PART-BY reading), which later events can look up."""
+    groups: list[list] = []
+    rest: list[Atom] = []
+    for atom in site_atoms:
+        if (
+            isinstance(atom, PairAtom)
+            and atom.op == "="
+            and all(mandatory(role.label) for role in atom.roles)
+        ):
+            members = [(atom.roles[0], atom.fns[0]), (atom.roles[1], atom.fns[1])]
+            keys = {_member_key(m) for m in members}
+            joined = [g for g in groups if keys & {_member_key(m) for m in g}]
+            merged = [m for g in joined for m in g] + members
+            groups = [g for g in groups if g not in joined] + [merged]
+        else:
+            rest.append(atom)
+    out = [GroupAtom(_dedupe(g)) for g in groups]
+    return out + rest
+
+
+def _member_key(member) -> tuple:
+    role, fn = member
+    return (role.event_label, getattr(fn, "__ceql_key__", id(fn)))
+
+
+def _dedupe(members: list) -> list:
+    seen = set()
+    out = []
+    for member in members:
+        key = _member_key(member)
+        if key not in seen:
+            seen.add(key)
+            out.append(member)
     return out
 
 
+def _index_key(sites: list[Site], attribute_index: dict[str, int]):
+    """The register slot to index run classes by: a common value (GroupAtom) that transitions
+    must match, so that an event only visits the classes with its value."""
+    for site in sites:
+        if not site.conjunctive:
+            continue
+        for atom in site.atoms:
+            if isinstance(atom, GroupAtom) and all(role.own for role in atom.roles):
+                attrs = {}
+                for role, fn in atom.members:
+                    attribute = getattr(fn, "__ceql_attribute__", None)
+                    if attribute is None:
+                        break
+                    attrs.setdefault(role.event_label, attribute)
+                else:
+                    return (atom.slot, attrs, site.started_slot)
+    return None
+
+
 def has_not(formula: ast.Formula) -> bool:
-    """Whether the formula uses NOT(...) anywhere."""
+    """Whether the formula uses NOT(...) anywhere (reads events it does not report)."""
     stack = [formula]
     while stack:
         node = stack.pop()
@@ -252,7 +707,3 @@ def has_not(formula: ast.Formula) -> bool:
             return True
         stack.extend(ast.children(node))
     return False
-
-
-def _has_cross(cond: ast.Cond) -> bool:
-    return any(isinstance(a, ast.Compare) and len(compare_labels(a)) > 1 for a in _atoms(cond))

@@ -25,6 +25,15 @@ NEG_INF = -math.inf
 POS_INF = math.inf
 BOTTOM = (NEG_INF, True, POS_INF)
 
+# Field positions. Every node starts with MAX_FIRST, HAS_EMPTY, MIN_FIRST; a node's kind is its
+# length (3 bottom, 5 union, 8 output), which is the cheapest test in the hot loops.
+MAX_FIRST, HAS_EMPTY, MIN_FIRST = 0, 1, 2
+POS, LABELS, CHILD, MEASURE, DATA = 3, 4, 5, 6, 7  # output nodes
+LEFT, RIGHT = 3, 4  # union nodes
+BOTTOM_SIZE, UNION_SIZE, OUTPUT_SIZE = 3, 5, 8
+# A complex event as enumerated: a linked list (pos, labels, data, rest), earliest event first.
+PATH_POS, PATH_LABELS, PATH_DATA, PATH_REST = 0, 1, 2, 3
+
 
 def output(pos: int, labels: frozenset, child: tuple, m: float, data=None) -> tuple:
     """A node for the CEs of ``child`` extended with the event at ``pos``."""

@@ -1,0 +1,286 @@
+"""Everything an evaluator needs that does not change while events flow, built by a list of
+named passes (``PASSES``) whose notes ``explain`` prints.
+
+A plan holds the compiled automaton and its lazily determinized form, the predicates and
+symbols, the register sites, the columns to read, the window, the partitioning, the strategy,
+projection, measures and limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ceql.compile.ambiguity import may_repeat
+from ceql.compile.autopartition import partition_attribute
+from ceql.compile.compiler import Compiled, compile_query_formula, label_multiplicity
+from ceql.compile.determinize import DetAutomaton, SymbolTable
+from ceql.compile.measures import Measures
+from ceql.compile.strategies import rewrite_strict, strict_rewritable
+from ceql.errors import UnsupportedQueryError
+from ceql.lang import ast
+from ceql.lang.analysis import CheckedQuery
+
+MAX_PREDICATES = 64  # one bit each in a 64-bit mask per event
+MAX_MACHINE_STATES = 200_000  # states of the (non-deterministic) automaton
+
+
+@dataclass
+class Plan:
+    """The compiled form of a checked query."""
+
+    checked: CheckedQuery
+    formula: ast.Formula
+    compiled: Compiled
+    symbols: SymbolTable
+    det: DetAutomaton
+    type_names: list[str]
+    builder: Any = None  # turns user events into typed Arrow tables (runtime/batches.py)
+    window: int | float | None = None  # window size in measure units, None if no WITHIN
+    window_kind: str | None = None  # "events", "time" or "attribute"
+    monotone: bool = True  # measures never decrease, so expired structure can be dropped
+    time_attributes: dict[str, str] = field(default_factory=dict)  # event type -> its time column
+    ordered_time: bool = False  # events must come in non-decreasing primary_time order
+    partition_groups: tuple[tuple[str, ...], ...] = ()
+    partition_types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    strategy: str = "ALL"
+    strict_filter: bool = False  # STRICT checked on each complex event (not rewritable)
+    consume: str = "NONE"
+    limit: int | None = None
+    projection: ast.Projection | None = None
+    as_labels: frozenset[str] = frozenset()
+    value_attributes: list[str] = field(default_factory=list)  # per-event values kept
+    measures: Measures | None = None
+    repeats: bool = False  # a complex event may come from two runs: drop repeats at output
+    auto_partition: str | None = None  # an equality made a partition key (matches report none)
+    notes: list[str] = field(default_factory=list)
+    passes: list[tuple[str, str]] = field(default_factory=list)  # (pass, what it decided)
+
+    @property
+    def registers(self):
+        return self.compiled.registers
+
+
+def referenced_attributes(checked: CheckedQuery, formula: ast.Formula) -> set[str]:
+    """Attributes the evaluation reads: in predicates, conditions, windows, partitions, measures."""
+    names: set[str] = set()
+    stack: list = [formula, checked.query.partition_labels, checked.query.projection]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(item)
+        elif isinstance(item, ast.Attr):
+            names.add(item.name)
+        elif isinstance(item, ast.Aggregate):
+            if item.attr:
+                names.add(item.attr)
+        elif isinstance(item, ast.Prev):
+            names.add(item.attr)
+        elif isinstance(item, ast.Node):
+            stack.extend(getattr(item, f) for f in item.__dataclass_fields__ if f != "pos")
+    for group in checked.query.partition_by:
+        names.update(group)
+    within = checked.query.within
+    if within is not None and within.kind == "attribute":
+        names.add(within.attribute or "")
+    return names
+
+
+class _Building:
+    """The state the passes share."""
+
+    def __init__(self, checked: CheckedQuery) -> None:
+        self.checked = checked
+        self.query = checked.query
+        self.formula: ast.Formula = getattr(checked, "formula", None) or checked.query.formula
+        self.fields: dict[str, Any] = {}
+        self.notes: list[str] = []
+
+
+def _pass_auto_partition(b: _Building) -> str:
+    attribute = partition_attribute(b.checked)
+    if attribute is None:
+        return "no equality links every event"
+    b.query = dataclasses.replace(b.query, partition_by=((attribute,),))
+    b.fields["auto_partition"] = attribute
+    b.notes.append(
+        f"the equality on {attribute} links every event of the pattern: evaluated per {attribute} "
+        f"(as PARTITION BY [{attribute}]), which gives the same matches"
+    )
+    return f"evaluated per {attribute}"
+
+
+def _pass_strategy(b: _Building) -> str:
+    strategy = b.query.effective_strategy
+    b.fields["strategy"] = strategy
+    if strategy == "STRICT":
+        if strict_rewritable(b.formula):
+            b.formula = rewrite_strict(b.formula)
+            return "STRICT compiled into ':' and ':+'"
+        b.fields["strict_filter"] = True
+        return "STRICT checked on each complex event (NOT(...) or ALL prevent the rewrite)"
+    return strategy
+
+
+def _pass_compile(b: _Building) -> str:
+    compiled = compile_query_formula(b.formula, b.query.partition_labels)
+    if len(compiled.predicates) > MAX_PREDICATES:
+        raise UnsupportedQueryError(f"a query may use at most {MAX_PREDICATES} distinct predicates")
+    states = compiled.machine.hi
+    if states > MAX_MACHINE_STATES:
+        raise UnsupportedQueryError(
+            f"the query's automaton has {states} states (at most {MAX_MACHINE_STATES}); "
+            "split the query or shorten its chains of operators"
+        )
+    b.fields["compiled"] = compiled
+    for site in compiled.sites:
+        b.notes.append(f"condition {site.text!r}: decided {site.where}")
+    if compiled.registers is not None and compiled.registers.key is not None:
+        b.notes.append("runs are indexed by the value of an equality: each event visits only the runs it can extend")
+    return f"{states} automaton states, {len(compiled.predicates)} predicates, {len(compiled.sites)} register sites"
+
+
+def _pass_determinize(b: _Building) -> str:
+    schema = b.checked.schema
+    type_names = sorted(schema.event_types)
+    symbols = SymbolTable(type_names)
+    b.fields["type_names"] = type_names
+    b.fields["symbols"] = symbols
+    b.fields["det"] = DetAutomaton(b.fields["compiled"].machine, symbols)
+    return "lazily determinized (states are built as events need them)"
+
+
+def _pass_repeats(b: _Building) -> str:
+    compiled = b.fields["compiled"]
+    if not compiled.sites:
+        return "one run per complex event"
+    repeats = may_repeat(compiled.machine)
+    b.fields["repeats"] = repeats
+    if repeats:
+        b.notes.append(
+            "a complex event may have several derivations with different conditions to check: "
+            "repeats are dropped when it is reported (cost: the number of derivations)"
+        )
+        return "derivations may repeat: repeats dropped at output"
+    return "one run per complex event"
+
+
+def _pass_window(b: _Building) -> str:
+    query, schema = b.query, b.checked.schema
+    if query.within is None:
+        return "no window"
+    kind = query.within.kind
+    b.fields["window_kind"] = kind
+    b.fields["window"] = query.within.value
+    if kind == "time":
+        b.fields["ordered_time"] = True
+        b.fields["time_attributes"] = {
+            name: schema.event_types[name].time_attribute or "" for name in b.checked.used_types
+        }
+        return f"time window of {query.within.value} ns on primary_time"
+    if kind == "attribute":
+        attribute = query.within.attribute or ""
+        ordered = all(
+            schema.event_types[name].attribute(attribute).type == "primary_time" for name in b.checked.used_types
+        )
+        b.fields["ordered_time"] = ordered
+        b.fields["monotone"] = ordered
+        b.fields["time_attributes"] = {name: attribute for name in b.checked.used_types}
+        if not ordered:
+            b.notes.append(
+                f"WITHIN {query.within.value} [{attribute}]: the attribute is not a primary_time, so its "
+                "values may decrease; matches stay exact but expired partial matches are not freed"
+            )
+        return f"window of {query.within.value} on {attribute}"
+    return f"window of {query.within.value} events"
+
+
+def _pass_partitions(b: _Building) -> str:
+    query, schema = b.query, b.checked.schema
+    partition_by = query.partition_by
+    b.fields["partition_groups"] = partition_by
+    if not partition_by:
+        return "one stream"
+    partition_types: dict[str, tuple[str, ...]] = {}
+    for name in b.fields["type_names"]:
+        decl = schema.event_types[name]
+        for group in partition_by:
+            if all(decl.attribute(a) is not None for a in group):
+                partition_types[name] = group
+                break
+    b.fields["partition_types"] = partition_types
+    return "per key of " + ", ".join("[" + ", ".join(g) + "]" for g in partition_by)
+
+
+def _pass_columns(b: _Building) -> str:
+    from ceql.compile.catalog import Catalog
+    from ceql.runtime.batches import BatchBuilder
+
+    checked, schema = b.checked, b.checked.schema
+    participating = set(checked.used_types) | set(b.fields.get("partition_types", {}))
+    needed = referenced_attributes(checked, b.formula)
+    needed |= set(b.fields.get("time_attributes", {}).values())
+    for group in b.query.partition_by:
+        needed.update(group)
+    catalog = Catalog.for_query(schema, needed, participating)
+    b.fields["builder"] = BatchBuilder(catalog)
+    return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
+
+
+def _pass_outputs(b: _Building) -> str:
+    query, checked = b.query, b.checked
+    compiled = b.fields["compiled"]
+    attributes = list(compiled.attributes)
+
+    def attribute(name: str) -> int:
+        if name not in attributes:
+            attributes.append(name)
+        return attributes.index(name)
+
+    measures = None
+    declared = query.projection.measures if query.projection is not None else ()
+    if declared:
+        multiplicity = getattr(checked, "label_multiplicity", None)
+        if multiplicity:
+            many = {label for label, kind in multiplicity.items() if kind == "many"}
+        else:
+            many = {label for label, count in label_multiplicity(b.formula).items() if count > 1}
+        measures = Measures(declared, many, attribute)
+    b.fields["measures"] = measures
+    b.fields["value_attributes"] = attributes
+    b.fields["projection"] = query.projection
+    b.fields["as_labels"] = checked.as_labels
+    b.fields["consume"] = query.effective_consume
+    b.fields["limit"] = query.limit
+    return f"{len(declared)} measures" if declared else "no measures"
+
+
+#: The passes, in order: (name, function). Each returns a short note for ``explain``.
+PASSES: tuple[tuple[str, Callable[[_Building], str]], ...] = (
+    ("auto_partition", _pass_auto_partition),
+    ("strategy", _pass_strategy),
+    ("compile", _pass_compile),
+    ("determinize", _pass_determinize),
+    ("repeats", _pass_repeats),
+    ("window", _pass_window),
+    ("partitions", _pass_partitions),
+    ("columns", _pass_columns),
+    ("outputs", _pass_outputs),
+)
+
+
+def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
+    """Compile a checked query into an evaluation plan by running ``passes`` in order."""
+    building = _Building(checked)
+    log = []
+    for name, run in passes:
+        log.append((name, run(building)))
+    return Plan(
+        checked=checked,
+        formula=building.formula,
+        notes=building.notes,
+        passes=log,
+        **building.fields,
+    )

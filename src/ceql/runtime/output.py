@@ -1,0 +1,208 @@
+"""From the final nodes of one trigger to matches: enumerate the complex events (window
+pruning, output-linear delay), drop repeats of one complex event, check STRICT, select by the
+strategy, project, compute measures, and apply LIMIT -- in the order docs/semantics.md gives."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ceql.compile.plan import Plan
+from ceql.match import Match
+from ceql.runtime import nodes
+from ceql.runtime.selection import best_support, maximal_supports, paths_with_support
+
+
+class Output:
+    """Turns the final nodes reached at a trigger into matches, for one plan."""
+
+    def __init__(self, plan: Plan, type_labels: bool = False) -> None:
+        self.plan = plan
+        self.type_labels = type_labels
+        self.reported_labels = plan.as_labels | (
+            frozenset(plan.checked.label_types) if type_labels else frozenset()
+        )
+        self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
+        projection = plan.projection
+        self.fast = (
+            plan.strategy == "ALL"
+            and not plan.strict_filter
+            and not plan.repeats
+            and plan.measures is None
+            and (projection is None or projection.kind == "star")
+            and plan.limit is None
+        )
+        self.partition_reported = bool(plan.partition_groups) and not plan.auto_partition
+
+    def matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool = False) -> Iterator:
+        partition = key if self.partition_reported else None
+        if self.fast and not detailed:
+            return self._fast(finals, trigger, partition)
+        return self._general(finals, trigger, partition, detailed)
+
+    def _paths(self, finals: list[tuple]) -> Iterator:
+        window = self.plan.window
+        for root in finals:
+            yield from nodes.enumerate_paths(root, window)
+
+    def _fast(self, finals: list[tuple], trigger: int, partition: Any) -> Iterator[Match]:
+        """ALL, SELECT *, no LIMIT, no measures, one run per complex event."""
+        window = self.plan.window
+        enumerate_paths = nodes.enumerate_paths
+        if not self.reported_labels:
+            for root in finals:
+                for path in enumerate_paths(root, window):
+                    positions = []
+                    append = positions.append
+                    while path is not None:
+                        append(path[0])
+                        path = path[3]
+                    yield Match(trigger, tuple(positions), {}, partition)
+        else:
+            make = self._match
+            for root in finals:
+                for path in enumerate_paths(root, window):
+                    yield make(path, trigger, partition)
+
+    def _general(self, finals: list[tuple], trigger: int, partition: Any, detailed: bool) -> Iterator:
+        plan = self.plan
+        paths: Iterable = self._paths(finals)
+        if plan.repeats:
+            paths = _distinct(paths)
+        if plan.strict_filter:
+            paths = (p for p in paths if _is_interval(p))
+        strategy = plan.strategy
+        simple = not plan.strict_filter and not plan.repeats
+        if strategy == "ANY":
+            paths = itertools.islice(paths, 1)
+        elif strategy in ("NEXT", "LAST") and simple:
+            # The best support straight from the tECS, then only the CEs with that support.
+            support = best_support(finals, strategy, plan.window)
+            paths = paths_with_support(finals, support, plan.window) if support is not None else ()
+        elif strategy == "MAX" and simple:
+            paths = itertools.chain.from_iterable(
+                paths_with_support(finals, support, plan.window) for support in maximal_supports(finals, plan.window)
+            )
+        elif strategy in ("NEXT", "LAST", "MAX"):
+            paths = _select(list(paths), strategy)
+        projection = plan.projection
+        dedupe = (projection is not None and projection.kind != "star") or plan.measures is not None
+        seen: set | None = set() if dedupe else None
+        limit = plan.limit
+        count = 0
+        for path in paths:
+            match = self._match(path, trigger, partition)
+            if seen is not None:
+                if match in seen:
+                    continue
+                seen.add(match)
+            yield (match, _payloads(path, match.positions)) if detailed else match
+            count += 1
+            if limit is not None and count >= limit:
+                break
+
+    def _projection(self, labels: tuple) -> tuple[bool, tuple[str, ...]]:
+        found = self._projection_cache.get(labels)
+        if found is None:
+            public = frozenset(label for label in labels if label[0] != "\x00")
+            projection = self.plan.projection
+            reported = self.reported_labels
+            if projection is None or projection.kind == "star":
+                found = (bool(public), tuple(sorted(public & reported)))
+            elif projection.kind == "none":
+                found = (False, ())
+            else:
+                kept = {item.label for item in projection.items}
+                found = (bool(public & kept), tuple(sorted(public & kept & reported)))
+            self._projection_cache[labels] = found
+        return found
+
+    def _match(self, path: tuple | None, trigger: int, partition: Any) -> Match:
+        positions = []
+        labels: dict[str, list[int]] = {}
+        cache = self._projection_cache
+        append = positions.append
+        measures = self.plan.measures
+        events = [] if measures is not None else None
+        while path is not None:
+            pos, event_labels, data, path = path
+            found = cache.get(event_labels)
+            if found is None:
+                found = self._projection(event_labels)
+            if events is not None:
+                events.append((event_labels, data[0]))
+            if found[0]:
+                append(pos)
+            for label in found[1]:
+                seen = labels.get(label)
+                if seen is None:
+                    labels[label] = [pos]
+                else:
+                    seen.append(pos)
+        frozen = {label: tuple(seen) for label, seen in labels.items()}
+        values = measures.compute(events) if measures is not None else None
+        return Match(trigger, tuple(positions), frozen, partition, values or {})
+
+
+def _distinct(paths: Iterable) -> Iterator:
+    """Each complex event once (positions and labels), whichever derivations reach it."""
+    seen = set()
+    for path in paths:
+        identity = []
+        node = path
+        while node is not None:
+            identity.append((node[0], tuple(label for label in node[1] if label[0] != "\x00")))
+            node = node[3]
+        identity = tuple(identity)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        yield path
+
+
+def _payloads(path: tuple | None, positions: tuple[int, ...]) -> list:
+    """The payload items of the events at ``positions`` (ascending) along a CE path."""
+    wanted = set(positions)
+    out = []
+    while path is not None:
+        if path[0] in wanted:
+            data = path[2]
+            out.append(data[1] if data is not None else None)
+        path = path[3]
+    return out
+
+
+def _support(path: tuple | None) -> list[int]:
+    out = []
+    while path is not None:
+        out.append(path[0])
+        path = path[3]
+    return out
+
+
+def _is_interval(path: tuple | None) -> bool:
+    """Whether the CE's positions are consecutive in its (sub-)stream (local indexes)."""
+    local = []
+    while path is not None:
+        local.append(path[2][2])
+        path = path[3]
+    return not local or local[-1] - local[0] + 1 == len(local)
+
+
+def _select(paths: list, strategy: str) -> list:
+    """NEXT / LAST / MAX among the complex events of one trigger (by their supports)."""
+    if not paths:
+        return paths
+    supports = [frozenset(_support(p)) for p in paths]
+    if strategy == "MAX":
+        distinct = set(supports)
+        return [p for p, s in zip(paths, supports) if not any(s < other for other in distinct)]
+    best = supports[0]
+    for support in supports[1:]:
+        if support != best:
+            diff = support ^ best
+            pivot = min(diff) if strategy == "NEXT" else max(diff)
+            if pivot in support:
+                best = support
+    return [p for p, s in zip(paths, supports) if s == best]
