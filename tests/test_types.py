@@ -101,9 +101,9 @@ def test_catalog_types_every_path_alike() -> None:
     assert catalog.time_columns() == {"A": "t"}
     assert catalog.columns["t"].target("A") == Target("primary_time", "ms", "int")
     assert catalog.columns["v"].target("A") == Target("int", "ns", "double")
-    query = Catalog.for_query(schema, ["v"], ["A"])  # a query's part: A's v only
-    assert list(query.columns) == ["v"] and query.columns["v"].event_types == ("A",)
-    assert query.columns["v"].storage == "double"  # typed as in the whole schema
+    query = Catalog.for_query(schema, ["v"])  # a query's part: the columns it reads
+    assert list(query.columns) == ["v"] and query.columns["v"].event_types == ("A", "B")
+    assert query.required == {"v"}
     with pytest.raises(ceql.CeqlError, match=r"has no column id \(declared by A, B\)"):
         catalog.check_columns(["event_type", "v"], "x.csv")
 

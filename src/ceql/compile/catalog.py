@@ -7,8 +7,8 @@ which unit its integers come, and which columns the queries need. The conversion
 to the declared types (``ceql.compile.conversion``) is driven by the ``Target`` each column gives
 for each event type, so that all paths accept and reject exactly the same values.
 
-Per query, ``Catalog.for_query`` keeps only the columns the query reads and the event types it
-uses (``compile/plan.py`` builds it). A whole run of ``ceql run`` uses the catalog of the whole
+Per query, ``Catalog.for_query`` keeps only the columns the query reads (``compile/plan.py``
+builds it). A whole run of ``ceql run`` uses the catalog of the whole
 schema, with the columns its queries read as ``required``.
 """
 
@@ -104,10 +104,11 @@ class Catalog:
         return cls._build(schema, sorted(schema.event_types), None, required)
 
     @classmethod
-    def for_query(cls, schema: Schema, columns: Iterable[str], event_types: Iterable[str]) -> Catalog:
-        """The columns a query reads, of the event types it uses; all of them required."""
+    def for_query(cls, schema: Schema, columns: Iterable[str]) -> Catalog:
+        """The columns a query reads (all of them required), for every event type declaring
+        them: an event of any type carries its values (a window measures every event)."""
         names = set(columns)
-        return cls._build(schema, sorted(set(event_types)), names, names)
+        return cls._build(schema, sorted(schema.event_types), names, names)
 
     @classmethod
     def _build(

@@ -219,12 +219,11 @@ def _pass_columns(b: _Building) -> str:
     from ceql.runtime.batches import BatchBuilder
 
     checked, schema = b.checked, b.checked.schema
-    participating = set(checked.used_types) | set(b.fields.get("partition_types", {}))
     needed = referenced_attributes(checked, b.formula)
     needed |= set(b.fields.get("time_attributes", {}).values())
     for group in b.query.partition_by:
         needed.update(group)
-    catalog = Catalog.for_query(schema, needed, participating)
+    catalog = Catalog.for_query(schema, needed)
     b.fields["builder"] = BatchBuilder(catalog)
     return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
 
