@@ -54,6 +54,7 @@ class Plan:
     value_attributes: list[str] = field(default_factory=list)  # per-event values kept
     measures: Measures | None = None
     repeats: bool = False  # a complex event may come from two runs: drop repeats at output
+    silent_reads: bool = False  # runs may end by reading events they do not report (NOT, PROJECT)
     auto_partition: str | None = None  # an equality made a partition key (matches report none)
     notes: list[str] = field(default_factory=list)
     passes: list[tuple[str, str]] = field(default_factory=list)  # (pass, what it decided)
@@ -152,8 +153,19 @@ def _pass_determinize(b: _Building) -> str:
     return "lazily determinized (states are built as events need them)"
 
 
+def _silent_reads(formula: ast.Formula) -> bool:
+    stack = [formula]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.NotEvent, ast.Project)):
+            return True
+        stack.extend(ast.children(node))
+    return False
+
+
 def _pass_repeats(b: _Building) -> str:
     compiled = b.fields["compiled"]
+    b.fields["silent_reads"] = _silent_reads(b.formula)
     if not compiled.sites:
         return "one run per complex event"
     repeats = may_repeat(compiled.machine)

@@ -23,6 +23,7 @@ from ceql.runtime import nodes
 from ceql.runtime.batches import iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
+from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
 from ceql.runtime.state import export_state, import_state
 
@@ -38,8 +39,14 @@ class Evaluator:
         self.plan = plan
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
-        self.runs = RegisterRuns(plan, max_classes) if plan.registers is not None else PlainRuns(plan)
-        self.output = Output(plan, type_labels=type_labels)
+        ranked = plan.strategy in ("NEXT", "LAST") and not plan.strict_filter
+        if ranked:
+            self.runs = RankedRuns(plan, max_classes)
+        elif plan.registers is not None:
+            self.runs = RegisterRuns(plan, max_classes)
+        else:
+            self.runs = PlainRuns(plan)
+        self.output = Output(plan, type_labels=type_labels, ranked=ranked)
         self.type_labels = type_labels
         self.max_classes = max_classes
 
@@ -145,7 +152,6 @@ class Evaluator:
         consume = self.plan.consume != "NONE"
         keys, measures, data = prepared.keys, prepared.measures, prepared.data
         values, masks = prepared.values, prepared.masks
-        registers = isinstance(runs, RegisterRuns)
         advance = runs.advance
         for k, pos in enumerate(prepared.positions):
             key = keys[k] if keys is not None else None
@@ -153,7 +159,7 @@ class Evaluator:
                 continue
             m = measures[k] if measures is not None else pos
             event_data = data[k] if data is not None else None
-            if registers:
+            if masks is not None:
                 finals = advance(key, prepared.symbols[k], pos, m, event_data, values[k], masks[k])
             else:
                 finals = advance(key, prepared.symbols[k], pos, m, event_data)
@@ -180,7 +186,9 @@ class Evaluator:
         """Drop structure that no future complex event can use (window over a monotone measure)."""
         plan = self.plan
         runs = self.runs
-        if plan.window is None or not plan.monotone:
+        if plan.window is None or not plan.monotone or plan.silent_reads:
+            # (A run that ends by reading without reporting keeps an old complex event valid:
+            # its window is that of its own events, whatever the trigger.)
             runs.compact_at = runs.created + max(COMPACT_MIN, runs.created)
             return
         if plan.window_kind == "events":

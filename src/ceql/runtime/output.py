@@ -17,8 +17,10 @@ from ceql.runtime.selection import best_support, maximal_supports, paths_with_su
 class Output:
     """Turns the final nodes reached at a trigger into matches, for one plan."""
 
-    def __init__(self, plan: Plan, type_labels: bool = False) -> None:
+    def __init__(self, plan: Plan, type_labels: bool = False, ranked: bool = False) -> None:
         self.plan = plan
+        # With ranked runs (NEXT/LAST), the final nodes already hold only the best support.
+        self.ranked = ranked
         self.type_labels = type_labels
         self.reported_labels = plan.as_labels | (
             frozenset(plan.checked.label_types) if type_labels else frozenset()
@@ -26,7 +28,7 @@ class Output:
         self._projection_cache: dict[tuple, tuple[bool, tuple[str, ...]]] = {}
         projection = plan.projection
         self.fast = (
-            plan.strategy == "ALL"
+            (plan.strategy == "ALL" or ranked)
             and not plan.strict_filter
             and not plan.repeats
             and plan.measures is None
@@ -74,7 +76,9 @@ class Output:
             paths = (p for p in paths if _is_interval(p))
         strategy = plan.strategy
         simple = not plan.strict_filter and not plan.repeats
-        if strategy == "ANY":
+        if self.ranked:
+            pass
+        elif strategy == "ANY":
             paths = itertools.islice(paths, 1)
         elif strategy in ("NEXT", "LAST") and simple:
             # The best support straight from the tECS, then only the CEs with that support.

@@ -50,6 +50,11 @@ class _Store:
         self.created = 0
         self.compact_at = COMPACT_MIN
 
+    def valid_registers(self, registers: Any) -> bool:
+        """Whether a saved class's register value has the shape this store uses."""
+        width = len(self.plan.registers) if self.plan.registers is not None else 0
+        return isinstance(registers, tuple) and len(registers) == width
+
     def window_limit(self, m: Any) -> Any:
         plan = self.plan
         if plan.window is None or not plan.monotone:
@@ -63,7 +68,9 @@ class PlainRuns(_Store):
     def initial_active(self) -> dict:
         return {self.init: BOTTOM}
 
-    def advance(self, key: Any, symbol: int, pos: int, m: Any, data: Any) -> list[tuple] | None:
+    def advance(
+        self, key: Any, symbol: int, pos: int, m: Any, data: Any, values: Any = None, mask: int = 0
+    ) -> list[tuple] | None:
         """Move one partition's runs over one event; return the final nodes reached (or None).
         Only the states the symbol changes are touched."""
         det = self.det
@@ -212,28 +219,26 @@ class RegisterRuns(_Store):
     def advance(
         self, key: Any, symbol: int, pos: int, m: Any, data: Any, values: tuple, mask: int
     ) -> list[tuple] | None:
+        """Move one partition's classes over one event (in place: nothing else holds the
+        structure; enumerations only hold the immutable nodes). Returns the final nodes whose
+        registers pass the gate, or None."""
         det = self.det
         registers = self.registers
-        partitions = self.partitions
-        active = partitions.get(key)
+        active = self.partitions.get(key)
         if active is None:
             active = self.initial_active()
         elif self.partitioned and self.partition_consumed.get(key, -1) < self.consumed_at:
             active = self._consumed(active)
         limit = self.window_limit(m)
         touched = det.touching(symbol)
-        new = dict(active)
-        fresh: set[int] = set()  # states whose bucket dicts were copied this round
-        fresh_buckets: set[tuple] = set()
-        entered: list[tuple[int, Any, tuple]] = []
-        created = 0
-        key_slot = self.key_slot
-        cache = det.cache
         states = [s for s in touched if s in active] if len(touched) < len(active) else [
             s for s in active if s in touched
         ]
-        # First take every class that leaves its state out, then add the arrivals (a state
-        # may receive runs from another one that is processed before it).
+        key_slot = self.key_slot
+        cache = det.cache
+        # First take out every class that moves (reading before writing: a state may receive
+        # runs from another one processed before it), then add the arrivals.
+        silent = self.plan.silent_reads
         work = []
         for state in states:
             moves = cache.get((state, symbol))
@@ -255,41 +260,50 @@ class RegisterRuns(_Store):
                 selected = [item for bucket in buckets.values() for item in bucket.items()]
                 stay = any(labels is None and target == state for labels, target in moves)
                 if not stay:
-                    del new[state]
+                    del active[state]
+                    self.live -= len(selected)
+            if limit is not None and not silent:
+                # Classes whose every complex event has left the window: drop them now, before
+                # arrivals (an arrival may have the same state and registers).
+                alive = []
+                for nu, node in selected:
+                    if not node[1] and node[0] <= limit:
+                        if stay:
+                            self._remove(active, state, nu)
+                    else:
+                        alive.append((nu, node))
+                selected = alive
             work.append((state, moves, selected, stay))
+        entered: list[tuple[int, tuple]] = []
+        created = 0
         for state, moves, selected, stay in work:
             for nu, node in selected:
                 expired = limit is not None and not node[1] and node[0] <= limit
-                if expired:
-                    if stay:
-                        self._remove(new, fresh, fresh_buckets, state, nu)
-                    continue
                 for labels, target in moves:
                     if labels is None:
                         if target == state and stay:
                             continue  # the class stays as it is
                         target_nu, target_node = nu, node
                     else:
+                        reporting = nodes_reports(labels)
+                        if expired and reporting:
+                            continue  # a new last event would put every CE out of the window
                         program = registers.step(labels)
                         target_nu = nu if program is None else program(nu, values, mask)
                         if target_nu is None:
                             continue
-                        if nodes_reports(labels):
+                        if reporting:
                             target_node = _output(pos, labels, node, m, data)
                             created += 1
                         else:
                             target_node = node
+                    by_bucket = active.get(target)
+                    if by_bucket is None:
+                        by_bucket = active[target] = {}
                     bucket_key = target_nu[key_slot] if key_slot is not None else None
-                    by_bucket = new.get(target)
-                    if target not in fresh:
-                        by_bucket = dict(by_bucket) if by_bucket is not None else {}
-                        new[target] = by_bucket
-                        fresh.add(target)
                     bucket = by_bucket.get(bucket_key)
-                    if (target, bucket_key) not in fresh_buckets:
-                        bucket = dict(bucket) if bucket is not None else {}
-                        by_bucket[bucket_key] = bucket
-                        fresh_buckets.add((target, bucket_key))
+                    if bucket is None:
+                        bucket = by_bucket[bucket_key] = {}
                     previous = bucket.get(target_nu)
                     if previous is None:
                         bucket[target_nu] = target_node
@@ -300,16 +314,16 @@ class RegisterRuns(_Store):
                     entered.append((target, target_nu))
         self.created += created
         if self.live > self.max_classes:
-            self._check_size(new)
+            self._check_size()
         if self.partitioned:
-            if self._only_initial(new):
-                partitions.pop(key, None)
+            if self._only_initial(active):
+                self.partitions.pop(key, None)
                 self.partition_consumed.pop(key, None)
             else:
-                partitions[key] = new
+                self.partitions[key] = active
                 self.partition_consumed[key] = self.consumed_at
         else:
-            partitions[key] = new
+            self.partitions[key] = active
         if not entered:
             return None
         final = det.final
@@ -321,27 +335,23 @@ class RegisterRuns(_Store):
             seen.add((target, nu))
             if registers.gate(nu):
                 bucket_key = nu[key_slot] if key_slot is not None else None
-                finals.append(new[target][bucket_key][nu])
+                finals.append(active[target][bucket_key][nu])
         return finals or None
 
-    def _remove(self, new: dict, fresh: set, fresh_buckets: set, state: int, nu: tuple) -> None:
+    def _remove(self, active: dict, state: int, nu: tuple) -> None:
         bucket_key = nu[self.key_slot] if self.key_slot is not None else None
-        by_bucket = new.get(state)
-        if by_bucket is None or bucket_key not in by_bucket or nu not in by_bucket[bucket_key]:
+        by_bucket = active.get(state)
+        if by_bucket is None:
             return
-        if state not in fresh:
-            by_bucket = dict(by_bucket)
-            new[state] = by_bucket
-            fresh.add(state)
-        if (state, bucket_key) not in fresh_buckets:
-            by_bucket[bucket_key] = dict(by_bucket[bucket_key])
-            fresh_buckets.add((state, bucket_key))
-        del by_bucket[bucket_key][nu]
-        if not by_bucket[bucket_key]:
-            del by_bucket[bucket_key]
-        if not by_bucket:
-            del new[state]
+        bucket = by_bucket.get(bucket_key)
+        if bucket is None or nu not in bucket:
+            return
+        del bucket[nu]
         self.live -= 1
+        if not bucket:
+            del by_bucket[bucket_key]
+            if not by_bucket:
+                del active[state]
 
     def _only_initial(self, active: dict) -> bool:
         if len(active) != 1 or self.init not in active:
@@ -352,9 +362,8 @@ class RegisterRuns(_Store):
         (bucket,) = buckets.values()
         return len(bucket) == 1 and bucket.get(self.initial_registers) is BOTTOM
 
-    def _check_size(self, active: dict) -> None:
+    def _check_size(self) -> None:
         self.live = sum(len(b) for part in self.partitions.values() for bs in part.values() for b in bs.values())
-        self.live += sum(len(b) for bs in active.values() for b in bs.values())
         if self.live > self.max_classes:
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live partial-match classes (distinct states and register "

@@ -226,7 +226,6 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
             raise StateError(f"saved state has an unknown node kind {kind!r}")
         built.append(node)
     runs = evaluator.runs
-    width = len(plan.registers) if plan.registers is not None else 0
     loaded: dict = {}
     for item in partitions:
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], list):
@@ -237,8 +236,8 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
             if not isinstance(entry, list) or len(entry) != 3 or str(entry[0]) not in remap:
                 raise StateError("saved state has a malformed run class")
             registers = _decode(entry[1])
-            if not isinstance(registers, tuple) or len(registers) != width:
-                raise StateError("saved state has registers of the wrong size")
+            if not runs.valid_registers(registers):
+                raise StateError("saved state has malformed register values")
             node = built[_int(entry[2], "node index", 0, len(built))]
             classes.append((remap[str(entry[0])], registers, node))
         loaded[key] = runs.from_classes(classes)
