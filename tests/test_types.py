@@ -342,3 +342,20 @@ def test_ordering_compares_times_exactly_near_2_63() -> None:
     assert rejected == [f"5: late: time {big + 1} is older than events already released ({big + 3}); "
                         "the allowed lateness is 2 ns"]  # fmt: skip
     assert _ordered([big + 1, big, big + 2], declaration, sort=True) == ([2, 1, 3], [])
+
+
+def test_typed_events_reads_every_declared_column() -> None:
+    from ceql.runtime.batches import typed_events
+
+    schema = ceql.declare(
+        "CREATE STREAM S { EVENT A { id:int, t:primary_time(ms), s:string }, EVENT B { x:double } }"
+    )
+    table = typed_events(
+        schema, [{"event_type": "A", "id": BIG, "t": "2024-01-01T00:00:00Z"}, {"event_type": "B", "x": 1}]
+    )
+    assert table.to_pylist() == [
+        {"event_type": "A", "id": BIG, "t": EPOCH_NS, "s": None, "x": None},  # s left out: null
+        {"event_type": "B", "id": None, "t": None, "s": None, "x": 1.0},
+    ]
+    with pytest.raises(ceql.EventError, match="row 0: missing field s"):
+        typed_events(schema, [{"event_type": "A", "id": 1, "t": 1, "s": None}])  # there, but null

@@ -28,8 +28,10 @@ import pyarrow.compute as pc
 from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.compile.conversion import Target, convert
 from ceql.errors import EventError, InputWarning
+from ceql.lang.schema import Schema
 
 DEFAULT_BATCH = 65_536
+_ABSENT = object()  # a key a dict does not have
 _STRING = Target("string")
 
 
@@ -135,6 +137,7 @@ def type_rows(
             reason_of = converted.reason
         else:  # e.g. times in ms for one event type and in s for another: row by row groups
             values, missing, codes, reason_of = _by_event_type(raw, targets, known, type_index, n)
+        valued = ~missing & ~unknown & ~needs  # values where the row's type does not declare it
         if absent is not None and name in absent and name not in catalog.required:
             # A field left out of a row is null when no query reads it; a field that is there
             # but empty (JSON null) is still a missing value.
@@ -142,7 +145,6 @@ def type_rows(
         flag(needs & missing, lambda i, name=name: f"missing field {name}")
         flag(needs & (codes != 0), lambda i, name=name, reason_of=reason_of: f"column {name}: {reason_of(i)}")
         if notices is not None:
-            valued = ~missing & ~unknown & ~needs
             if column.storage == "string" and valued.any():  # an empty CSV field is no value here
                 valued &= np.asarray(
                     pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
@@ -221,12 +223,17 @@ class BatchBuilder:
         return self.catalog.arrow_schema()
 
     def from_columns(
-        self, event_types: Any, columns: Mapping[str, Any], first_row: int = 0, notices: Notices | None = None
+        self,
+        event_types: Any,
+        columns: Mapping[str, Any],
+        first_row: int = 0,
+        notices: Notices | None = None,
+        absent: Mapping[str, np.ndarray] | None = None,
     ) -> pa.Table:
         """A typed table from raw columns (Arrow arrays or lists), or EventError for the first
         bad row (``first_row`` is the index of the batch's first row in the whole input)."""
         try:
-            typed = type_rows(self.catalog, event_types, columns, notices=notices)
+            typed = type_rows(self.catalog, event_types, columns, absent=absent, notices=notices)
         except EventError as exc:
             raise EventError(exc.reason, None if exc.row is None else first_row + exc.row) from None
         index = typed.first_bad()
@@ -239,13 +246,26 @@ class BatchBuilder:
         for index, row in enumerate(rows):
             if not isinstance(row, Mapping):
                 raise EventError(f"an event must be a dict, not {type(row).__name__}", first_row + index)
-        columns = {name: [row.get(name) for row in rows] for name in self.catalog.columns}
+        columns: dict[str, list] = {}
+        absent: dict[str, np.ndarray] = {}
+        for name in self.catalog.columns:
+            if name in self.catalog.required:
+                columns[name] = [row.get(name) for row in rows]
+                continue
+            values = [row.get(name, _ABSENT) for row in rows]  # optional: left out is null
+            gone = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
+            if gone.any():
+                values = [None if v is _ABSENT else v for v in values]
+                absent[name] = gone
+            columns[name] = values
         declared = self.catalog.declared_names
         for name in set().union(*rows) - declared - {EVENT_TYPE}:
             self.notices.warn(
                 ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
             )
-        return self.from_columns([row.get(EVENT_TYPE) for row in rows], columns, first_row, self.notices)
+        return self.from_columns(
+            [row.get(EVENT_TYPE) for row in rows], columns, first_row, self.notices, absent or None
+        )
 
     def from_table(self, table: pa.Table, first_row: int = 0, notices: Notices | None = None) -> pa.Table:
         """A typed table from an Arrow table of any column types (no warnings by default: the
@@ -258,6 +278,15 @@ class BatchBuilder:
             raise EventError(f"the input has the column {', '.join(twice)} twice")
         columns = {name: table.column(name) for name in names if name != EVENT_TYPE}
         return self.from_columns(table.column(EVENT_TYPE), columns, first_row, notices)
+
+
+def typed_events(schema: Schema, events: Any) -> pa.Table:
+    """All events (dicts, pandas, Arrow) as one table of every declared column, typed by the
+    same rules as every other path (attributes left out are null; bad values raise EventError).
+    For consumers that need the events themselves, such as the reference evaluator."""
+    builder = BatchBuilder(Catalog.of_schema(schema))
+    tables = list(iter_tables(events, builder))
+    return pa.concat_tables(tables) if tables else builder.arrow_schema.empty_table()
 
 
 def iter_tables(events: Any, builder: BatchBuilder, batch_size: int = DEFAULT_BATCH) -> Iterator[pa.Table]:
@@ -319,4 +348,12 @@ def _is_pandas(value: Any) -> bool:
     return module.startswith("pandas") and hasattr(value, "to_dict") and hasattr(value, "columns")
 
 
-__all__ = ["DEFAULT_BATCH", "BatchBuilder", "Notices", "TypedRows", "iter_tables", "type_rows"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "BatchBuilder",
+    "Notices",
+    "TypedRows",
+    "iter_tables",
+    "type_rows",
+    "typed_events",
+]

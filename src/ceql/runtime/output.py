@@ -86,7 +86,8 @@ class Output:
             paths = paths_with_support(finals, support, plan.window) if support is not None else ()
         elif strategy == "MAX" and simple:
             paths = itertools.chain.from_iterable(
-                paths_with_support(finals, support, plan.window) for support in maximal_supports(finals, plan.window)
+                paths_with_support(finals, support, plan.window)
+                for support in maximal_supports(finals, plan.window)
             )
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
