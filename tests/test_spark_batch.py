@@ -125,5 +125,5 @@ def test_bad_rows_are_typed_by_the_catalog_with_their_lines(spark, tmp_path) -> 
 def test_find_names_a_missing_column(spark) -> None:
     frame = _frame(spark, _stream(10)).withColumnRenamed("v", "vv")
     query = ceql.compile("SELECT * WHERE A AS x FILTER x[v > 1]", SCHEMA)
-    with pytest.raises(ceql.CeqlError, match=r"the input has no column v \(declared by A\)"):
+    with pytest.raises(ceql.CeqlError, match=r"the input has no column v \(declared by A, B, C, D\)"):
         find(frame, query, SCHEMA)
