@@ -145,10 +145,7 @@ def test_bad_input_fail(tmp_path) -> None:
 def test_bad_input_skip_counts(tmp_path) -> None:
     result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path, BAD)), "--on-error", "skip")
     assert result.returncode == 0
-    assert (
-        "8 events read, 3 rejected (1 bad value, 1 missing field, 1 unknown event type)"
-        in result.stderr
-    )
+    assert "8 events read, 3 rejected (1 bad value, 1 missing field, 1 unknown event type)" in result.stderr
     assert sorted(_matches(result.stdout)) == EXPECTED
 
 

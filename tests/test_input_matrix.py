@@ -322,3 +322,133 @@ def test_header_faults(engine: str, request, tmp_path, capsys) -> None:
     pq.write_table(pa.table({"kind": ["A"], "id": [1]}), no_type)
     outcome = _run(engine, [no_type], "skip", tmp_path, capsys)
     assert outcome.code == 2 and "no_type.parquet: the input has no event_type column" in outcome.stderr
+
+
+# --------------------------------------------------------------------------- splits and order
+
+
+def _read_local(paths: list[Path], options) -> tuple[list[tuple], list[tuple]]:
+    """Accepted (file, line, event type, id) and rejected (file, line, reason) of a whole-file read."""
+    import ceql
+    from ceql.compile.catalog import Catalog
+    from ceql.io.errors import RejectList
+    from ceql.io.readers import EventReader
+
+    catalog = Catalog.of_schema(ceql.declare(DECLARATION), {"id"})
+    rejects = RejectList()
+    accepted = []
+    for chunk in EventReader(catalog, rejects, options=options).read([str(p) for p in paths]):
+        for line, row in zip(chunk.lines.tolist(), chunk.table.to_pylist()):
+            accepted.append((Path(chunk.source).name, line, row["event_type"], row["id"]))
+    return accepted, [(Path(e.source).name, e.line, e.reason) for e in rejects.errors]
+
+
+def _read_in_splits(paths: list[Path], options) -> tuple[list[tuple], list[tuple]]:
+    """The same, reading each file as many byte ranges (as Spark tasks do), lines counted."""
+    import ceql
+    from ceql.compile.catalog import Catalog
+    from ceql.io.formats import detect_format
+    from ceql.io.formats.base import count_lines, number_splits
+    from ceql.runtime.batches import Notices
+
+    catalog = Catalog.of_schema(ceql.declare(DECLARATION), {"id"})
+    accepted, rejected = [], []
+    for index, path in enumerate(paths):
+        fmt = detect_format(str(path))
+        splits = fmt.plan(str(path), index, catalog, options, Notices(), False)
+        assert len(splits) > 3
+        splits = number_splits(splits, [count_lines(s.path, s.start, s.end, options) for s in splits])
+        for split in splits:
+            for parsed in fmt.read_split(split, catalog, options, Notices()):
+                rows = parsed.table.to_pylist()
+                accepted += [
+                    (path.name, line, r["event_type"], r["id"])
+                    for line, r in zip(parsed.lines.tolist(), rows)
+                ]
+                rejected += [(path.name, e.line, e.reason) for e in parsed.rejects]
+    return accepted, rejected
+
+
+def test_a_file_read_in_byte_ranges_gives_the_same_rows_and_lines(tmp_path) -> None:
+    from ceql.io.formats import ReadOptions
+
+    paths = [
+        _write_text(tmp_path / "events.csv", CSV_LINES),
+        _write_text(tmp_path / "events.jsonl", JSONL_LINES),
+    ]
+    whole = ReadOptions(max_line_bytes=MAX_LINE)
+    for split_bytes, block_bytes in ((97, 1 << 20), (150, 64), (1000, 333)):
+        options = ReadOptions(max_line_bytes=MAX_LINE, split_bytes=split_bytes, block_bytes=block_bytes)
+        accepted, rejected = _read_local(paths, whole)
+        assert _read_in_splits(paths, options) == (
+            accepted,
+            sorted(rejected, key=lambda r: (r[0] != "events.csv", r[1])),
+        )
+
+
+def test_spark_reads_byte_ranges_like_the_local_reader(spark, tmp_path) -> None:
+    from pyspark.sql import functions as F
+
+    import ceql
+    from ceql.compile.catalog import Catalog
+    from ceql.io.formats import ReadOptions
+    from ceql.spark.cli import ACCEPTED, FILE, KIND, LINE, REASON, REJECTED, read_events
+
+    paths = [
+        _write_text(tmp_path / "events.csv", CSV_LINES),
+        _write_text(tmp_path / "events.jsonl", JSONL_LINES),
+    ]
+    accepted, rejected = _read_local(paths, ReadOptions(max_line_bytes=MAX_LINE))
+    schema = ceql.declare(DECLARATION)
+    options = ReadOptions(max_line_bytes=MAX_LINE, split_bytes=128, block_bytes=100)
+    parsed = read_events(
+        spark, [str(p) for p in paths], schema, None, Catalog.of_schema(schema, {"id"}), options
+    )
+    names = [p.name for p in paths]
+    rows = parsed.where(F.col(KIND) == ACCEPTED).orderBy(FILE, LINE).collect()
+    assert [(names[r[FILE]], r[LINE], r["event_type"], r["id"]) for r in rows] == accepted
+    bad = parsed.where(F.col(KIND) == REJECTED).collect()
+    assert sorted((names[r[FILE]], r[LINE], r[REASON]) for r in bad) == sorted(rejected)
+
+
+QUARANTINE = DECLARATION + "\nCREATE QUARANTINE { FIXED_TIME 2 seconds {S} }"
+SECOND = 10**9
+
+
+@pytest.mark.parametrize("mode", ["quarantine", "sort"])
+def test_spark_orders_events_like_the_local_engine(spark, mode: str, tmp_path, capsys) -> None:
+    times = [0, 3, 1, 2, 6, 9, 4, 10, 12, 11]  # seconds: 1 and 2 wait for 3; 4 is too late
+    events = tmp_path / "events.csv"
+    events.write_text(
+        "event_type,id,name,price,ok,ts\n"
+        + "".join(f"{'AB'[i % 2]},{i + 1},n,1.0,true,{t * SECOND}\n" for i, t in enumerate(times))
+    )
+    declaration = QUARANTINE if mode == "quarantine" else DECLARATION
+    extra = ["--sort"] if mode == "sort" else []
+    outcomes = {}
+    for engine in ("local", "spark"):
+        decl = tmp_path / "decl.core"
+        decl.write_text(declaration)
+        out, dead = tmp_path / f"out-{engine}", tmp_path / f"dead-{engine}"
+        args = ["run", "-d", str(decl), "-q", QUERY, "-i", str(events), "--with-events", "-o", str(out)]
+        args += ["-f", "jsonl", "--on-error", "dead-letter", "--dead-letter", str(dead), *extra]
+        if engine == "spark":
+            args += ["--engine", "spark", "--master", "local[2]"]
+        capsys.readouterr()
+        assert main(args) == 0, capsys.readouterr().err
+        outcomes[engine] = (_events(out), _dead(dead))
+    events_local, dead_local = outcomes["local"]
+    assert [e[2] for e in events_local] == (
+        [1, 3, 4, 2, 7, 5, 6, 8, 10, 9] if mode == "sort" else [1, 3, 4, 2, 5, 6, 8, 10, 9]
+    )  # ids in stream order
+    assert [d[1:3] for d in dead_local] == (
+        []
+        if mode == "sort"
+        else [
+            (
+                8,
+                "late: time 4000000000 is older than events already released (6000000000); the allowed lateness is 2000000000 ns",
+            )
+        ]
+    )
+    assert outcomes["spark"] == outcomes["local"]

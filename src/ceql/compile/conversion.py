@@ -175,6 +175,14 @@ def convert_array(array: pa.Array, target: Target) -> Converted:
 def convert_python(values: list, target: Target) -> Converted:
     """Convert Python values (dicts' values, JSON values) by the same rules as Arrow arrays:
     values are grouped by Python type, each group converted as one Arrow array."""
+    kinds = set(map(type, values)) - {type(None)}
+    if not kinds:
+        return convert_array(pa.nulls(len(values)), target)
+    if len(kinds) == 1 and next(iter(kinds)) in _PLAIN:  # the common case, at C speed
+        try:
+            return convert_array(pa.array(values, _PLAIN[next(iter(kinds))]), target)
+        except (OverflowError, pa.ArrowInvalid):
+            pass  # e.g. an int beyond int64: sorted out value by value below
     groups: dict[str, list[int]] = {}
     for index, value in enumerate(values):
         groups.setdefault(_python_group(value), []).append(index)
@@ -243,6 +251,8 @@ def _python_group(value: Any) -> str:
 
 
 _ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "bytes", "time"})
+#: Plain Python types -> the Arrow type their values convert to exactly.
+_PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string(), bytes: pa.binary()}
 
 
 def _python_array(values: list, group: str) -> pa.Array:

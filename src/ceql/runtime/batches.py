@@ -253,10 +253,9 @@ class BatchBuilder:
                 columns[name] = [row.get(name) for row in rows]
                 continue
             values = [row.get(name, _ABSENT) for row in rows]  # optional: left out is null
-            gone = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
-            if gone.any():
+            if _ABSENT in values:
+                absent[name] = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
                 values = [None if v is _ABSENT else v for v in values]
-                absent[name] = gone
             columns[name] = values
         declared = self.catalog.declared_names
         for name in set().union(*rows) - declared - {EVENT_TYPE}:

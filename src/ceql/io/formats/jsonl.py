@@ -94,10 +94,9 @@ def parse_lines(
     absent: dict[str, np.ndarray] = {}
     for name in catalog.columns:
         values = [o.get(name, _ABSENT) for o in objects]
-        gone = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
-        if gone.any():
+        if _ABSENT in values:
+            absent[name] = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
             values = [None if v is _ABSENT else v for v in values]
-            absent[name] = gone
         columns[name] = values
     declared = catalog.declared_names
     for key in set().union(*objects) - declared - {EVENT_TYPE}:
