@@ -108,6 +108,22 @@ def test_catalog_types_every_path_alike() -> None:
         catalog.check_columns(["event_type", "v"], "x.csv")
 
 
+def test_catalog_knows_partition_groups_and_how_times_came() -> None:
+    schema = ceql.declare(
+        "CREATE STREAM S { EVENT A { id:int, k:int, t:primary_time }, EVENT B { k:int, t:primary_time } }"
+    )
+    catalog = Catalog.of_schema(schema)
+    assert catalog.partition_groups([["id", "k"], ["k"]]) == {"A": ("id", "k"), "B": ("k",)}
+    from ceql.runtime.batches import type_rows
+
+    stamps = pa.array([EPOCH_NS // 1000], pa.timestamp("us", tz="UTC"))
+    type_rows(catalog, pa.array(["A"]), {"id": pa.array([1]), "k": pa.array([2]), "t": stamps})
+    assert catalog.time_inputs == {"t": "timestamp[us, tz=UTC]"} and catalog.shows_timestamps("t")
+    integers = Catalog.of_schema(schema)
+    type_rows(integers, pa.array(["B"]), {"k": pa.array([2]), "t": pa.array([EPOCH_NS])})
+    assert integers.time_inputs == {"t": "integer ns"} and not integers.shows_timestamps("t")
+
+
 def test_times_format_back_exactly() -> None:
     assert format_time_ns(EPOCH_NS + 123_456_789) == "2024-01-01T00:00:00.123456789Z"
     assert format_time_ns(-1) == "1969-12-31T23:59:59.999999999Z"

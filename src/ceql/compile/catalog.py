@@ -177,12 +177,6 @@ class Catalog:
                     break
         return out
 
-    def subset(self, names: Iterable[str]) -> Catalog:
-        """The same catalog restricted to some columns."""
-        keep = set(names)
-        columns = {n: c for n, c in self.columns.items() if n in keep}
-        return Catalog(self.schema, self.event_types, columns, self.required & keep, self.time_inputs)
-
     # ------------------------------------------------------------------ checks of the input
 
     def check_columns(self, names: Iterable[str], source: str) -> tuple[list[str], list[str]]:

@@ -687,18 +687,12 @@ def _dates_slowly(dates: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return values, _mask(pc.is_valid(values))
 
 
-def all_ok(converted: Converted) -> bool:
-    """Whether every row has a valid value (none missing or bad)."""
-    return not converted.missing.any() and not converted.bad.any()
-
-
 __all__: Sequence[str] = [
     "EXACT_DOUBLE",
     "INT64_MAX",
     "INT64_MIN",
     "Converted",
     "Target",
-    "all_ok",
     "convert",
     "convert_array",
     "convert_python",
