@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.isotime import parse_iso8601
 from ceql.lang.schema import STORAGE, TIME_UNITS
 
 INT64_MIN = -(2**63)
@@ -43,11 +44,6 @@ _INT_TEXT = r"^[+-]?[0-9]+$"
 _FLOAT_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _NON_FINITE_TEXT = r"^[+-]?(nan|inf|infinity)$"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
-_ISO_TEXT = (
-    r"^(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
-    r"(?:[T ](?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]{1,9}))?)?)?"
-    r"(?P<zone>Z|z|[+-][0-9]{2}(?::?[0-9]{2})?)?$"
-)
 _DAY_NS = 86_400 * 10**9
 
 # Why a row is bad (codes kept per row; the message is built only for rows that are reported).
@@ -533,7 +529,7 @@ def _from_text(text: pa.Array, target: Target, shown_kind: str = "") -> Converte
     if target.type == "primary_time":
         scaled, scale_over = _scale(ints, target.unit)
         over |= scale_over
-        values, iso_ok, iso_over = _iso_text(trimmed, present & ~is_int)
+        values, iso_ok, iso_over = parse_iso8601(trimmed, present & ~is_int)
         codes[present & ~is_int & ~iso_ok] = UNPARSABLE
         codes[(over & is_int) | iso_over] = OUT_OF_RANGE
         merged = pc.if_else(pa.array(is_int), scaled, values)
@@ -610,81 +606,6 @@ def _float_text(text: pa.Array, trimmed: pa.Array, missing: np.ndarray, target: 
     finite = _mask(pc.is_finite(values))
     codes[ok & ~finite] = OUT_OF_RANGE  # e.g. 1e400
     return _result(values, missing, codes, text, target, "")
-
-
-def _iso_text(trimmed: pa.Array, wanted: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """ISO-8601 text -> int64 ns (null elsewhere), which rows parsed, which are beyond int64.
-
-    Column-wise: the date by Arrow's calendar (which checks the day of the month), the rest by
-    integer arithmetic; a fraction has at most 9 digits (nanoseconds)."""
-    n = len(trimmed)
-    none = np.zeros(n, dtype=bool)
-    if not wanted.any():
-        return pa.nulls(n, pa.int64()), none, none
-    candidates = pc.if_else(pa.array(wanted), trimmed, pa.nulls(n, pa.string()))
-    matched = _mask(pc.match_substring_regex(candidates, _ISO_TEXT))
-    if not matched.any():
-        return pa.nulls(n, pa.int64()), none, none
-    parts = pc.extract_regex(pc.if_else(pa.array(matched), candidates, pa.nulls(n, pa.string())), _ISO_TEXT)
-    field = {name: parts.field(name) for name in ("date", "hour", "minute", "second", "fraction", "zone")}
-    try:
-        days = pc.cast(pc.cast(pc.cast(field["date"], pa.date32()), pa.int32()), pa.int64())
-        date_ok = _mask(pc.is_valid(days))
-    except pa.ArrowInvalid:  # an impossible date (2024-02-30): find which rows, one by one
-        days, date_ok = _dates_slowly(field["date"])
-
-    def number(name: str) -> pa.Array:
-        return pc.fill_null(pc.cast(pc.if_else(pc.equal(field[name], ""), None, field[name]), pa.int64()), 0)
-
-    hour, minute, second = number("hour"), number("minute"), number("second")
-    clock_ok = _mask(pc.and_(pc.and_(pc.less(hour, 24), pc.less(minute, 60)), pc.less(second, 60)))
-    fraction = pc.fill_null(field["fraction"], "")
-    nanos = pc.cast(pc.if_else(pc.equal(fraction, ""), "0", pc.utf8_rpad(fraction, 9, "0")), pa.int64())
-    zone = pc.fill_null(field["zone"], "")
-    sign = pc.if_else(pc.starts_with(zone, "-"), -1, 1)
-    digits = pc.replace_substring(pc.utf8_slice_codeunits(zone, 1), ":", "")
-    zone_hours = pc.fill_null(
-        pc.cast(
-            pc.if_else(
-                pc.greater_equal(pc.utf8_length(digits), 2), pc.utf8_slice_codeunits(digits, 0, 2), None
-            ),
-            pa.int64(),
-        ),
-        0,
-    )
-    zone_minutes = pc.fill_null(
-        pc.cast(
-            pc.if_else(pc.equal(pc.utf8_length(digits), 4), pc.utf8_slice_codeunits(digits, 2, 4), None),
-            pa.int64(),
-        ),
-        0,
-    )
-    zone_ok = _mask(pc.and_(pc.less(zone_hours, 24), pc.less(zone_minutes, 60)))
-    offset_seconds = pc.multiply(sign, pc.add(pc.multiply(zone_hours, 3600), pc.multiply(zone_minutes, 60)))
-    seconds = pc.subtract(
-        pc.add(pc.add(pc.multiply(hour, 3600), pc.multiply(minute, 60)), second), offset_seconds
-    )
-    parsed = matched & date_ok & clock_ok & zone_ok
-    # days * 86400 s fits easily; only the final nanoseconds can leave int64 (years beyond 2262).
-    total_seconds = pc.add(pc.multiply(pc.fill_null(days, 0), 86_400), seconds)
-    limit = INT64_MAX // 10**9 - 1
-    over = parsed & _mask(pc.or_(pc.greater(total_seconds, limit), pc.less(total_seconds, -limit)))
-    good = parsed & ~over
-    safe_seconds = pc.if_else(pa.array(good), total_seconds, 0)
-    values = pc.add(pc.multiply(safe_seconds, 10**9), nanos)
-    values = pc.if_else(pa.array(good), values, pa.nulls(n, pa.int64()))
-    return values, parsed, over
-
-
-def _dates_slowly(dates: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    out: list[int | None] = []
-    for text in dates.to_pylist():
-        try:
-            out.append(None if text is None else (_dt.date.fromisoformat(text) - _dt.date(1970, 1, 1)).days)
-        except ValueError:
-            out.append(None)
-    values = pa.array(out, pa.int64())
-    return values, _mask(pc.is_valid(values))
 
 
 __all__: Sequence[str] = [
