@@ -83,6 +83,11 @@ class Machine:
         """Whether ``state`` is a state of this machine (checks saved states before use)."""
         raise NotImplementedError
 
+    def may_move(self, state: State) -> bool:
+        """Whether ``state`` may have transitions (cheap; may say True for a state that has
+        none, never False for one that has some)."""
+        return bool(self.moves(state))
+
 
 class OneEvent(Machine):
     """Skip any events, then read one event satisfying ``guard``, reported under ``labels``."""
@@ -102,6 +107,9 @@ class OneEvent(Machine):
 
     def valid(self, state: State) -> bool:
         return type(state) is int and state in (self.lo, self.end)
+
+    def may_move(self, state: State) -> bool:
+        return state == self.lo
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         if state != self.lo:
@@ -134,6 +142,9 @@ class Wrapper(Machine):
 
     def valid(self, state: State) -> bool:
         return self.child.valid(state)
+
+    def may_move(self, state: State) -> bool:
+        return self.child.may_move(state)
 
 
 class LabelWith(Wrapper):
@@ -321,6 +332,9 @@ class Union(Machine):
         part = self._parts.find(state)
         return part is not None and part.valid(state)
 
+    def may_move(self, state: State) -> bool:
+        return self.owner(state).may_move(state)
+
 
 class Sequence(Machine):
     """``f1 ; f2 ; ...`` (contiguous False) or ``f1 : f2 : ...`` (contiguous True), n-ary so that
@@ -451,6 +465,9 @@ class Product(Tagged):
 
     def _valid_component(self, part: Machine, state: State) -> bool:
         return part.valid(state)
+
+    def may_move(self, state: State) -> bool:
+        return all(c == _TOP or part.may_move(c) for part, c in zip(self.parts, state[1:]))
 
 
 class Conjunction(Product):

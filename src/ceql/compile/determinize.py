@@ -14,6 +14,12 @@ from ceql.compile import automata
 from ceql.errors import UnsupportedQueryError
 
 MAX_RELEVANCE_STATES = 5_000
+DEFAULT_MAX_STATES = 100_000  # determinized states (each is a set of automaton states)
+DEFAULT_MAX_WORK = 20_000_000  # automaton transitions computed while determinizing
+
+
+class AutomatonTooLarge(UnsupportedQueryError):
+    """The lazily determinized automaton grew past its bound while events were read."""
 
 
 class SymbolTable:
@@ -57,8 +63,13 @@ class SymbolTable:
 class DetAutomaton:
     """The I/O-determinization of a machine, built on demand."""
 
-    def __init__(self, machine: automata.Machine, symbols: SymbolTable) -> None:
+    def __init__(
+        self, machine: automata.Machine, symbols: SymbolTable, max_states: int = DEFAULT_MAX_STATES
+    ) -> None:
         self.machine = machine
+        self.max_states = max_states
+        self.max_work = DEFAULT_MAX_WORK
+        self.work = 0  # automaton transitions computed so far (a bound on determinization cost)
         self.symbols = symbols
         self._transitions: dict = {}
         self._enabled: dict = {}
@@ -90,11 +101,11 @@ class DetAutomaton:
         key = (state, symbol)
         found = self._enabled.get(key)
         if found is None:
-            found = tuple(
-                (labels, target)
-                for _, labels, target in self.machine.moves(state, self.symbols.entries[symbol])
-                if not self.is_dead(target)
-            )
+            moves = self.machine.moves(state, self.symbols.entries[symbol])
+            self.work += len(moves) + 1
+            if self.work > self.max_work:
+                raise AutomatonTooLarge(self._too_large())
+            found = tuple((labels, target) for _, labels, target in moves if not self.is_dead(target))
             self._enabled[key] = found
         return found
 
@@ -115,7 +126,7 @@ class DetAutomaton:
 
     def _has_moves(self, state) -> bool:
         try:
-            return bool(self.transitions_of(state))
+            return self.machine.may_move(state)
         except UnsupportedQueryError:
             return True
 
@@ -123,10 +134,29 @@ class DetAutomaton:
         found = self.ids.get(subset)
         if found is None:
             found = len(self.subsets)
+            if found >= self.max_states:
+                raise AutomatonTooLarge(self._too_large())
             self.ids[subset] = found
             self.subsets.append(subset)
             self.final.append(any(self.is_final_state(s) for s in subset))
         return found
+
+    def _too_large(self) -> str:
+        sizes = sorted((len(subset) for subset in self.subsets), reverse=True)[:1]
+        causes = sorted({type(m).__name__ for m in _machines(self.machine)} & {"AllOf", "Conjunction", "Unless"})
+        names = {"AllOf": "ALL", "Conjunction": "AND", "Unless": "UNLESS"}
+        because = (
+            f"; the {', '.join(names[c] for c in causes)} in the query track combinations of partial matches"
+            if causes
+            else ""
+        )
+        return (
+            f"the determinized automaton grew past its bounds ({len(self.subsets):,} states of at most "
+            f"{self.max_states:,}, {self.work:,} transitions computed of at most {self.max_work:,}; the "
+            f"largest state holds {sizes[0] if sizes else 0} automaton states){because}. Add or shorten a "
+            "WITHIN window, simplify the pattern, or raise the bounds with max_states= / max_work= (API) "
+            "or --max-states / --max-work (CLI)"
+        )
 
     def step(self, det_state: int, symbol: int) -> tuple:
         """Transitions of a determinized state on a symbol: ((labels or None, target), ...)."""
@@ -197,3 +227,16 @@ class DetAutomaton:
                     break
         self._irrelevant[symbol] = result
         return result
+
+
+def _machines(machine: automata.Machine):
+    """Every machine of a composed machine (iteratively)."""
+    stack = [machine]
+    while stack:
+        item = stack.pop()
+        yield item
+        for attribute in ("child", "body"):
+            child = getattr(item, attribute, None)
+            if isinstance(child, automata.Machine):
+                stack.append(child)
+        stack.extend(getattr(item, "parts", ()))

@@ -10,6 +10,8 @@ Guards are only ever evaluated when a (state, symbol) pair is seen for the first
 
 from __future__ import annotations
 
+import functools
+
 Literal = tuple
 Guard = frozenset
 
@@ -31,6 +33,15 @@ def negation(guard: Guard) -> Guard:
 
 def conjoin(a: Guard, b: Guard) -> Guard | None:
     """``a AND b``, or None if it is trivially unsatisfiable (two different event types)."""
+    if not b or a is b:
+        return a
+    if not a:
+        return b
+    return _conjoin(a, b)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _conjoin(a: Guard, b: Guard) -> Guard | None:
     combined = a | b
     types = {lit[1] for lit in combined if lit[0] == "T"}
     if len(types) > 1:

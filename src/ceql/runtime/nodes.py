@@ -56,9 +56,11 @@ def union(a: tuple, b: tuple) -> tuple:
     )
 
 
-def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]:
+def enumerate_paths(root: tuple, window: float | None, newest_first: bool = False) -> Iterator[tuple | None]:
     """Every CE of ``root`` within the window, as a linked list ``(pos, labels, data, rest)`` in
     increasing position order (None for the empty CE). Explicit stack, no recursion.
+    ``newest_first`` visits the second child of a union first: unions are built as (older,
+    newer), so the first complex event comes after a short descent (ANY needs just one).
 
     A CE is within the window when ``m(last) - m(first) < window``; its last event is the first
     output node met from the root, which fixes the limit for everything below it.
@@ -75,7 +77,10 @@ def enumerate_paths(root: tuple, window: float | None) -> Iterator[tuple | None]
                     yield path
                 break
             if size == 5:  # union
-                a, b = node[3], node[4]
+                if newest_first:
+                    b, a = node[3], node[4]
+                else:
+                    a, b = node[3], node[4]
                 if limit is None:
                     push((b, path, None, empty_ok))
                     node = a

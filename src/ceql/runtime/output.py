@@ -11,7 +11,7 @@ from typing import Any
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
-from ceql.runtime.selection import best_support, maximal_supports, paths_with_support
+from ceql.runtime.selection import best_support, maximal_supports, paths_with_support, paths_with_supports
 
 
 class Output:
@@ -45,8 +45,9 @@ class Output:
 
     def _paths(self, finals: list[tuple]) -> Iterator:
         window = self.plan.window
-        for root in finals:
-            yield from nodes.enumerate_paths(root, window)
+        newest_first = self.plan.strategy == "ANY"
+        for root in reversed(finals) if newest_first else finals:
+            yield from nodes.enumerate_paths(root, window, newest_first)
 
     def _fast(self, finals: list[tuple], trigger: int, partition: Any) -> Iterator[Match]:
         """ALL, SELECT *, no LIMIT, no measures, one run per complex event."""
@@ -85,10 +86,7 @@ class Output:
             support = best_support(finals, strategy, plan.window)
             paths = paths_with_support(finals, support, plan.window) if support is not None else ()
         elif strategy == "MAX" and simple:
-            paths = itertools.chain.from_iterable(
-                paths_with_support(finals, support, plan.window)
-                for support in maximal_supports(finals, plan.window)
-            )
+            paths = paths_with_supports(finals, maximal_supports(finals, plan.window), plan.window)
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
         projection = plan.projection

@@ -45,9 +45,64 @@ def _max_union(values: list[tuple]) -> tuple:
 
 
 def _antichain(supports: list[frozenset]) -> list[frozenset]:
-    """The supports not strictly contained in another (duplicates kept once)."""
+    """The supports not strictly contained in another (duplicates kept once). Larger sets are
+    indexed by position first, so a set is only compared with strictly larger ones that share
+    all its positions: linear when no set contains another (the common case)."""
     unique = list(dict.fromkeys(supports))
-    return [s for s in unique if not any(s < other for other in unique)]
+    if len(unique) < 2:
+        return unique
+    by_size: dict[int, list[frozenset]] = {}
+    for support in unique:
+        by_size.setdefault(len(support), []).append(support)
+    kept: list[frozenset] = []
+    postings: dict[int, set[int]] = {}  # position -> indexes (in kept) of larger sets holding it
+    for size in sorted(by_size, reverse=True):
+        group = by_size[size]
+        survivors = []
+        for support in group:
+            if kept and (not support or _contained(support, postings)):
+                continue
+            survivors.append(support)
+        for support in survivors:
+            number = len(kept)
+            kept.append(support)
+            for position in support:
+                postings.setdefault(position, set()).add(number)
+    return kept
+
+
+def _contained(support: frozenset, postings: dict[int, set[int]]) -> bool:
+    """Whether some indexed (strictly larger) set holds every position of ``support``."""
+    lists = []
+    for position in support:
+        found = postings.get(position)
+        if not found:
+            return False
+        lists.append(found)
+    lists.sort(key=len)
+    common = set(lists[0])
+    for other in lists[1:]:
+        common &= other
+        if not common:
+            return False
+    return True
+
+
+def _union_leaves(node: tuple, lim, eok, window) -> list[tuple]:
+    """The non-union nodes under a union tree (a union is n-ary here: merging the children's
+    values once, not pairwise along a chain, keeps MAX linear)."""
+    out = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if len(item) == 5:
+            for child in (item[4], item[3]):
+                if lim is not None and child[0] <= lim and not (child[1] and eok):
+                    continue  # nothing of it is in the window
+                stack.append(child)
+        else:
+            out.append(item)
+    return out
 
 
 def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
@@ -71,7 +126,7 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
             keep.append(node)
             continue
         if size == 5:
-            parts = [(node[3], lim, eok), (node[4], lim, eok)]
+            parts = [(child, lim, eok) for child in _union_leaves(node, lim, eok, window)]
         else:
             m = node[6]
             child_limit = lim if lim is not None or window is None else m - window
@@ -121,6 +176,41 @@ def best_support(roots: list[tuple], strategy: str, window: float | None) -> tup
     if best is None:
         return None
     return tuple(reversed(best)) if last else best[:-1]
+
+
+def paths_with_supports(
+    roots: list[tuple], supports: list[tuple[int, ...]], window: float | None
+) -> Iterator[tuple]:
+    """The complex events (paths) of ``roots`` whose support is one of ``supports``, in one
+    pass guided by a trie of the supports (read from the latest position down), so that the
+    work is linear in the structure visited and the output, not in their product."""
+    trie: dict = {}
+    for support in supports:
+        node = trie
+        for position in reversed(support):
+            node = node.setdefault(position, {})
+        node[None] = True  # a complete support ends here
+    for root in roots:
+        stack: list[tuple] = [(root, trie, None, None, True)]
+        while stack:
+            node, level, path, limit, empty_ok = stack.pop()
+            size = len(node)
+            if size == 3:
+                if None in level and empty_ok:
+                    yield path
+                continue
+            if size == 5:
+                stack.append((node[4], level, path, limit, empty_ok))
+                stack.append((node[3], level, path, limit, empty_ok))
+                continue
+            pos, m = node[3], node[6]
+            following = level.get(pos)
+            if following is None:
+                continue
+            if limit is None and window is not None:
+                limit = m - window
+            child_ok = True if limit is None else m > limit
+            stack.append((node[5], following, (pos, node[4], node[7], path), limit, child_ok))
 
 
 def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: float | None) -> Iterator[tuple]:
