@@ -30,7 +30,9 @@ def may_repeat(machine: automata.Machine, limit: int = MAX_PAIRS) -> bool:
         found = cache.get(state)
         if found is None:
             try:
-                found = tuple((g, _public(labels), labels, t) for g, labels, t in machine.moves(state))
+                found = tuple(
+                    (g, _public(labels), labels, t) for g, labels, t in machine.moves(state)
+                )
             except UnsupportedQueryError:
                 found = None
             cache[state] = found

@@ -40,8 +40,6 @@ def reports(labels: frozenset[str]) -> bool:
         if label[0] != "\x00":
             return True
     return False
-
-
 _TOP = "done"  # an ALL component that has finished
 _MAX_UNLESS_GUARDS = 6  # symbolic UNLESS moves split on at most 2^6 guard combinations
 

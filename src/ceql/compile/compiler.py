@@ -491,9 +491,7 @@ class _Compiler:
                 left, right = universal_labels(item.left), universal_labels(item.right)
                 if len(left) == 1 and len(right) == 1 and left != right:
                     (a,), (b,) = left, right
-                    return PairAtom(
-                        item.op, roles[a], self._value_fn(item.left), roles[b], self._value_fn(item.right)
-                    )
+                    return PairAtom(item.op, roles[a], self._value_fn(item.left), roles[b], self._value_fn(item.right))
             registers = {n: aggregate_register(n) for n in nodes if isinstance(n, ast.Aggregate)}
             if not universal and not has_prev:
                 return AggregateAtom(item, registers)
@@ -504,9 +502,7 @@ class _Compiler:
                 elif isinstance(n, ast.Prev):
                     attribute_index[n.attr] = self._attribute(n.attr)
             used = {n.label for n in nodes if isinstance(n, (ast.Attr, ast.Prev)) and n.label}
-            return ValuesAtom(
-                item, {label: roles[label] for label in sorted(used)}, attribute_index, registers
-            )
+            return ValuesAtom(item, {label: roles[label] for label in sorted(used)}, attribute_index, registers)
 
         def tree_for(item: ast.Cond):
             if isinstance(item, ast.And):
@@ -530,15 +526,8 @@ class _Compiler:
                 if len(own_roles) > 1 and any(not r.own for r in atom.roles):
                     conjunctive = False
         return self._finish_site(
-            machine,
-            index,
-            print_cond(cond),
-            site_atoms,
-            tree,
-            list(aggregates.values()),
-            roles,
-            star if uses_star else None,
-            conjunctive,
+            machine, index, print_cond(cond), site_atoms, tree, list(aggregates.values()), roles,
+            star if uses_star else None, conjunctive,
         )
 
     def partition_site(
@@ -572,9 +561,7 @@ class _Compiler:
             members.append((roles[key.label], fn))
         atom = GroupAtom(members)
         if text is None:
-            text = (
-                "PARTITION BY [" + ", ".join((k.label + "." if k.label else "") + k.name for k in keys) + "]"
-            )
+            text = "PARTITION BY [" + ", ".join((k.label + "." if k.label else "") + k.name for k in keys) + "]"
         saved = (self.iterated, self.optional, self.negated)
         if top:
             self.iterated = self.optional = self.negated = 0

@@ -21,9 +21,7 @@ from ceql.lang import ast
 class Measures:
     """The compiled measures of a query."""
 
-    def __init__(
-        self, measures: tuple[ast.Measure, ...], many: set[str], attribute: Callable[[str], int]
-    ) -> None:
+    def __init__(self, measures: tuple[ast.Measure, ...], many: set[str], attribute: Callable[[str], int]) -> None:
         self.names = tuple(m.name for m in measures)
         self.many = many
         self._fns = [compile_expr(m.expr, self._resolve_factory(attribute)) for m in measures]
@@ -34,9 +32,7 @@ class Measures:
         def resolve(node: ast.Node):
             if isinstance(node, ast.Attr):
                 if node.label is None:
-                    raise UnsupportedQueryError(
-                        f"measure attribute {node.name} needs a label (x.{node.name})"
-                    )
+                    raise UnsupportedQueryError(f"measure attribute {node.name} needs a label (x.{node.name})")
                 label, index = node.label, attribute(node.name)
                 if label in many:
                     return lambda env: tuple(values[index] for values in env.get(label, ()))
@@ -70,9 +66,7 @@ class Measures:
         names: list[str] = []
         for measure in measures:
             for node in expression_nodes(measure.expr):
-                attr = (
-                    getattr(node, "name", None) if isinstance(node, ast.Attr) else getattr(node, "attr", None)
-                )
+                attr = getattr(node, "name", None) if isinstance(node, ast.Attr) else getattr(node, "attr", None)
                 if attr and attr not in names:
                     names.append(attr)
         return names

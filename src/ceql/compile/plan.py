@@ -139,9 +139,7 @@ def _pass_compile(b: _Building) -> str:
     for site in compiled.sites:
         b.notes.append(f"condition {site.text!r}: decided {site.where}")
     if compiled.registers is not None and compiled.registers.key is not None:
-        b.notes.append(
-            "runs are indexed by the value of an equality: each event visits only the runs it can extend"
-        )
+        b.notes.append("runs are indexed by the value of an equality: each event visits only the runs it can extend")
     return f"{states} automaton states, {len(compiled.predicates)} predicates, {len(compiled.sites)} register sites"
 
 
@@ -197,8 +195,7 @@ def _pass_window(b: _Building) -> str:
     if kind == "attribute":
         attribute = query.within.attribute or ""
         ordered = all(
-            schema.event_types[name].attribute(attribute).type == "primary_time"
-            for name in b.checked.used_types
+            schema.event_types[name].attribute(attribute).type == "primary_time" for name in b.checked.used_types
         )
         b.fields["ordered_time"] = ordered
         b.fields["monotone"] = ordered

@@ -421,9 +421,7 @@ class AggregateRegister:
     """One incremental aggregate of a site: COUNT, SUM, AVG (sum and count), MIN, MAX, FIRST,
     LAST over the events of a role (COUNT(*): every event of the filtered formula)."""
 
-    def __init__(
-        self, node: ast.Aggregate, role: Role | None, event_label: str, attribute: int | None
-    ) -> None:
+    def __init__(self, node: ast.Aggregate, role: Role | None, event_label: str, attribute: int | None) -> None:
         self.node = node
         self.role = role
         self.event_label = event_label

@@ -35,9 +35,7 @@ class Evaluator:
     ``max_classes`` bounds the live partial-match classes per partition (conditions across
     events keep runs with different register values apart)."""
 
-    def __init__(
-        self, plan: Plan, *, type_labels: bool = False, max_classes: int = DEFAULT_MAX_CLASSES
-    ) -> None:
+    def __init__(self, plan: Plan, *, type_labels: bool = False, max_classes: int = DEFAULT_MAX_CLASSES) -> None:
         self.plan = plan
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
@@ -73,9 +71,7 @@ class Evaluator:
         events of one partition of a larger stream, or a shard of it). Yields (match, payloads):
         ``payload`` is a list (one item per row) or a function of the row index, and a match's
         payloads are those of its reported events."""
-        return self._run(
-            self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True
-        )
+        return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
@@ -112,11 +108,9 @@ class Evaluator:
 
     def is_idle(self) -> bool:
         """Whether no partial match is in progress (the state holds nothing worth saving)."""
-        return (
-            not self.runs.partitions
-            or all(node is nodes.BOTTOM for node in self.runs.roots())
-            and len(self.runs.roots()) <= 1
-        )
+        return not self.runs.partitions or all(
+            node is nodes.BOTTOM for node in self.runs.roots()
+        ) and len(self.runs.roots()) <= 1
 
     def live_nodes(self) -> int:
         """The number of tECS nodes reachable from the live state (a memory measure)."""

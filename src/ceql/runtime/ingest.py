@@ -136,9 +136,7 @@ class Ingest:
         plan = self.plan
         take = pa.array(rows, pa.int64())
         types = table.column("event_type").take(take).to_pylist()
-        groups = {
-            group: [table.column(a).take(take).to_pylist() for a in group] for group in plan.partition_groups
-        }
+        groups = {group: [table.column(a).take(take).to_pylist() for a in group] for group in plan.partition_groups}
         keys: list = []
         for k, type_name in enumerate(types):
             group = plan.partition_types.get(type_name)

@@ -231,11 +231,9 @@ class RegisterRuns(_Store):
             active = self._consumed(active)
         limit = self.window_limit(m)
         touched = det.touching(symbol)
-        states = (
-            [s for s in touched if s in active]
-            if len(touched) < len(active)
-            else [s for s in active if s in touched]
-        )
+        states = [s for s in touched if s in active] if len(touched) < len(active) else [
+            s for s in active if s in touched
+        ]
         key_slot = self.key_slot
         cache = det.cache
         # First take out every class that moves (reading before writing: a state may receive
@@ -365,9 +363,7 @@ class RegisterRuns(_Store):
         return len(bucket) == 1 and bucket.get(self.initial_registers) is BOTTOM
 
     def _check_size(self) -> None:
-        self.live = sum(
-            len(b) for part in self.partitions.values() for bs in part.values() for b in bs.values()
-        )
+        self.live = sum(len(b) for part in self.partitions.values() for bs in part.values() for b in bs.values())
         if self.live > self.max_classes:
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live partial-match classes (distinct states and register "

@@ -112,11 +112,7 @@ def export_state(evaluator: Evaluator) -> bytes:
                 entry: list = ["B"]
             elif not expanded:
                 stack.append((node, True))
-                children = (
-                    (node[nodes.LEFT], node[nodes.RIGHT])
-                    if size == nodes.UNION_SIZE
-                    else (node[nodes.CHILD],)
-                )
+                children = (node[nodes.LEFT], node[nodes.RIGHT]) if size == nodes.UNION_SIZE else (node[nodes.CHILD],)
                 stack.extend((child, False) for child in children if id(child) not in index)
                 continue
             elif size == nodes.UNION_SIZE:
@@ -163,12 +159,7 @@ def export_state(evaluator: Evaluator) -> bytes:
 
 
 def _int(value: Any, what: str, low: int = -1, high: int | None = None) -> int:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value < low
-        or (high is not None and value >= high)
-    ):
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value >= high):
         raise StateError(f"saved state has an impossible {what}: {value!r}")
     return value
 
@@ -185,9 +176,7 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise StateError("not a saved ceql evaluator state")
     if document.get("version") != VERSION:
-        raise StateError(
-            f"saved state has format version {document.get('version')!r}; this ceql reads {VERSION}"
-        )
+        raise StateError(f"saved state has format version {document.get('version')!r}; this ceql reads {VERSION}")
     if document.get("query") != fingerprint(evaluator):
         raise StateError("the saved state belongs to another query or schema")
     plan = evaluator.plan
@@ -209,9 +198,7 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
             raise StateError("saved state has a malformed automaton state")
         for machine_state in subset:
             if not machine.valid(machine_state):
-                raise StateError(
-                    f"saved state names an automaton state this query does not have: {machine_state!r}"
-                )
+                raise StateError(f"saved state names an automaton state this query does not have: {machine_state!r}")
         remap[name] = det.intern(subset)
     built: list[tuple] = []
     for number, entry in enumerate(table):
@@ -256,9 +243,7 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
         loaded[key] = runs.from_classes(classes)
     runs.partitions = loaded
     runs.consumed_at = _int(document.get("consumed_at", -1), "consumed position", -1)
-    runs.partition_consumed = {
-        _decode(k): _int(v, "consumed position") for k, v in document.get("partition_consumed", [])
-    }
+    runs.partition_consumed = {_decode(k): _int(v, "consumed position") for k, v in document.get("partition_consumed", [])}
     evaluator.position = position
     evaluator.ingest.last_time = _decode(document.get("last_time"))
     evaluator.ingest.local_counts = {
