@@ -375,3 +375,108 @@ CORE_CASES = [
         {1: {(0,)}, 2: {(0,)}, 4: {(3,), (0,)}},
     ),
 ]
+
+# =========================================================================== language extensions
+#
+# The papers' worked examples for the constructs of docs/semantics.md sections "Free labels",
+# "PART-BY", "Quantifiers", "Aggregates, PREV and measures", "START, renaming, projection".
+# Each case: (name, source, declaration, stream, query, expected, type_labels).
+# ``expected`` is {trigger: {supports}} or, for cases that check labels and measures, a list of
+# (trigger, positions, labels, measures) in output order. Sources are named in each comment;
+# "derived" marks outputs the paper does not print, computed by hand from the semantics.
+
+# --- thesis (Grez 2017), section 7, running stream S (TH_S above)
+TH_PHI4_FREE = (
+    "[H AS x ; (T AS y FILTER y.id = x.id)+ ; H AS z] FILTER (x.hum < 30 AND z.hum > 60 AND x.id = z.id)"
+)
+TH_PHI6_FREE = "(T AS x) ; ((T AS y FILTER x.tmp >= 40) OR (H AS y FILTER x.tmp < 40))"
+
+# --- SO-CEL (Grez, Riveros, Ugarte, Vansummeren), Theorem 8's formula on the notes' T-003-9 stream
+THM8_DECL = "CREATE STREAM S { EVENT R { v:int }, EVENT S { v:int }, EVENT T { v:int } }"
+THM8_STREAM = [
+    {"event_type": kind, "v": value}
+    for kind, value in [("R", 5), ("S", 2), ("T", 3), ("S", 1), ("T", 4), ("S", 2), ("T", 2)]
+]
+THM8 = "R AS x ; ((S AS y ; T AS z) FILTER x.v = y.v + z.v)+"
+
+# --- RMA paper (Alevizos et al.), Expression (3) on its Table 1 sensor stream
+RMA_DECL = "CREATE STREAM S { EVENT T { id:int, value:int }, EVENT H { id:int, value:int } }"
+RMA_TABLE1 = [
+    {"event_type": kind, "id": ident, "value": value}
+    for kind, ident, value in [("T", 1, 22), ("T", 1, 24), ("T", 2, 32), ("H", 1, 70), ("H", 1, 68), ("T", 2, 33)]
+]
+
+# --- login / logout (the correlated negation of issue 18), engineered
+LOGIN_DECL = "CREATE STREAM S { EVENT LOGIN { user:int }, EVENT LOGOUT { user:int }, EVENT TIMEOUT { user:int } }"
+LOGIN_STREAM = [
+    {"event_type": kind, "user": user}
+    for kind, user in [("LOGIN", 1), ("LOGIN", 2), ("LOGOUT", 2), ("TIMEOUT", 1), ("TIMEOUT", 2), ("LOGOUT", 1)]
+]
+
+_TW_PHI2_SUBSETS = set(_SUBSETS) | {(4, 5, 7)}
+
+# SO-CEL Example 1 on S003: at 9, T = {0} with 19 increasing H runs, T = {3} with 7 (T-003-1).
+_EX1_RUNS_0 = [(1,), (1, 6), (1, 7), (1, 6, 7), (2,), (2, 4), (2, 6), (2, 7), (2, 4, 6), (2, 4, 7), (2, 6, 7),
+               (2, 4, 6, 7), (4,), (4, 6), (4, 7), (4, 6, 7), (6,), (7,), (6, 7)]
+_EX1_RUNS_3 = [(4,), (4, 6), (4, 7), (4, 6, 7), (6,), (7,), (6, 7)]
+S003_EX1 = {9: {(0, *run, 9) for run in _EX1_RUNS_0} | {(3, *run, 9) for run in _EX1_RUNS_3}}
+
+EXTENSION_CASES = [
+    # Thesis TC-15: phi4, the inner filter names x, bound outside the iteration.
+    ("thesis phi4 (free label in an iteration)", "thesis 7.2 TC-15", TH_DECL, TH_S,
+     f"SELECT * WHERE {TH_PHI4_FREE}", {7: {(3, 4, 7), (3, 6, 7), (3, 4, 6, 7)}}, False),
+    # Thesis TC-16: phi6, a conditional filter on the outer x: the 8 complex events.
+    ("thesis phi6 (conditional filter)", "thesis 7.2 TC-16", TH_DECL, TH_S,
+     f"SELECT * WHERE {TH_PHI6_FREE}",
+     {4: {(1, 4)}, 5: {(1, 5), (4, 5)}, 6: {(1, 6), (4, 6), (5, 6)}, 7: {(6, 7)}, 8: {(6, 8)}}, False),
+    # SO-CEL Theorem 8: x is injected into every iteration ({0,1,2,3,4} needs it).
+    ("SO-CEL Theorem 8", "SO-CEL Thm 8; notes T-003-9", THM8_DECL, THM8_STREAM,
+     f"SELECT * WHERE {THM8}", {2: {(0, 1, 2)}, 4: {(0, 3, 4), (0, 1, 2, 3, 4)}}, False),
+    # RMA Expression (3): every T of the iteration has the id of the H after it (derived).
+    ("RMA Expression 3", "RMA paper Expr. (3), Table 1; derived", RMA_DECL, RMA_TABLE1,
+     "SELECT * WHERE (T AS x FILTER x.id = y.id)+ ; (H AS y)",
+     {3: {(0, 3), (1, 3), (0, 1, 3)}, 4: {(0, 4), (1, 4), (0, 1, 4)}}, False),
+    # RMA Expression (1) (TC-B2, with the notes' correction: {2,4} excluded too).
+    ("RMA Expression 1", "RMA paper Expr. (1), Table 1; notes TC-B2", RMA_DECL, RMA_TABLE1,
+     "SELECT * WHERE (T AS x);(H AS y) FILTER (x.id = y.id)", {3: {(0, 3), (1, 3)}, 4: {(0, 4), (1, 4)}}, False),
+    # PART-BY paper, Figure 1 stream (positions 0-based): Examples 1-4 (notes TC-A1..A4).
+    ("PART-BY Example 1", "PART-BY paper Ex. 1; notes TC-A1", TW_DECL, TW_STREAM,
+     f"SELECT * WHERE {TW_PHI1}", {1: {(0, 1)}, 2: {(0, 2)}, 3: {(0, 3)}, 5: {(0, 5), (4, 5)}}, False),
+    ("PART-BY Example 2", "PART-BY paper Ex. 2; notes TC-A2", TW_DECL, TW_STREAM,
+     f"SELECT * WHERE {TW_PHI2}", {7: _TW_PHI2_SUBSETS}, False),
+    ("PART-BY Example 3 (over labels)", "PART-BY paper Ex. 3; notes TC-A3", TW_DECL, TW_STREAM,
+     f"SELECT * WHERE {TW_PHI1} PARTITION BY [X.id, Y.tweet_id]", {1: {(0, 1)}, 3: {(0, 3)}, 5: {(4, 5)}}, False),
+    ("PART-BY Example 4 (nested)", "PART-BY paper Ex. 4; notes TC-A4", TW_DECL, TW_STREAM,
+     "SELECT * WHERE [ (T AS X ; ((R+) PARTITION BY [user_id]) AS Y ; R AS Z) "
+     "FILTER X[post = '#vote'] AND Y[reply = '#ihate'] AND Z[reply = '#stop'] ] "
+     "PARTITION BY [X.id, Y.tweet_id, Z.tweet_id]",
+     {7: {(0, 1, 7), (0, 3, 7), (0, 1, 3, 7)}}, False),
+    # SO-CEL Example 15 with the projection inside the formula (notes T-003-6 and T-003-7).
+    ("SO-CEL Example 15 (PROJECT)", "SO-CEL Ex. 15; notes T-003-6", S003_DECL, S003,
+     "SELECT * WHERE PROJECT[H](((H AS X) OR T):+ : (H AS Y) "
+     "FILTER X[value < 40] AND T[value < 0] AND Y[value > 45])",
+     [(9, (9,), {"H": (9,)}, {})], True),
+    ("SO-CEL Example 15 (PROJECT), engineered stream", "notes T-003-7", S003_DECL, S003_ENGINEERED,
+     "SELECT * WHERE PROJECT[H](((H AS X) OR T):+ : (H AS Y) "
+     "FILTER X[value < 40] AND T[value < 0] AND Y[value > 45])",
+     [(4, (1, 3, 4), {"H": (1, 3, 4)}, {}), (4, (3, 4), {"H": (3, 4)}, {})], True),
+    # SO-CEL Example 1 ("freezing plantation"), HS.incr written with PREV: 26 CEs at 9 (T-003-1).
+    ("SO-CEL Example 1 (PREV)", "SO-CEL Ex. 1; notes T-003-1", S003_DECL, S003,
+     "SELECT * WHERE (T ; H+ AS HS ; H AS HH) FILTER T[value < 0] AND HS.value > PREV(HS.value) AND HH[value >= 60]",
+     S003_EX1, False),
+    # SO-CEL Example 2: the same with renaming; labels T, HS, HH and no H (T-003-3; the label
+    # names are checked in test_reference.py).
+    ("SO-CEL Example 2 (renaming)", "SO-CEL Ex. 2; notes T-003-3", S003_DECL, S003,
+     "SELECT * WHERE (T ; (H+)[H -> HS] ; H[H -> HH]) "
+     "FILTER T[value < 0] AND HS.value > PREV(HS.value) AND HH[value >= 60]",
+     S003_EX1, True),
+    # SO-CEL+ START (derived): CEs that begin at the first event of the stream.
+    ("SO-CEL+ START", "SO-CEL section 6; derived", S003_DECL, S003,
+     "SELECT * WHERE START(T ; H)", {1: {(0, 1)}, 2: {(0, 2)}, 4: {(0, 4)}, 6: {(0, 6)}, 7: {(0, 7)}, 9: {(0, 9)}},
+     False),
+    # Correlated negation: a login, then a timeout of the same user, no logout of that user
+    # in between (engineered, derived).
+    ("correlated UNLESS", "issue 18; derived", LOGIN_DECL, LOGIN_STREAM,
+     "SELECT * WHERE (LOGIN AS l ; TIMEOUT AS t FILTER l.user = t.user) UNLESS (LOGOUT AS o FILTER o.user = l.user)",
+     {3: {(0, 3)}}, False),
+]

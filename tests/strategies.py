@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
-from ceql.lang import ast
+from ceql.lang import ast, scopes, visit
 
 TEST_DECLARATION = """
 CREATE STREAM S {
@@ -20,17 +22,9 @@ STRINGS = ("a", "b", "ab")
 
 
 def defined_labels(node: ast.Formula) -> set[str]:
-    """Labels a condition on ``node`` may name: event types outside NOT, and AS labels."""
-    if isinstance(node, ast.EventType):
-        return {node.name}
-    if isinstance(node, ast.NotEvent):
-        return set()
-    if isinstance(node, ast.Label):
-        return defined_labels(node.body) | {node.label}
-    out: set[str] = set()
-    for child in ast.children(node):
-        out |= defined_labels(child)
-    return out
+    """Labels a condition on ``node`` may name as its own: event types outside NOT, and AS
+    labels, outside the right sides of UNLESS (scopes.defined_labels)."""
+    return set(scopes.defined_labels(node))
 
 
 def covers_events(node: ast.Formula) -> bool:
@@ -237,3 +231,170 @@ def streams(draw, min_size: int = 0, max_size: int = 8, types: tuple[str, ...] =
             }
         )
     return events
+
+
+# =========================================================================== language extensions
+#
+# Generators for the constructs of docs/semantics.md that the engine may not evaluate yet:
+# quantifiers, START, renaming, PROJECT, PARTITION BY inside formulas and over labels,
+# aggregates, PREV, NOT over conditions, free labels, measures. Used by the round-trip and
+# reference property tests; the differential tests can use them once the engine runs them.
+
+OPERATORS_EXTENDED = OPERATORS_ALL + ("repeat", "start", "rename", "project", "partition")
+AGGREGATE_FUNCS = ("SUM", "AVG", "MIN", "MAX", "FIRST", "LAST")
+BOUNDS = ((0, 1), (0, None), (1, 2), (2, 2), (2, None), (1, None), (2, 3))
+
+
+def _extended_operand(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Expr]:
+    """Operands of FILTER comparisons: label attributes, aggregates, literals."""
+    return st.one_of(
+        st.builds(lambda lab, name: ast.Attr(name, lab), st.sampled_from(labels), st.sampled_from(["v", "id"])),
+        st.builds(lambda lab: ast.Aggregate("COUNT", lab), st.sampled_from(labels)),
+        st.just(ast.Aggregate("COUNT", None)),
+        st.builds(
+            lambda func, lab: ast.Aggregate(func, lab, "v"), st.sampled_from(AGGREGATE_FUNCS), st.sampled_from(labels)
+        ),
+        st.builds(ast.Literal, small_int),
+    )
+
+
+def extended_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
+    """Conditions with aggregates, PREV and NOT over conditions, over the given labels."""
+    operand = _extended_operand(labels)
+    compare = st.builds(
+        ast.Compare,
+        compare_op,
+        operand,
+        st.one_of(operand, st.builds(ast.Arith, st.sampled_from(["+", "-", "*", "/", "%"]), operand, operand)),
+    ).filter(lambda c: any(isinstance(n, (ast.Aggregate, ast.Attr)) for n in (c.left, c.right)))
+    prev = st.builds(
+        lambda lab, op: ast.Compare(op, ast.Attr("v", lab), ast.Prev(lab, "v")), st.sampled_from(labels), compare_op
+    )
+    atom = st.one_of(compare, prev, st.builds(ast.LabelCond, st.sampled_from(labels), preds))
+    return st.recursive(
+        atom,
+        lambda inner: st.one_of(
+            st.builds(ast.Not, inner),
+            st.lists(inner, min_size=2, max_size=2).map(lambda p: ast.And(tuple(p))),
+            st.lists(inner, min_size=2, max_size=2).map(lambda p: ast.Or(tuple(p))),
+        ),
+        max_leaves=3,
+    )
+
+
+def _mark_contiguous(part: ast.Formula) -> ast.Formula:
+    """A quantifier written as an element of a ':' chain (under AS or renaming) repeats
+    contiguously, as the parser reads it."""
+    if isinstance(part, ast.Repeat):
+        return dataclasses.replace(part, contiguous=True)
+    if isinstance(part, (ast.Label, ast.Rename)):
+        return dataclasses.replace(part, body=_mark_contiguous(part.body))
+    return part
+
+
+@st.composite
+def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
+    """A random formula over every construct; conditions may also name the ``free`` labels."""
+    # FILTER three times as likely as the other operators: conditions carry most extensions.
+    kind = draw(st.sampled_from(["atom"] + (list(OPERATORS_EXTENDED) + ["filter"] * 2 if depth > 0 else [])))
+    if kind == "atom":
+        return ast.EventType(draw(st.sampled_from(TYPES)))
+    if kind == "not":
+        atom = ast.EventType(draw(st.sampled_from(TYPES)))
+        return ast.NotEvent(atom, draw(st.one_of(st.none(), st.builds(ast.LabelCond, st.just(atom.name), preds))))
+    sub = extended_formulas(depth - 1, free)
+    if kind in ("seq", "cseq"):
+        parts = tuple(draw(st.lists(sub, min_size=2, max_size=3)))
+        if kind == "cseq" and draw(st.booleans()):
+            parts = tuple(_mark_contiguous(p) for p in parts)
+        return ast.Sequence(parts, kind == "cseq")
+    if kind in ("or", "and", "all"):
+        parts = tuple(draw(st.lists(sub, min_size=2, max_size=2)))
+        return {"or": ast.Union_, "and": ast.Conjunction, "all": ast.AllOf}[kind](parts)
+    if kind == "unless":
+        return ast.Unless(draw(sub), draw(sub))
+    body = draw(sub)
+    defined = tuple(sorted(scopes.defined_labels(body)))
+    if kind in ("iter", "citer"):
+        return ast.Iteration(body, kind == "citer")
+    if kind == "repeat":
+        low, high = draw(st.sampled_from(BOUNDS))
+        return ast.Repeat(body, low, high)
+    if kind == "start":
+        return ast.Start(body)
+    if not defined:
+        return body
+    if kind == "as":
+        return ast.Label(body, draw(st.sampled_from(LABELS)))
+    if kind == "rename":
+        source = draw(st.sampled_from(defined))
+        return ast.Rename(body, ((source, draw(st.sampled_from(LABELS + ("w",)))),))
+    if kind == "project":
+        return ast.Project(body, tuple(draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))))
+    if kind == "partition":
+        if draw(st.booleans()):
+            return ast.PartitionBy(body, (ast.Attr("id"),))
+        chosen = draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))
+        return ast.PartitionBy(body, tuple(ast.Attr("id", label) for label in chosen))
+    named = tuple(sorted(set(defined) | set(free)))
+    return ast.Filter(body, draw(extended_conditions(named)))
+
+
+@st.composite
+def extended_queries(draw, depth: int = 3):
+    """A random query over every construct (not always valid: callers check it first)."""
+    formula = _repair_labels(draw(extended_formulas(depth, free=TYPES + LABELS)))
+    labels = sorted(scopes.defined_labels(formula))
+    measures: tuple = ()
+    items: tuple = ()
+    kind = draw(st.sampled_from(["star", "none", "list"]))
+    if labels and kind == "list":
+        items = tuple(ast.ProjectionItem(label) for label in draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True)))
+    if labels and draw(st.booleans()):
+        exprs = draw(st.lists(_extended_operand(tuple(labels)), min_size=1, max_size=2))
+        from ceql.lang.printer import print_expr
+
+        named = {}
+        for index, expr in enumerate(exprs):
+            name = print_expr(expr) if draw(st.booleans()) else f"m{index}"
+            named.setdefault(name, ast.Measure(expr, name))
+        measures = tuple(named.values())
+    partition_labels: tuple = ()
+    if labels and draw(st.booleans()):
+        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+    within = draw(
+        st.one_of(
+            st.none(),
+            st.builds(ast.Within, st.just("events"), st.integers(1, 8)),
+            st.builds(ast.Within, st.just("time"), st.sampled_from([1, 999, 10**9, 5400 * 10**9 + 7])),
+        )
+    )
+    if kind == "list" and not items:
+        kind = "star"
+    return ast.Query(
+        projection=ast.Projection(kind, items, measures),
+        formula=formula,
+        strategy=draw(st.sampled_from([None, "ALL", "NEXT", "LAST", "MAX", "STRICT"])),
+        partition_labels=partition_labels,
+        within=within,
+        limit=draw(st.one_of(st.none(), st.integers(1, 3))),
+    )
+
+
+def _repair_labels(formula: ast.Formula) -> ast.Formula:
+    """Conditions may name labels the query defines nowhere: rename those to one it defines
+    (every event type has the same attributes, so types stay right)."""
+    known = sorted(scopes.labels_anywhere(formula))
+    if not known:
+        return formula
+
+    def fix(label: str | None) -> str | None:
+        return label if label is None or label in known else known[sum(map(ord, label)) % len(known)]
+
+    def rewrite(node: ast.Node) -> ast.Node:
+        if isinstance(node, (ast.Attr, ast.Aggregate, ast.Prev, ast.LabelCond)) and fix(node.label) != node.label:
+            return dataclasses.replace(node, label=fix(node.label))
+        return node
+
+    return visit.transform(formula, rewrite)

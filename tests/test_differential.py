@@ -102,11 +102,22 @@ def test_no_partition_key_when_it_could_change_the_result() -> None:
         "SELECT * WHERE A AS x; C; B AS y FILTER x.id = y.id",
         "SELECT STRICT * WHERE A AS x; B AS y FILTER x.id = y.id",
         "SELECT * WHERE (A AS x; B AS y) UNLESS C FILTER x.id = y.id",
-        "SELECT * WHERE A AS x; B AS y FILTER x.id = y.v",
         "SELECT * WHERE A+ AS x FILTER A.v = A.v",  # one label: no two events are tied
         "SELECT * WHERE (A+ AS x OR B AS y); C AS z FILTER x.id = z.id AND y.id = z.id",  # x may be empty
     ]:
         assert ceql.compile(text, SCHEMA).plan.auto_partition is None, text
+
+
+def test_partition_key_per_event_type() -> None:
+    """Each event type is routed by the attribute of its role: A by id, B by v."""
+    query = ceql.compile("SELECT * WHERE A AS x; B AS y FILTER x.id = y.v", SCHEMA)
+    assert query.plan.partition_types == {"A": ("id",), "B": ("v",)}
+    events = [
+        {"event_type": "A", "id": 1, "v": 5, "s": "a", "t": 0},
+        {"event_type": "B", "id": 2, "v": 1, "s": "a", "t": 0},
+        {"event_type": "B", "id": 1, "v": 2, "s": "a", "t": 0},
+    ]
+    assert list(query.run(events)) == ceql.reference.run(query, events)
 
 
 @st.composite

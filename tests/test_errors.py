@@ -78,7 +78,7 @@ CASES = [
         "QuerySyntaxError",
         1,
         37,
-        "expected EVENTS, HOURS, MINUTES, SECONDS or '[attribute]', found end of input",
+        "expected EVENTS, a time unit (DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, ...) or '[attribute]', found end of input",
     ),
     (
         "SELECT * FROM S WHERE SELL WITHIN 2.5 EVENTS",
@@ -129,7 +129,7 @@ CASES = [
         "QuerySyntaxError",
         1,
         47,
-        "MINUTES cannot follow SECONDS (write hours, then minutes, then seconds)",
+        "MINUTES cannot follow SECONDS (write the units from the largest to the smallest, each once)",
     ),
     (
         "SELECT * FROM S WHERE SELL FILTER SELL[price IN {1, 'a'}]",
@@ -187,14 +187,15 @@ CASES = [
         "QueryError",
         1,
         45,
-        "label y is not defined in the formula this FILTER applies to",
+        "label y is not defined anywhere in the query",
     ),
     (
-        "SELECT * FROM S WHERE (SELL AS x FILTER y[price > 1]); BUY AS y",
+        # y is defined in the right side of UNLESS only: still a label of the query (free).
+        "SELECT * FROM S WHERE (SELL AS x FILTER z.price > x.price) UNLESS BUY AS y",
         "QueryError",
         1,
         41,
-        "label y is not defined in the formula this FILTER applies to",
+        "label z is not defined anywhere in the query",
     ),
     (
         "SELECT * FROM S WHERE SELL AS x; BUY AS y FILTER x.price < y.name",

@@ -28,10 +28,13 @@ class Query:
         Options: ``type_labels=True`` (event-type labels in ``Match.labels``), ``max_classes``."""
         return Evaluator(self.plan, **options)
 
-    def run(self, events: Any, **options: Any) -> Iterator[Match]:
+    def run(self, events: Any, max_matches: int | None = None, **options: Any) -> Iterator[Match]:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data),
-        lazily, in trigger order. Options as for ``evaluator``."""
-        return self.evaluator(**options).process(events)
+        lazily, in trigger order. Options as for ``evaluator``. With ``max_matches``, raise
+        LimitError instead of producing more than that many (None or 0: no limit)."""
+        from ceql.compile.limits import limit_matches
+
+        return limit_matches(self.evaluator(**options).process(events), max_matches)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""

@@ -6,10 +6,12 @@ ceql check   --declaration DECL --query QUERY        parse and analyse a query
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from ceql.compile.limits import DEFAULT_MAX_MATCHES
 from ceql.errors import CeqlError, QueryError
 
 EXIT_USER_ERROR = 2
@@ -48,6 +50,7 @@ def _schema(paths: Sequence[str]):
 
 def cmd_check(args: argparse.Namespace) -> int:
     from ceql import check
+    from ceql.compile.limits import growth_warnings
     from ceql.lang import describe, print_query
 
     schema = _schema(args.declaration)
@@ -59,6 +62,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(print_query(checked.query))
     print()
     print(describe(checked))
+    warnings = growth_warnings(checked)
+    if warnings:
+        print("warnings:")
+        for warning in warnings:
+            print(f"  {warning}")
     return 0
 
 
@@ -83,11 +91,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
         import shutil
         import subprocess
 
+        from ceql.io.outputs import Outputs, Target, check_outputs, protected_paths
+
+        check_outputs(
+            [Target("--svg", args.svg)], protected_paths([], args.declaration, [args.query]), args.overwrite
+        )
         if shutil.which("dot") is None:
             raise CeqlError(
                 "--svg needs Graphviz's dot program (apt-get install graphviz); use --dot instead"
             )
-        subprocess.run(["dot", "-Tsvg", "-o", args.svg], input=query.explain(dot=True), text=True, check=True)
+        with Outputs(args.overwrite) as outputs:
+            temp = outputs.file(args.svg)
+            subprocess.run(["dot", "-Tsvg", "-o", temp], input=query.explain(dot=True), text=True, check=True)
+            outputs.commit()
         print(f"wrote {args.svg}", file=sys.stderr)
         return 0
     print(query.explain(dot=args.dot))
@@ -95,10 +111,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    with _cleanup_on_sigterm():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import time
 
     from ceql.io.errors import ErrorPolicy
     from ceql.io.ordering import Orderer
+    from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import EventReader, resolve_inputs
     from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
 
@@ -109,20 +131,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     schema = _schema(args.declaration)
     queries = _compile_queries(args.query, schema)
     paths = resolve_inputs(args.input)
+    to_stdout = not args.output or args.output == STDOUT
     fmt = args.format or ("parquet" if args.output and args.output.endswith(".parquet") else "jsonl")
-    if fmt == "parquet" and not args.output:
+    if fmt == "parquet" and to_stdout:
         raise CeqlError("--format parquet needs --output FILE")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter FILE")
-    dead_letter = open(args.dead_letter, "w", encoding="utf-8") if args.dead_letter else None  # noqa: SIM115
-    output = None
-    try:
+    check_run_outputs(args, paths, folder=False)
+    limit = args.max_matches or -1  # -1: never reached
+    with Outputs(args.overwrite) as outputs, contextlib.ExitStack() as files:
+        dead_letter = (
+            files.enter_context(open(outputs.file(args.dead_letter), "w", encoding="utf-8"))
+            if args.dead_letter
+            else None
+        )
         policy = ErrorPolicy(args.on_error, dead_letter)
         tag = len(queries) > 1
         if fmt == "parquet":
-            writer = ParquetWriter(args.output, args.with_events, tag)
+            writer = ParquetWriter(outputs.file(args.output), args.with_events, tag)
         else:
-            output = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+            output = (
+                sys.stdout
+                if to_stdout
+                else files.enter_context(open(outputs.file(args.output), "w", encoding="utf-8"))
+            )
             if fmt == "core":
                 writer = CoreTextWriter(output, schema, tag)
                 for name, query in queries:
@@ -137,6 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator()) for name, query in queries]
         counts = {name: 0 for name, _ in queries}
+        written = 0
         progress = _progress(args, paths)
         started = time.perf_counter()
         accepted = 0
@@ -149,17 +182,25 @@ def cmd_run(args: argparse.Namespace) -> int:
             for name, evaluator in evaluators:
                 if need_events:
                     for match, events in evaluator.process_with_payload(chunk.table, payload):
+                        if written == limit:
+                            raise _too_many(args, to_stdout)
                         writer.write(name, match, events)
+                        written += 1
                         counts[name] += 1
                 else:
                     for match in evaluator.process(chunk.table):
+                        if written == limit:
+                            raise _too_many(args, to_stdout)
                         writer.write(name, match, None)
+                        written += 1
                         counts[name] += 1
             accepted += chunk.table.num_rows
             if progress is not None:
                 progress.update(chunk.table.num_rows)
-                progress.set_postfix(matches=sum(counts.values()), refresh=False)
+                progress.set_postfix(matches=written, refresh=False)
         writer.close()
+        files.close()
+        outputs.commit()
         if progress is not None:
             progress.close()
         elapsed = time.perf_counter() - started
@@ -170,15 +211,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
             rate = f", {accepted / elapsed:,.0f} events/s" if elapsed > 0 else ""
             print(
-                f"ceql run: {total} events read, {policy.summary()}, {sum(counts.values())} matches{per_query}, "
+                f"ceql run: {total} events read, {policy.summary()}, {written} matches{per_query}, "
                 f"{elapsed:.2f} s{rate}",
                 file=sys.stderr,
             )
-    finally:
-        if dead_letter is not None:
-            dead_letter.close()
-        if output is not None and output is not sys.stdout:
-            output.close()
     return 0
 
 
@@ -204,6 +240,50 @@ def read_options(args: argparse.Namespace):
     if args.max_line_bytes < 1:
         raise CeqlError("--max-line-bytes must be at least 1")
     return ReadOptions(max_line_bytes=args.max_line_bytes)
+
+
+@contextlib.contextmanager
+def _cleanup_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (``kill``) into SystemExit while running, so temporary outputs are removed
+    on the way out; the previous handler is restored afterwards."""
+    import signal
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:
+    """Refuse --output / --dead-letter paths that could destroy an input, the declaration, the
+    query file or each other, or replace existing results without --overwrite (both engines)."""
+    from ceql.io.outputs import Target, check_outputs, protected_paths
+
+    targets = [
+        Target(option, path, folder)
+        for option, path in (("--output", args.output), ("--dead-letter", args.dead_letter))
+        if path
+    ]
+    check_outputs(targets, protected_paths(inputs, args.declaration, args.query), args.overwrite)
+
+
+def _too_many(args: argparse.Namespace, to_stdout: bool):
+    from ceql.compile.limits import too_many_matches
+
+    where = (
+        f"; the first {args.max_matches:,} were written to standard output"
+        if to_stdout
+        else "; no output was written"
+    )
+    return too_many_matches(args.max_matches, "--max-matches", where)
 
 
 def _progress(args: argparse.Namespace, paths: list[str]):
@@ -302,6 +382,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="sort the input by primary_time first (the input must fit in memory)",
     )
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing output file or folder (never an input, the declaration or the query)",
+    )
+    run.add_argument(
+        "--max-matches",
+        type=_count,
+        default=DEFAULT_MAX_MATCHES,
+        metavar="N",
+        help=f"stop with an error after N matches (default {DEFAULT_MAX_MATCHES:,}; 0: no limit)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     run.add_argument(
         "--engine",
@@ -324,8 +416,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--dot", action="store_true", help="print the automaton as Graphviz DOT")
     explain.add_argument("--svg", metavar="FILE", help="render the automaton to an SVG file (needs Graphviz)")
+    explain.add_argument("--overwrite", action="store_true", help="replace an existing --svg file")
     explain.set_defaults(func=cmd_explain)
     return parser
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or more, not {value}")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

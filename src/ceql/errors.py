@@ -108,3 +108,18 @@ class EventError(CeqlError):
             parts.append(f"row {self.row}")
         prefix = ", ".join(parts)
         return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class LimitError(CeqlError):
+    """A bound on work or output size was reached. The message names the bound, its value and
+    how to change it (see docs/limits.md).
+
+    Attributes:
+        limit: the bound's option name (e.g. ``max_matches``).
+        value: its value when the run stopped.
+    """
+
+    def __init__(self, message: str, limit: str, value: int) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(message)

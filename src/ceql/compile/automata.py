@@ -125,6 +125,25 @@ def not_atom(counter: Counter, matched: Guard) -> OneEvent:
     return OneEvent(counter, guards.negation(matched), EMPTY_LABELS)
 
 
+class NotWithRegisters(OneEvent):
+    """``NOT(E FILTER c)`` where c reads other labels: an event of another type is read at
+    once; an E event is read under private labels whose register program lets the read happen
+    only if c does not hold (the condition is decided on registers, not on the event alone)."""
+
+    def __init__(self, counter: Counter, type_guard: Guard, labels: frozenset) -> None:
+        super().__init__(counter, type_guard, labels)
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        if state != self.lo:
+            return ()
+        transitions = (
+            (guards.TRUE, EMPTY_LABELS, self.lo),
+            (guards.negation(self.guard), EMPTY_LABELS, self.end),
+            (self.guard, self.labels, self.end),
+        )
+        return _select(transitions, symbol)
+
+
 class Wrapper(Machine):
     """A machine over the states of one child, with transformed transitions."""
 

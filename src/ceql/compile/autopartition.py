@@ -1,36 +1,68 @@
-"""Turn an equality that links every event of a pattern into a partition key.
+"""Turn equalities that link every event of a pattern into a partition key.
 
-``(SELL AS x; BUY AS y) FILTER x.volume = y.volume`` only reports complex events whose events
-share one volume, so it can be evaluated per volume, like ``PARTITION BY [volume]``, which
-never enumerates the pairs with different volumes. This is exact only when nothing in the
-query looks at events outside the complex event or depends on adjacency: no ``:``, ``:+``,
-``NOT(...)``, ``UNLESS`` or STRICT (PARTITION BY makes those relative to the sub-stream), no
-CONSUME BY PARTITION (it would become per key), and every event of the pattern must be covered
-by the linked labels, each of which must occur in every complex event (a universal comparison
-with an empty label holds vacuously). The condition itself is still checked, and matches report
-no partition.
+``(T AS x ; R AS y) FILTER x.id = y.tweet`` only reports complex events whose T event carries in
+``id`` the value its R event carries in ``tweet``, so it can be evaluated per value, routing T
+events by ``id`` and R events by ``tweet``: no run ever meets an event of another value, and the
+equality itself need not be checked. The same holds for ``PARTITION BY [x.id, y.tweet]`` (the
+clause over label attributes). This is exact only when nothing in the query looks at events
+outside the complex event or depends on adjacency: no ``:``, ``:+``, ``NOT(...)``, ``UNLESS``,
+START, projection or STRICT (a sub-stream would change them), no CONSUME BY PARTITION (it would
+become per key); every linked label must occur in every complex event (a universal comparison
+with an empty label holds vacuously), every event the pattern reports must carry a linked
+label, and each event type must play roles with one attribute only (so that it has one key).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from ceql.compile.compiler import defined_labels, mandatory_labels
 from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
 
 
+@dataclasses.dataclass(frozen=True)
+class AutoPartition:
+    """The routing: event type -> the attribute that is its key; and the formula without the
+    conditions the routing makes true."""
+
+    attributes: dict[str, str]
+    formula: ast.Formula
+    linked: tuple[str, ...]  # the conditions replaced, as text (for explain)
+
+
 def partition_attribute(checked: CheckedQuery) -> str | None:
-    """The attribute to partition by, or None when the rewrite could change the result."""
+    """The single attribute name of the routing, when every type is keyed by the same one."""
+    found = auto_partition(checked, getattr(checked, "formula", None) or checked.query.formula)
+    if found is None:
+        return None
+    names = set(found.attributes.values())
+    return names.pop() if len(names) == 1 else None
+
+
+def auto_partition(checked: CheckedQuery, formula: ast.Formula) -> AutoPartition | None:
+    """The routing that makes the linking equalities redundant, or None when it could change
+    the result."""
     query = checked.query
     if query.partition_by or query.effective_strategy == "STRICT" or query.effective_consume == "PARTITION":
         return None
-    formula = query.formula
+    # Peel the top-level FILTERs (their equality conjuncts are candidates) and PART-BYs.
     conjuncts: list[ast.Cond] = []
-    while isinstance(formula, ast.Filter):
-        cond = formula.cond
-        conjuncts.extend(cond.parts if isinstance(cond, ast.And) else [cond])
-        formula = formula.body
-    if not conjuncts or not _plain(formula):
+    parts_by: list[tuple[ast.Attr, ...]] = []
+    body = formula
+    while isinstance(body, (ast.Filter, ast.PartitionBy)):
+        if isinstance(body, ast.Filter):
+            cond = body.cond
+            conjuncts.extend(cond.parts if isinstance(cond, ast.And) else [cond])
+        else:
+            parts_by.append(body.keys)
+        body = body.body
+    if query.partition_labels:
+        parts_by.append(query.partition_labels)
+    if not _plain(body):
         return None
-    links: dict[str, list[tuple[str, str]]] = {}
+    edges: list[tuple[tuple[str, str], tuple[str, str]]] = []
+    linking: list[ast.Cond] = []
     for cond in conjuncts:
         if (
             isinstance(cond, ast.Compare)
@@ -39,65 +71,53 @@ def partition_attribute(checked: CheckedQuery) -> str | None:
             and isinstance(cond.right, ast.Attr)
             and cond.left.label
             and cond.right.label
-            and cond.left.name == cond.right.name
             and cond.left.label != cond.right.label
         ):
-            links.setdefault(cond.left.name, []).append((cond.left.label, cond.right.label))
-    always = mandatory_labels(formula)
-    for attribute, edges in sorted(links.items()):
-        labels = _component(edges)
-        # Universal comparisons hold vacuously when a label is empty: every linked label must
-        # be in every complex event for the equality to tie all the events together.
-        if labels is None or not labels <= always or not _covers(formula, labels):
-            continue
-        if all(checked.schema.event_types[t].attribute(attribute) is not None for t in checked.used_types):
-            return attribute
-    return None
-
-
-def mandatory_labels(formula: ast.Formula) -> set[str]:
-    """Labels that every complex event of the formula has at least one event of."""
-    if isinstance(formula, ast.EventType):
-        return {formula.name}
-    if isinstance(formula, ast.NotEvent):
-        return set()
-    if isinstance(formula, ast.Label):
-        inner = mandatory_labels(formula.body)
-        return inner | {formula.label} if _reports(formula.body) else inner
-    if isinstance(formula, ast.Union_):
-        parts = [mandatory_labels(p) for p in formula.parts]
-        return set.intersection(*parts)
-    if isinstance(formula, (ast.Filter, ast.Iteration)):
-        return mandatory_labels(formula.body)
-    if isinstance(formula, ast.Unless):
-        return mandatory_labels(formula.left)
-    out: set[str] = set()
-    for part in ast.children(formula):
-        out |= mandatory_labels(part)
-    return out
-
-
-def _reports(formula: ast.Formula) -> bool:
-    """Whether every complex event of the formula has at least one event."""
-    if isinstance(formula, ast.EventType):
-        return True
-    if isinstance(formula, ast.NotEvent):
-        return False
-    if isinstance(formula, (ast.Label, ast.Filter, ast.Iteration)):
-        return _reports(formula.body)
-    if isinstance(formula, ast.Union_):
-        return all(_reports(p) for p in formula.parts)
-    if isinstance(formula, ast.Unless):
-        return _reports(formula.left)
-    return any(_reports(p) for p in ast.children(formula))
+            edges.append(((cond.left.label, cond.left.name), (cond.right.label, cond.right.name)))
+            linking.append(cond)
+    for keys in parts_by:
+        if any(key.label is None for key in keys):
+            return None  # a plain attribute inside a formula: not a routing
+        first = (keys[0].label, keys[0].name)
+        for key in keys:
+            edges.append((first, (key.label, key.name)))
+    if not edges:
+        return None
+    roles = _component(edges)
+    if roles is None:
+        return None
+    labels = {label for label, _ in roles}
+    if not labels <= mandatory_labels(body) or not _covers(body, labels):
+        return None
+    # Each event type gets one attribute: the one of every role it can play.
+    label_types = checked.label_types
+    attributes: dict[str, str] = {}
+    for label, attribute in roles:
+        for type_name in label_types.get(label, ()):
+            if attributes.setdefault(type_name, attribute) != attribute:
+                return None
+    reported = _reported_types(body)
+    if not reported <= attributes.keys():
+        return None
+    schema = checked.schema
+    for type_name, attribute in attributes.items():
+        if schema.event_types[type_name].attribute(attribute) is None:
+            return None
+    # The routed formula: the top-level FILTERs without the linking equalities, PART-BYs gone.
+    rest = [c for c in conjuncts if not any(c is link for link in linking)]
+    routed = body
+    if rest:
+        routed = ast.Filter(body, rest[0] if len(rest) == 1 else ast.And(tuple(rest)))
+    linked = tuple(f"{a[0]}.{a[1]} = {b[0]}.{b[1]}" for a, b in edges)
+    return AutoPartition(attributes, routed, linked)
 
 
 def _plain(formula: ast.Formula) -> bool:
-    """No adjacency, NOT or UNLESS anywhere."""
+    """No adjacency, NOT, UNLESS, START, projection or renaming anywhere."""
     stack = [formula]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.NotEvent, ast.Unless)):
+        if isinstance(node, (ast.NotEvent, ast.Unless, ast.Start, ast.Project, ast.Rename, ast.PartitionBy)):
             return False
         if isinstance(node, (ast.Sequence, ast.Iteration)) and node.contiguous:
             return False
@@ -105,19 +125,20 @@ def _plain(formula: ast.Formula) -> bool:
     return True
 
 
-def _component(edges: list[tuple[str, str]]) -> set[str] | None:
-    """The labels of the edges if they form one connected component, else None."""
-    labels = {label for edge in edges for label in edge}
+def _component(edges: list) -> set | None:
+    """The roles (label, attribute) of the edges if they form one connected component."""
+    roles = {role for edge in edges for role in edge}
+    labels = {label for label, _ in roles}
     start = next(iter(labels))
     seen, frontier = {start}, [start]
     while frontier:
         current = frontier.pop()
-        for a, b in edges:
+        for (a, _), (b, _) in edges:
             for other in (b,) if a == current else (a,) if b == current else ():
                 if other not in seen:
                     seen.add(other)
                     frontier.append(other)
-    return labels if seen == labels else None
+    return roles if seen == labels else None
 
 
 def _covers(formula: ast.Formula, labels: set[str]) -> bool:
@@ -133,3 +154,18 @@ def _covers(formula: ast.Formula, labels: set[str]) -> bool:
         else:
             stack.extend((child, covered) for child in ast.children(node))
     return True
+
+
+def _reported_types(formula: ast.Formula) -> set[str]:
+    return {label for label in defined_labels(formula)} & set(_event_types(formula))
+
+
+def _event_types(formula: ast.Formula) -> list[str]:
+    out = []
+    stack = [formula]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.EventType):
+            out.append(node.name)
+        stack.extend(ast.children(node))
+    return out

@@ -22,6 +22,7 @@ from ceql.compile.registers import (
     Atom,
     ConstAtom,
     GroupAtom,
+    Home,
     PairAtom,
     Registers,
     Role,
@@ -33,6 +34,7 @@ from ceql.compile.values import compare, compile_expr, expression_nodes, univers
 from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
 from ceql.lang.printer import print_cond, print_expr
+from ceql.lang.scopes import LabelIndex, labels_anywhere
 
 MAX_DISJUNCTS = 64
 
@@ -61,7 +63,7 @@ def compile_query_formula(
         machine = compiler.partition_site(machine, formula, partition_labels, top=True, text=None)
     registers = None
     if compiler.sites:
-        registers = Registers(compiler.sites, compiler.attributes, None)
+        registers = Registers(compiler.sites, compiler.attributes, compiler.homes)
         registers.key = _index_key(compiler.sites, compiler.attribute_index)
     return Compiled(machine, compiler.predicates, compiler.sites, registers, compiler.attributes)
 
@@ -280,6 +282,18 @@ def _multiplicity(node: ast.Formula) -> tuple[dict[str, int], int]:
     return out, total
 
 
+@dataclass
+class _Frame:
+    """A scope being built: the labels its body defines, whether it repeats, and the private
+    copies of labels that conditions inside read from it."""
+
+    index: int
+    labels: frozenset[str]
+    repeated: bool
+    depth: int
+    requested: dict[str, str] = field(default_factory=dict)
+
+
 class _Compiler:
     def __init__(self, root: ast.Formula) -> None:
         self.counter = automata.Counter()
@@ -288,7 +302,11 @@ class _Compiler:
         self.attributes: list[str] = []
         self.attribute_index: dict[str, int] = {}
         self.root = root
-        self.query_labels = defined_labels(root)
+        self.query_labels = set(labels_anywhere(root))
+        self.label_index = LabelIndex()
+        self.frames: list[_Frame] = []  # enclosing scopes that may be homes of free labels
+        self.frame_count = 0
+        self.homes: list[Home] = []
         self.root_mandatory = mandatory_labels(root)
         self.multiplicity = label_multiplicity(root)
         # Context of the node being built.
@@ -305,7 +323,7 @@ class _Compiler:
             matched = guards.type_is(node.atom.name)
             if node.cond is not None:
                 if cond_labels(node.cond) - {node.atom.name}:
-                    raise UnsupportedQueryError("a condition inside NOT(...) may only test the negated event")
+                    return self.condition_site(None, node.atom, node.cond, {node.atom.name}, negated_event=True)
                 pid = self.predicates.intern(unary_pred(node.cond))
                 matched = matched | guards.pred(pid)
             return automata.not_atom(self.counter, matched)
@@ -314,7 +332,7 @@ class _Compiler:
         if isinstance(node, ast.Iteration):
             self.iterated += 1
             try:
-                body = self.build(node.body)
+                body = self._framed(node.body, True)
             finally:
                 self.iterated -= 1
             return automata.Iteration(self.counter, body, node.contiguous)
@@ -346,12 +364,40 @@ class _Compiler:
         if isinstance(node, ast.Start):
             return automata.Start(self.counter, self.build(node.body))
         if isinstance(node, ast.Rename):
-            return automata.Rename(self.build(node.body), dict(node.mapping))
+            return automata.Rename(self._framed(node.body, bool(self.iterated)), dict(node.mapping))
         if isinstance(node, ast.Project):
-            return automata.Project(self.build(node.body), frozenset(node.labels))
+            return automata.Project(self._framed(node.body, bool(self.iterated)), frozenset(node.labels))
         if isinstance(node, ast.Repeat):
             raise UnsupportedQueryError("quantifiers must be rewritten before compilation (internal error)")
         raise TypeError(f"unknown formula node {type(node).__name__}")
+
+    def _framed(self, body: ast.Formula, repeated: bool) -> automata.Machine:
+        """Build a scope's body (an iteration's, a renaming's, a projection's): a free label that
+        a condition inside reads and the body defines is read from the body's complex event,
+        per instance when the scope repeats."""
+        frame = _Frame(self.frame_count, self.label_index.defined(body), repeated, len(self.frames))
+        self.frame_count += 1
+        self.frames.append(frame)
+        try:
+            machine = self.build(body)
+        finally:
+            self.frames.pop()
+        if frame.requested:
+            machine = automata.ScopeLabels(machine, dict(frame.requested), None)
+            if repeated:
+                end = f"\x00H{frame.index}:end"
+                machine = automata.MarkEnds(machine, end)
+                self.homes.append(Home(frame.index, end, frame.depth))
+        return machine
+
+    def _free_role(self, label: str) -> Role:
+        """Where a free label is read: the nearest enclosing scope that defines it, else the
+        whole complex event."""
+        for frame in reversed(self.frames):
+            if label in frame.labels:
+                event_label = frame.requested.setdefault(label, f"\x00H{frame.index}:{label}")
+                return Role(label, event_label, False, frame.index if frame.repeated else None)
+        return Role(label, label, False)
 
     def _top(self) -> bool:
         """Whether a site here has exactly one instance in every derivation of a complex event."""
@@ -433,8 +479,15 @@ class _Compiler:
         return len(self.sites)
 
     def condition_site(
-        self, machine: automata.Machine, body: ast.Formula, cond: ast.Cond, own: set[str]
+        self,
+        machine: automata.Machine | None,
+        body: ast.Formula,
+        cond: ast.Cond,
+        own: set[str],
+        negated_event: bool = False,
     ) -> automata.Machine:
+        """A site for ``body FILTER cond`` (``machine`` is body's); with ``negated_event``, for
+        ``NOT(E FILTER cond)``: the read of an E event is allowed only if cond does not hold."""
         if self.negated:
             raise UnsupportedQueryError(
                 "a condition across events inside the right side of UNLESS is not supported yet "
@@ -442,7 +495,7 @@ class _Compiler:
             )
         index = self._new_site_index()
         labels = cond_labels(cond)
-        missing = labels - self.query_labels
+        missing = labels - self.query_labels - set(own)
         if missing:
             raise UnsupportedQueryError(f"label {sorted(missing)[0]} is not defined in the query")
         roles: dict[str, Role] = {}
@@ -450,7 +503,7 @@ class _Compiler:
             if label in own:
                 roles[label] = Role(label, private(index, label), True)
             else:
-                roles[label] = Role(label, label, False)
+                roles[label] = self._free_role(label)
         site_atoms: list[Atom] = []
         aggregates: dict[ast.Aggregate, AggregateRegister] = {}
         star = private(index, "*")
@@ -515,6 +568,16 @@ class _Compiler:
             return ("atom", len(site_atoms) - 1)
 
         tree = tree_for(cond)
+        if negated_event:
+            (label,) = own
+            end = private(index, "end")
+            machine = automata.NotWithRegisters(
+                self.counter, guards.type_is(label), frozenset({roles[label].event_label, end})
+            ) if label in roles else automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset({end}))
+            return self._finish_site(
+                machine, index, "NOT " + print_cond(cond), site_atoms, ("not", tree), list(aggregates.values()),
+                roles, star if uses_star else None, False, end_label=end,
+            )
         conjunctive = _conjunctive(tree, site_atoms)
         if conjunctive:
             site_atoms = _group_equalities(site_atoms, mandatory)
@@ -557,7 +620,7 @@ class _Compiler:
                 if key.label in own:
                     roles[key.label] = Role(key.label, private(index, key.label), True)
                 else:
-                    roles[key.label] = Role(key.label, key.label, False)
+                    roles[key.label] = self._free_role(key.label)
             members.append((roles[key.label], fn))
         atom = GroupAtom(members)
         if text is None:
@@ -583,12 +646,21 @@ class _Compiler:
         roles: dict[str, Role],
         star: str | None,
         conjunctive: bool,
+        end_label: str | None = None,
     ) -> automata.Machine:
+        """Register the site; wrap the machine with the private labels it reads (unless
+        ``end_label`` is given: the machine already carries them)."""
         own_roles = {label: role for label, role in roles.items() if role.own}
         free_roles = {label: role for label, role in roles.items() if not role.own}
+        if any(role.home is not None for role in free_roles.values()):
+            conjunctive = False  # read per instance of a repeated scope: decided on snapshots
         top = self._top()
-        needs_end = not top and (self.iterated or not conjunctive or bool(free_roles))
-        end_label = private(index, "end") if needs_end else None
+        prewired = end_label is not None
+        if prewired:
+            top = False
+        else:
+            needs_end = not top and (self.iterated or not conjunctive or bool(free_roles))
+            end_label = private(index, "end") if needs_end else None
         single_free = frozenset(label for label in free_roles if self.multiplicity.get(label, 2) <= 1)
         if conjunctive:
             where = "as the events arrive"
@@ -612,6 +684,8 @@ class _Compiler:
             where=where,
         )
         self.sites.append(site)
+        if prewired:
+            return machine
         copies = {label: role.event_label for label, role in own_roles.items() if label != "*"}
         if copies or star:
             machine = automata.ScopeLabels(machine, copies, star)

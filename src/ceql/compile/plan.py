@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ceql.compile.ambiguity import may_repeat
-from ceql.compile.autopartition import partition_attribute
+from ceql.compile.autopartition import auto_partition
 from ceql.compile.compiler import Compiled, compile_query_formula, label_multiplicity
 from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.measures import Measures
@@ -101,16 +101,20 @@ class _Building:
 
 
 def _pass_auto_partition(b: _Building) -> str:
-    attribute = partition_attribute(b.checked)
-    if attribute is None:
+    found = auto_partition(b.checked, b.formula)
+    if found is None:
         return "no equality links every event"
-    b.query = dataclasses.replace(b.query, partition_by=((attribute,),))
-    b.fields["auto_partition"] = attribute
+    b.formula = found.formula
+    b.query = dataclasses.replace(b.query, partition_labels=())
+    b.fields["auto_partition"] = ", ".join(found.linked)
+    b.fields["partition_types"] = {name: (attribute,) for name, attribute in found.attributes.items()}
+    b.fields["partition_groups"] = tuple(sorted({(a,) for a in found.attributes.values()}))
+    keys = ", ".join(f"{name} by {attribute}" for name, attribute in sorted(found.attributes.items()))
     b.notes.append(
-        f"the equality on {attribute} links every event of the pattern: evaluated per {attribute} "
-        f"(as PARTITION BY [{attribute}]), which gives the same matches"
+        f"{' AND '.join(found.linked)} links every event of the pattern: evaluated per value ({keys}); "
+        "the equality holds by construction"
     )
-    return f"evaluated per {attribute}"
+    return f"routed per value: {keys}"
 
 
 def _pass_strategy(b: _Building) -> str:
@@ -211,6 +215,8 @@ def _pass_window(b: _Building) -> str:
 
 def _pass_partitions(b: _Building) -> str:
     query, schema = b.query, b.checked.schema
+    if b.fields.get("auto_partition"):
+        return "routed per value (auto_partition)"
     partition_by = query.partition_by
     b.fields["partition_groups"] = partition_by
     if not partition_by:
@@ -234,6 +240,8 @@ def _pass_columns(b: _Building) -> str:
     needed = referenced_attributes(checked, b.formula)
     needed |= set(b.fields.get("time_attributes", {}).values())
     for group in b.query.partition_by:
+        needed.update(group)
+    for group in b.fields.get("partition_types", {}).values():
         needed.update(group)
     catalog = Catalog.for_query(schema, needed)
     b.fields["builder"] = BatchBuilder(catalog)

@@ -6,10 +6,23 @@ which is all the automaton ever looks at. No Python code runs per event here: co
 arithmetic, regular expressions (RE2) and set tests are pyarrow/numpy kernels.
 
 Semantics (shared with the reference evaluator): an atomic test on a missing value (an event
-type without the attribute, a null, a division by zero) is false; NOT is the complement.
+type without the attribute, a null, a division by zero) is false; NOT is the complement; a
+comparison with NaN is false.
+
+Arithmetic is exact, as in the reference (Python numbers): integers are int64 and never wrap.
+``/`` on two integers truncates toward zero and ``%`` is the truncated remainder (the sign of
+the dividend); with a double, both sides are doubles (``%`` is C's fmod). The column-wise path
+uses Arrow's checked kernels; when one overflows, or an integer beyond 2^53 meets a double
+(which float64 cannot represent exactly), the rows concerned are found (wrapping int64
+arithmetic with overflow tests, in numpy) and evaluated exactly with Python integers; the
+other rows stay column-wise.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -75,30 +88,71 @@ def _pred(pred: ast.Pred, table: pa.Table):
         return result
     if isinstance(pred, ast.Not):
         return pc.invert(_pred(pred.operand, table))
-    if isinstance(pred, ast.Compare):
-        left, right = _expr(pred.left, table), _expr(pred.right, table)
-        left, right = _align(left, right)
-        return _fill(_COMPARE[pred.op](left, right), table)
-    operand = _expr(pred.operand, table)
     if isinstance(pred, ast.Like):
+        operand = _expr(pred.operand, table)
         if _is_scalar(operand):
             operand = _broadcast(operand, table)
         return _fill(pc.match_substring_regex(operand, f"^(?:{pred.pattern})$"), table)
+    return _atomic(pred, table)
+
+
+# --------------------------------------------------------------------------- exactness
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: Integers up to this magnitude are exact in float64.
+FLOAT_EXACT = 2**53
+
+
+class _Inexact(Exception):
+    """The column-wise path cannot give the exact answer for some rows (int64 overflow, or an
+    integer beyond 2^53 meeting a double)."""
+
+
+def _atomic(pred: ast.Pred, table: pa.Table):
+    """A comparison or membership test: column-wise, and exactly for the rows that need it."""
+    try:
+        return _fast(pred, table)
+    except _Inexact:
+        pass
+    risky = _risky_rows(pred, table)
+    result = np.zeros(table.num_rows, dtype=bool)
+    exact = np.flatnonzero(risky)
+    safe = np.flatnonzero(~risky)
+    if len(safe):
+        try:
+            result[safe] = _to_bool(_fast(pred, table.take(pa.array(safe))))
+        except _Inexact:  # cannot happen (the rows are found exactly); a last line of defence
+            exact = np.arange(table.num_rows)
+    if len(exact):
+        result[exact] = _exact_rows(pred, table, exact)
+    return pa.array(result, pa.bool_())
+
+
+def _fast(pred: ast.Pred, table: pa.Table):
+    """Column-wise evaluation; raises _Inexact where it would not be exact."""
+    if isinstance(pred, ast.Compare):
+        left, right = _align(_expr(pred.left, table), _expr(pred.right, table))
+        result = _COMPARE[pred.op](left, right)
+        if pred.op == "!=":  # NaN compares false, also with != (as in the reference)
+            result = pc.and_kleene(result, pc.and_kleene(_not_nan(left), _not_nan(right)))
+        return _fill(result, table)
+    operand = _expr(pred.operand, table)
     if isinstance(pred, ast.InSet):
         operand = _broadcast(operand, table) if _is_scalar(operand) else operand
-        values = pa.array(list(pred.values))
-        if pa.types.is_floating(operand.type) or pa.types.is_floating(values.type):
-            operand = pc.cast(operand, pa.float64())
-            values = pc.cast(values, pa.float64())
+        values = _set_values(pred.values, operand.type)
+        if pa.types.is_floating(values.type) and pa.types.is_integer(operand.type):
+            operand = _cast_float(operand)
         inside = _fill(pc.is_in(operand, value_set=values, skip_nulls=True), table)
         valid = _fill(pc.is_valid(operand), table)
         return pc.and_(pc.invert(inside), valid) if pred.negated else inside
     if isinstance(pred, ast.InInterval):
         inside = None
+        low, high = _bound(pred.low, operand.type, up=True), _bound(pred.high, operand.type, up=False)
         if pred.low is not None:
-            inside = _fill(pc.greater_equal(*_align(operand, pa.scalar(pred.low))), table)
+            inside = _fill(pc.greater_equal(*_align(operand, low)), table)
         if pred.high is not None:
-            upper = _fill(pc.less_equal(*_align(operand, pa.scalar(pred.high))), table)
+            upper = _fill(pc.less_equal(*_align(operand, high)), table)
             inside = upper if inside is None else pc.and_(inside, upper)
         valid = _fill(pc.is_valid(_broadcast(operand, table) if _is_scalar(operand) else operand), table)
         return pc.and_(pc.invert(inside), valid) if pred.negated else inside
@@ -108,6 +162,40 @@ def _pred(pred: ast.Pred, table: pa.Table):
         upper = _fill(pc.less_equal(*_align(operand, high)), table)
         return pc.and_(lower, upper)
     raise TypeError(f"unknown predicate {pred!r}")
+
+
+def _set_values(values: tuple, operand_type: pa.DataType) -> pa.Array:
+    """The set of an IN test, with only the values that can equal an operand of that type under
+    exact comparison (NaN equals nothing; an integer that float64 cannot hold equals no double;
+    a fractional double equals no integer), so Arrow's hash lookup is exact."""
+    values = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+    if pa.types.is_floating(operand_type):
+        values = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or float(v) == v]
+    elif pa.types.is_integer(operand_type):
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if any(isinstance(v, float) for v in numbers):
+            integral = [int(v) for v in numbers if math.isfinite(v) and v == int(v)]
+            values = [v for v in integral if INT64_MIN <= v <= INT64_MAX]
+            return pa.array(values, pa.int64())
+    try:
+        return pa.array(values) if values else pa.array([], operand_type)
+    except (OverflowError, pa.ArrowInvalid):  # an integer beyond int64 equals no int64 value
+        return pa.array([v for v in values if INT64_MIN <= v <= INT64_MAX], pa.int64())
+
+
+def _bound(value: int | float | None, operand_type: pa.DataType, up: bool):
+    """An interval bound as an Arrow scalar that compares exactly with the operand's type:
+    for a double operand, an integer bound becomes the nearest double on the inside."""
+    if value is None:
+        return None
+    if pa.types.is_floating(operand_type) and isinstance(value, int) and not isinstance(value, bool):
+        rounded = float(value)
+        if up and rounded < value:
+            rounded = math.nextafter(rounded, math.inf)
+        elif not up and rounded > value:
+            rounded = math.nextafter(rounded, -math.inf)
+        return pa.scalar(rounded)
+    return _literal(value)
 
 
 def _is_scalar(value) -> bool:
@@ -125,14 +213,32 @@ def _fill(result, table: pa.Table):
     return pc.fill_null(result, False)
 
 
+def _not_nan(value):
+    return pc.invert(pc.is_nan(value)) if pa.types.is_floating(value.type) else pa.scalar(True)
+
+
+def _cast_float(value):
+    """int64 -> float64, refusing the integers float64 cannot hold exactly (beyond 2^53)."""
+    try:
+        return pc.cast(value, pa.float64())
+    except pa.ArrowInvalid:
+        raise _Inexact from None
+
+
 def _align(left, right):
     """Make two numeric operands comparable (int with float compares as float)."""
     lt, rt = left.type, right.type
     if pa.types.is_integer(lt) and pa.types.is_floating(rt):
-        left = pc.cast(left, pa.float64())
+        left = _cast_float(left)
     elif pa.types.is_floating(lt) and pa.types.is_integer(rt):
-        right = pc.cast(right, pa.float64())
+        right = _cast_float(right)
     return left, right
+
+
+def _literal(value):
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        raise _Inexact
+    return pa.scalar(value)
 
 
 def _expr(expr: ast.Expr, table: pa.Table):
@@ -141,31 +247,254 @@ def _expr(expr: ast.Expr, table: pa.Table):
             return table.column(expr.name)
         return pa.nulls(table.num_rows)
     if isinstance(expr, ast.Literal):
-        return pa.scalar(expr.value)
-    if isinstance(expr, ast.Neg):
-        return pc.negate(_expr(expr.operand, table))
-    left, right = _align(_expr(expr.left, table), _expr(expr.right, table))
-    if expr.op == "+":
-        return pc.add(left, right)
-    if expr.op == "-":
-        return pc.subtract(left, right)
-    if expr.op == "*":
-        return pc.multiply(left, right)
-    zero = pc.equal(right, 0)
-    safe_right = (
-        pc.if_else(zero, None, right) if not _is_scalar(right) else (None if right.as_py() == 0 else right)
-    )
-    if safe_right is None:
-        return pa.nulls(table.num_rows, pa.float64())
-    if expr.op == "/":
-        return pc.divide(pc.cast(left, pa.float64()), pc.cast(safe_right, pa.float64()))
-    # '%': truncated remainder (sign of the dividend), as in C, Java and Arrow.
-    if pa.types.is_integer(_type_of(left)) and pa.types.is_integer(_type_of(safe_right)):
-        quotient = pc.divide(left, safe_right)  # integer division truncates toward zero
-        return pc.subtract(left, pc.multiply(quotient, safe_right))
-    fleft, fright = pc.cast(left, pa.float64()), pc.cast(safe_right, pa.float64())
-    return pc.subtract(fleft, pc.multiply(pc.trunc(pc.divide(fleft, fright)), fright))
+        return _literal(expr.value)
+    try:
+        if isinstance(expr, ast.Neg):
+            return pc.negate_checked(_expr(expr.operand, table))
+        left, right = _align(_expr(expr.left, table), _expr(expr.right, table))
+        if expr.op == "+":
+            return pc.add_checked(left, right)
+        if expr.op == "-":
+            return pc.subtract_checked(left, right)
+        if expr.op == "*":
+            return pc.multiply_checked(left, right)
+        return _divide(expr.op, left, right, table)
+    except pa.ArrowInvalid:  # overflow
+        raise _Inexact from None
 
 
-def _type_of(value) -> pa.DataType:
-    return value.type
+def _divide(op: str, left, right, table: pa.Table):
+    """``/`` and ``%``; a zero divisor gives a missing value (null)."""
+    integers = pa.types.is_integer(left.type) and pa.types.is_integer(right.type)
+    result_type = pa.int64() if integers else pa.float64()
+    if _is_scalar(right):
+        if not right.is_valid or right.as_py() == 0:
+            return pa.nulls(table.num_rows, result_type)
+        divisor = right
+    else:
+        divisor = pc.if_else(pc.equal(right, 0), pa.scalar(None, right.type), right)
+    if integers:
+        quotient = pc.divide_checked(left, divisor)  # integer division truncates toward zero
+        if op == "/":
+            return quotient
+        return pc.subtract_checked(left, pc.multiply_checked(quotient, divisor))
+    if op == "/":
+        return pc.divide(pc.cast(left, pa.float64()), pc.cast(divisor, pa.float64()))
+    return _fmod(left, divisor, table)
+
+
+def _fmod(left, right, table: pa.Table) -> pa.Array:
+    """C's fmod (exact, the sign of the dividend), nulls where an operand is null."""
+    n = table.num_rows
+    arrays = []
+    for value in (left, right):
+        if _is_scalar(value):
+            value = _broadcast(value, table) if value.is_valid else pa.nulls(n, pa.float64())
+        value = pc.cast(value, pa.float64())
+        arrays.append((pc.fill_null(value, 1.0).to_numpy(zero_copy_only=False), _to_valid(value)))
+    (a, a_ok), (b, b_ok) = arrays
+    with np.errstate(all="ignore"):
+        remainder = np.fmod(a, b)
+    return pa.array(remainder, pa.float64(), mask=~(a_ok & b_ok))
+
+
+def _to_valid(value) -> np.ndarray:
+    return _to_bool(pc.is_valid(value))
+
+
+# --------------------------------------------------------------------------- exact fallback
+
+
+def _risky_rows(pred: ast.Pred, table: pa.Table) -> np.ndarray:
+    """The rows where the column-wise path is inexact: some integer operation overflows int64
+    (found exactly, by redoing the integer arithmetic with numpy's wrapping int64 and the usual
+    sign tests), or an integer beyond 2^53 meets a double."""
+    n = table.num_rows
+    risky = np.zeros(n, dtype=bool)
+
+    def mixed(first: tuple, second: tuple) -> None:
+        for (value, kind), (_, other) in ((first, second), (second, first)):
+            if kind == "int" and other == "float":
+                risky[...] |= (value > FLOAT_EXACT) | (value < -FLOAT_EXACT)
+
+    def as_float(value: np.ndarray, kind: str) -> np.ndarray:
+        return value.astype(np.float64) if kind == "int" else value
+
+    def evaluate(expr: ast.Expr) -> tuple[np.ndarray, str]:
+        if isinstance(expr, ast.Attr):
+            return _column_values(expr, table)
+        if isinstance(expr, ast.Literal):
+            value = expr.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return np.zeros(n), "other"
+            if isinstance(value, float):
+                return np.full(n, value), "float"
+            if not INT64_MIN <= value <= INT64_MAX:
+                risky[...] = True  # not an int64 at all
+                return np.zeros(n, np.int64), "int"
+            return np.full(n, value, np.int64), "int"
+        if isinstance(expr, ast.Neg):
+            value, kind = evaluate(expr.operand)
+            if kind == "int":
+                risky[...] |= value == INT64_MIN
+            return -value, kind
+        left, right = evaluate(expr.left), evaluate(expr.right)
+        mixed(left, right)
+        (a, left_kind), (b, right_kind) = left, right
+        if left_kind == right_kind == "int":
+            return _int_arithmetic(expr.op, a, b, risky), "int"
+        a, b = as_float(a, left_kind), as_float(b, right_kind)
+        zero = b == 0
+        b = np.where(zero, 1.0, b)
+        result = {"+": a + b, "-": a - b, "*": a * b, "/": a / b}.get(expr.op)
+        return (np.fmod(a, b) if result is None else result), "float"
+
+    with np.errstate(all="ignore"):
+        if isinstance(pred, ast.Compare):
+            mixed(evaluate(pred.left), evaluate(pred.right))
+        elif isinstance(pred, ast.InRange):
+            operand = evaluate(pred.operand)
+            mixed(evaluate(pred.low), operand)
+            mixed(operand, evaluate(pred.high))
+        else:
+            operand = evaluate(pred.operand)
+            if isinstance(pred, ast.InSet):
+                floats = [v for v in pred.values if isinstance(v, float)]
+            else:
+                floats = [v for v in (pred.low, pred.high) if isinstance(v, float)]
+            if floats:
+                mixed(operand, (None, "float"))
+    return risky
+
+
+def _int_arithmetic(op: str, a: np.ndarray, b: np.ndarray, risky: np.ndarray) -> np.ndarray:
+    """``a op b`` in wrapping int64, marking in ``risky`` the rows where it overflows (the
+    values of those rows are then meaningless, and they are evaluated exactly)."""
+    if op == "+":
+        result = a + b
+        risky |= ((a ^ result) & (b ^ result)) < 0  # both operands' signs differ from the sum's
+        return result
+    if op == "-":
+        result = a - b
+        risky |= ((a ^ b) & (a ^ result)) < 0
+        return result
+    if op == "*":
+        result = a * b
+        nonzero = a != 0
+        risky |= nonzero & (result // np.where(nonzero, a, 1) != b)
+        risky |= ((a == -1) & (b == INT64_MIN)) | ((b == -1) & (a == INT64_MIN))
+        return result
+    divisor = np.where(b == 0, 1, b)  # a zero divisor makes the value missing: any value will do
+    risky |= (a == INT64_MIN) & (divisor == -1)
+    floor = a // divisor
+    inexact = (a - floor * divisor != 0) & ((a < 0) != (divisor < 0))
+    quotient = floor + inexact  # truncate toward zero
+    return quotient if op == "/" else a - quotient * divisor
+
+
+def _column_values(attr: ast.Attr, table: pa.Table) -> tuple[np.ndarray, str]:
+    """An attribute's values as numpy (nulls as 0) and its kind: int, float or other."""
+    n = table.num_rows
+    if attr.name not in table.column_names:
+        return np.zeros(n), "other"
+    column = table.column(attr.name)
+    if pa.types.is_integer(column.type):
+        return _numpy(pc.cast(pc.fill_null(column, 0), pa.int64())), "int"
+    if pa.types.is_floating(column.type):
+        return _numpy(pc.cast(pc.fill_null(column, 0.0), pa.float64())), "float"
+    return np.zeros(n), "other"
+
+
+def _numpy(array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _exact_rows(pred: ast.Pred, table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """Evaluate an atomic test on some rows with Python numbers (exact integers), as the
+    reference does. Values are numpy object arrays, so each operation is one C loop of Python
+    arithmetic; a validity mask marks missing values and divisions by zero."""
+    part = table.take(pa.array(rows))
+    m = len(rows)
+
+    def value(expr: ast.Expr) -> _Exact:
+        if isinstance(expr, ast.Attr):
+            if expr.name not in part.column_names:
+                return _Exact(np.zeros(m, dtype=object), np.zeros(m, dtype=bool), False)
+            column = part.column(expr.name)
+            integral = pa.types.is_integer(column.type)
+            filler = 0 if integral or pa.types.is_floating(column.type) else ""
+            return _Exact(_objects(pc.fill_null(column, filler).to_pylist()), _to_valid(column), integral)
+        if isinstance(expr, ast.Literal):
+            integral = isinstance(expr.value, int) and not isinstance(expr.value, bool)
+            return _Exact(_objects([expr.value] * m), np.ones(m, dtype=bool), integral)
+        if isinstance(expr, ast.Neg):
+            operand = value(expr.operand)
+            return _Exact(-operand.values, operand.valid, operand.integral)
+        left, right = value(expr.left), value(expr.right)
+        a, b = left.values, right.values
+        valid = left.valid & right.valid
+        integral = left.integral and right.integral
+        if expr.op in _OBJECT_ARITHMETIC:
+            return _Exact(_OBJECT_ARITHMETIC[expr.op](a, b), valid, integral)
+        zero = np.asarray(b == 0, dtype=bool)
+        valid = valid & ~zero
+        b = np.where(zero, 1, b)
+        if not integral:
+            return _Exact(np.true_divide(a, b) if expr.op == "/" else _FMOD(a, b), valid, False)
+        quotient = np.floor_divide(np.abs(a), np.abs(b))
+        quotient = np.where(np.asarray((a < 0) != (b < 0), dtype=bool), -quotient, quotient)
+        return _Exact(quotient if expr.op == "/" else a - b * quotient, valid, True)
+
+    if isinstance(pred, ast.Compare):
+        return _compare_exact(pred.op, value(pred.left), value(pred.right))
+    operand = value(pred.operand)
+    if isinstance(pred, ast.InRange):
+        return _compare_exact("<=", value(pred.low), operand) & _compare_exact(
+            "<=", operand, value(pred.high)
+        )
+    inside = np.fromiter((_member(pred, v) for v in operand.values), dtype=bool, count=m)
+    return (~inside if pred.negated else inside) & operand.valid
+
+
+@dataclass(frozen=True)
+class _Exact:
+    """Exact values of an expression on some rows: Python numbers, valid where not missing."""
+
+    values: np.ndarray
+    valid: np.ndarray
+    integral: bool
+
+
+def _compare_exact(op: str, left: _Exact, right: _Exact) -> np.ndarray:
+    """A comparison with Python semantics (exact between int and float); false where a value
+    is missing or NaN (the only value unequal to itself)."""
+    a, b = left.values, right.values
+    result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
+    return result & left.valid & right.valid & np.asarray(a == a, dtype=bool) & np.asarray(b == b, dtype=bool)
+
+
+def _objects(values: list) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _member(pred: ast.InSet | ast.InInterval, value: Any) -> bool:
+    """Whether a present value is in the set or interval (before NOT), as in the reference."""
+    if isinstance(pred, ast.InSet):
+        return any(value == v and isinstance(v, bool) == isinstance(value, bool) for v in pred.values)
+    return (pred.low is None or value >= pred.low) and (pred.high is None or value <= pred.high)
+
+
+_OBJECT_ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_FMOD = np.frompyfunc(math.fmod, 2, 1)
+_OBJECT_COMPARE = {
+    "=": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}

@@ -69,7 +69,7 @@ def _bad(value: Any) -> bool:
 
 @dataclass
 class Layout:
-    """Register slots: their initial values and which site instance resets them."""
+    """Register slots and their initial values."""
 
     initial: list = field(default_factory=list)
 
@@ -80,11 +80,45 @@ class Layout:
 
 @dataclass(frozen=True)
 class Role:
-    """The events one label contributes to an atom of one site."""
+    """The events one label contributes to an atom of one site.
+
+    ``own``: the label is defined by the filtered formula (read per instance of the site);
+    otherwise it is free and read at its *home*: the nearest enclosing scope that defines it
+    (``home`` = that scope's number, one instance per iteration when it repeats) or the whole
+    complex event (``home`` None)."""
 
     label: str  # as written in the query
-    event_label: str  # carried by the transitions: private copy (own) or the label (free)
+    event_label: str  # carried by the transitions: a private copy, or the label itself
     own: bool
+    home: int | None = None
+
+
+class Allocator:
+    """Takes slots for one site and records which instance resets each: the site's own
+    instance, a repeated enclosing scope, or none (the whole complex event)."""
+
+    def __init__(self, layout: Layout, instance: list[int], homes: dict[int, list[int]]) -> None:
+        self.layout = layout
+        self.instance = instance
+        self.homes = homes  # repeated scope -> the slots its end resets
+
+    def group(self, role: Role | None) -> tuple:
+        if role is None or role.own:
+            return ("site",)
+        if role.home is not None and role.home in self.homes:
+            return ("home", role.home)
+        return ("root",)
+
+    def take(self, role: Role | None, initial: Any = UNSET) -> int:
+        return self.take_in(self.group(role), initial)
+
+    def take_in(self, group: tuple, initial: Any = UNSET) -> int:
+        slot = self.layout.take(initial)
+        if group[0] == "site":
+            self.instance.append(slot)
+        elif group[0] == "home":
+            self.homes[group[1]].append(slot)
+        return slot
 
 
 class Atom:
@@ -93,7 +127,7 @@ class Atom:
     roles: tuple[Role, ...] = ()
     monotone = True  # true -> false only, as events are added
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
+    def allocate(self, alloc: Allocator) -> None:
         raise NotImplementedError
 
     def update(self, v: list, present: frozenset[str], values: tuple, mask: int) -> None:
@@ -108,11 +142,6 @@ class Atom:
             return TRUE_OR_FALSE if self.value(v) else ONLY_FALSE
         return TRUE_OR_FALSE
 
-    def _slot(self, layout: Layout, instance: list[int], role_or_own: bool, initial: Any = UNSET) -> int:
-        slot = layout.take(initial)
-        if role_or_own:
-            instance.append(slot)
-        return slot
 
 
 class ConstAtom(Atom):
@@ -121,7 +150,7 @@ class ConstAtom(Atom):
     def __init__(self, truth: bool) -> None:
         self.truth = truth
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
+    def allocate(self, alloc: Allocator) -> None:
         pass
 
     def update(self, v, present, values, mask) -> None:
@@ -141,8 +170,8 @@ class AllAtom(Atom):
         self.roles = (role,)
         self.bit = 1 << pid
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
-        self.slot = self._slot(layout, instance, self.roles[0].own, True)
+    def allocate(self, alloc: Allocator) -> None:
+        self.slot = alloc.take(self.roles[0], True)
 
     def update(self, v, present, values, mask) -> None:
         if self.roles[0].event_label in present and not mask & self.bit:
@@ -170,8 +199,8 @@ class PairAtom(Atom):
         else:
             self.kinds = ("set", "set")
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
-        self.slots = tuple(self._slot(layout, instance, role.own) for role in self.roles)
+    def allocate(self, alloc: Allocator) -> None:
+        self.slots = tuple(alloc.take(role) for role in self.roles)
 
     def update(self, v, present, values, mask) -> None:
         for side in (0, 1):
@@ -217,35 +246,54 @@ class PairAtom(Atom):
 
 class GroupAtom(Atom):
     """One common value over every designated event (PARTITION BY, or equalities between
-    labels that every instance has): a missing value or a second value breaks it."""
+    labels that every instance has): a missing value or a second value breaks it. Events read
+    at different homes keep their common value in different slots (each reset with its home);
+    the atom holds while every slot is unbroken and the values that are set agree."""
 
     def __init__(self, members: list[tuple[Role, Callable]]) -> None:
         self.members = members
         self.roles = tuple(dict.fromkeys(role for role, _ in members))
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
-        self.slot = self._slot(layout, instance, any(role.own for role in self.roles))
+    def allocate(self, alloc: Allocator) -> None:
+        by_group: dict[tuple, int] = {}
+        self.member_slots = []
+        for role, fn in self.members:
+            group = alloc.group(role)
+            if group not in by_group:
+                by_group[group] = alloc.take_in(group)
+            self.member_slots.append((role.event_label, fn, by_group[group]))
+        self.slot_list = tuple(by_group.values())
+        # The slot the equality index reads (the site's own, when there is one).
+        self.slot = by_group.get(("site",), self.slot_list[0])
 
     def update(self, v, present, values, mask) -> None:
-        current = v[self.slot]
-        if current is POISON:
-            return
-        for role, fn in self.members:
-            if role.event_label not in present:
+        for event_label, fn, slot in self.member_slots:
+            if event_label not in present:
+                continue
+            current = v[slot]
+            if current is POISON:
                 continue
             value = fn(values)
             if _bad(value):
-                current = POISON
-                break
-            if current is UNSET:
-                current = value
+                v[slot] = POISON
+            elif current is UNSET:
+                v[slot] = value
             elif value != current or isinstance(value, str) != isinstance(current, str):
-                current = POISON
-                break
-        v[self.slot] = current
+                v[slot] = POISON
 
     def value(self, v: list) -> bool:
-        return v[self.slot] is not POISON
+        seen = UNSET
+        for slot in self.slot_list:
+            current = v[slot]
+            if current is POISON:
+                return False
+            if current is UNSET:
+                continue
+            if seen is UNSET:
+                seen = current
+            elif current != seen or isinstance(current, str) != isinstance(seen, str):
+                return False
+        return True
 
 
 class ValuesAtom(Atom):
@@ -290,8 +338,8 @@ class ValuesAtom(Atom):
         register = self.registers[node]
         return lambda env: register.read(env[2])
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
-        self.slots = {role.label: self._slot(layout, instance, role.own, ()) for role in self.roles}
+    def allocate(self, alloc: Allocator) -> None:
+        self.slots = {role.label: alloc.take(role, ()) for role in self.roles}
 
     def update(self, v, present, values, mask) -> None:
         for role in self.roles:
@@ -375,7 +423,7 @@ class AggregateAtom(Atom):
         register = self.registers[node]
         return lambda v: register.read(v)
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
+    def allocate(self, alloc: Allocator) -> None:
         pass  # the aggregate registers are allocated by the site
 
     def update(self, v, present, values, mask) -> None:
@@ -426,18 +474,13 @@ class AggregateRegister:
         self.role = role
         self.event_label = event_label
         self.attribute = attribute
-        self.own = role.own if role is not None else True
 
-    def allocate(self, layout: Layout, instance: list[int]) -> None:
+    def allocate(self, alloc: Allocator) -> None:
         func = self.node.func
         initial: Any = 0 if func == "COUNT" else UNSET
-        self.slot = layout.take(initial)
-        if self.own:
-            instance.append(self.slot)
+        self.slot = alloc.take(self.role, initial)
         if func == "AVG":
-            self.count_slot = layout.take(0)
-            if self.own:
-                instance.append(self.count_slot)
+            self.count_slot = alloc.take(self.role, 0)
 
     def update(self, v: list, values: tuple) -> None:
         func = self.node.func
@@ -483,6 +526,16 @@ class AggregateRegister:
 # ---------------------------------------------------------------------------------- sites
 
 
+@dataclass(frozen=True)
+class Home:
+    """A scope that repeats (an iteration's body, or a scope inside an iteration): free labels
+    read there are summarised per instance, reset when the instance ends."""
+
+    index: int
+    end_label: str
+    depth: int  # nesting depth (outer scopes are smaller)
+
+
 @dataclass
 class Site:
     """One condition decided on registers (see the module docstring)."""
@@ -495,8 +548,8 @@ class Site:
     own_roles: dict[str, Role]
     free_roles: dict[str, Role]
     star_label: str | None  # \x00N:* when some atom or aggregate reads every event of f
-    end_label: str | None  # \x00N:end when f may have several instances (inside an iteration)
-    top: bool  # f is the whole complex event: decided at the gate
+    end_label: str | None  # \x00N:end when an instance's end must be known
+    top: bool  # one instance in every derivation: decided at the gate
     single_free: frozenset[str] = frozenset()  # free labels with at most one event per CE
     conjunctive: bool = False  # an AND of monotone atoms: decided as events arrive
     where: str = ""  # how it is decided (for explain)
@@ -516,6 +569,11 @@ class Site:
         if self.end_label:
             labels.add(self.end_label)
         return labels
+
+    @property
+    def root_free(self) -> bool:
+        """Whether some free label is read from the whole complex event."""
+        return any(role.home is None for role in self.free_roles.values())
 
     def truth(self, v: list) -> bool:
         return _evaluate(self.tree, self.atoms, v)
@@ -552,37 +610,52 @@ def _possible(tree: Any, atoms: list[Atom], v: list) -> frozenset:
 
 
 class Registers:
-    """The register layout and the per-label-set programs of a query's sites."""
+    """The register layout and the per-label-set programs of a query's sites.
 
-    def __init__(self, sites: list[Site], attributes: list[str], key: tuple[int, str] | None = None) -> None:
+    Decision points: an event of a site's own labels may rule it out early; the end of a site's
+    instance decides it when every free label it reads is complete, else keeps a snapshot of
+    its registers (``pending``); the end of a repeated home adds that home's values to the
+    snapshots that read it and decides those whose last home it is; the gate decides the rest
+    when a run reaches a final state."""
+
+    def __init__(self, sites: list[Site], attributes: list[str], homes: list[Home] | None = None) -> None:
         self.sites = sites
         self.attributes = attributes  # the event values a program reads, in this order
+        self.homes = {home.index: home for home in homes or ()}
         layout = Layout()
+        home_slots: dict[int, list[int]] = {index: [] for index in self.homes}
         for site in sites:
             instance: list[int] = []
+            alloc = Allocator(layout, instance, home_slots)
             for atom in site.atoms:
-                atom.allocate(layout, instance)
+                atom.allocate(alloc)
             for register in site.aggregates:
-                register.allocate(layout, instance)
-            site.started_slot = layout.take(False)
-            instance.append(site.started_slot)
+                register.allocate(alloc)
+            site.started_slot = alloc.take_in(("site",), False)
             site.instance_slots = instance
             site.armed_slot = layout.take(False)
             site.pending_slot = layout.take(())
-            for label in site.free_roles:
-                site.free_count_slots[label] = layout.take(0)
+            for label, role in site.free_roles.items():
+                site.free_count_slots[label] = alloc.take(role, 0)
         self.initial = tuple(layout.initial)
         self._instance_initial = {
             site.index: [(slot, layout.initial[slot]) for slot in site.instance_slots] for site in sites
         }
+        self._home_initial = {
+            index: [(slot, layout.initial[slot]) for slot in slots] for index, slots in home_slots.items()
+        }
+        self._home_slots = {index: set(slots) for index, slots in home_slots.items()}
+        # Sites whose snapshots read a home, and the last home each snapshot waits for.
+        self._site_homes = {
+            site.index: sorted(
+                {role.home for role in site.free_roles.values() if role.home in self.homes},
+                key=lambda h: -self.homes[h].depth,
+            )
+            for site in sites
+        }
         self._programs: dict[tuple, Callable | None] = {}
-        self.by_label: dict[str, list[Site]] = {}
-        for site in sites:
-            for label in site.event_labels:
-                self.by_label.setdefault(label, []).append(site)
         self.gated = [site for site in sites if site.top or not site.conjunctive]
-        # The equality index: (slot of a GroupAtom, attribute index) per label it constrains.
-        self.key = key
+        self.key: tuple | None = None  # the equality index (set by the compiler)
 
     def __len__(self) -> int:
         return len(self.initial)
@@ -598,13 +671,13 @@ class Registers:
 
     def _compile(self, labels: tuple[str, ...]) -> Callable | None:
         present = frozenset(labels)
-        sites = []
-        for site in self.sites:
-            if present & site.event_labels:
-                sites.append(site)
-        if not sites:
+        actions = [self._site_action(site, present) for site in self.sites if present & site.event_labels]
+        ending = [
+            home for home in sorted(self.homes.values(), key=lambda h: -h.depth) if home.end_label in present
+        ]
+        actions += [self._home_action(home) for home in ending]
+        if not actions:
             return None
-        actions = [self._site_action(site, present) for site in sites]
 
         def program(v: tuple, values: tuple, mask: int) -> tuple | None:
             registers = list(v)
@@ -620,15 +693,18 @@ class Registers:
             site.star_label is not None and site.star_label in present
         )
         free_present = [label for label, role in site.free_roles.items() if role.event_label in present]
-        atoms = [atom for atom in site.atoms if any(role.event_label in present for role in atom.roles)]
-        if site.star_label is not None and site.star_label in present:
-            atoms = [a for a in site.atoms if a in atoms or _reads_star(a, site.star_label)]
+        atoms = [
+            atom
+            for atom in site.atoms
+            if any(role.event_label in present for role in atom.roles)
+            or (site.star_label is not None and site.star_label in present and _reads_star(atom, site.star_label))
+        ]
         aggregates = [r for r in site.aggregates if r.event_label in present]
         ending = site.end_label is not None and site.end_label in present
-        instance_initial = self._instance_initial[site.index]
-        started, armed, pending = site.started_slot, site.armed_slot, site.pending_slot
+        started, armed = site.started_slot, site.armed_slot
         free_counts = [site.free_count_slots[label] for label in free_present]
         conjunctive = site.conjunctive
+        instance_initial = self._instance_initial[site.index]
 
         def action(v: list, values: tuple, mask: int) -> bool:
             for atom in atoms:
@@ -648,45 +724,83 @@ class Registers:
                 elif True not in site.possible(v):
                     return False
             if ending:
-                if not self._end(site, v, instance_initial, armed, pending):
-                    return False
+                return self._end(site, v, instance_initial)
             return True
 
         return action
 
-    def _end(self, site: Site, v: list, instance_initial: list, armed: int, pending: int) -> bool:
+    def _end(self, site: Site, v: list, instance_initial: list) -> bool:
         """An instance of the site's formula ends: decide it now if everything it reads is
-        known, else keep its registers for the gate; then reset them for the next instance."""
+        known, else keep a snapshot of its registers; then reset them for the next instance."""
         if site.conjunctive:
             if not site.truth(v):
                 return False
             if site.free_roles:
-                v[armed] = True
-        elif self._complete(site, v):
+                v[site.armed_slot] = True
+            merged = self._merged_slots(site)
+            for slot, initial in instance_initial:
+                if slot not in merged:
+                    v[slot] = initial
+            return True
+        if self._complete(site, v):
             if not site.truth(v):
                 return False
         else:
-            snapshot = tuple(v[slot] for slot, _ in instance_initial)
-            v[pending] = v[pending] + (snapshot,)
-        if site.conjunctive and site.free_roles:
-            # Free comparisons keep their own-side summaries across instances (universal
-            # over the union of the instances), so only the purely own atoms reset.
-            for slot, initial in instance_initial:
-                if slot not in self._merged_slots(site):
-                    v[slot] = initial
-        else:
-            for slot, initial in instance_initial:
-                v[slot] = initial
+            snapshot = tuple((slot, v[slot]) for slot, _ in instance_initial)
+            v[site.pending_slot] = v[site.pending_slot] + (snapshot,)
+        for slot, initial in instance_initial:
+            v[slot] = initial
         return True
 
+    def _home_action(self, home: Home) -> Callable:
+        """A repeated home's instance ends: its values join the snapshots that read it; the
+        snapshots it is the last home of are decided; its slots reset."""
+        dependent = [site for site in self.sites if home.index in self._site_homes[site.index]]
+        initial = self._home_initial[home.index]
+        slots = [slot for slot, _ in initial]
+
+        def action(v: list, values: tuple, mask: int) -> bool:
+            for site in dependent:
+                snapshots = v[site.pending_slot]
+                if snapshots:
+                    homes = self._site_homes[site.index]
+                    last = homes[-1] == home.index and not site.root_free
+                    kept = []
+                    for snapshot in snapshots:
+                        folded = snapshot + tuple((slot, v[slot]) for slot in slots)
+                        if last:
+                            if not self._decide(site, v, folded):
+                                return False
+                        else:
+                            kept.append(folded)
+                    v[site.pending_slot] = tuple(kept)
+                if site.conjunctive:
+                    v[site.armed_slot] = False
+            for slot, value in initial:
+                v[slot] = value
+            return True
+
+        return action
+
+    def _decide(self, site: Site, v: list, snapshot: tuple) -> bool:
+        saved = [(slot, v[slot]) for slot, _ in snapshot]
+        for slot, value in snapshot:
+            v[slot] = value
+        try:
+            return site.truth(v)
+        finally:
+            for slot, value in saved:
+                v[slot] = value
+
     def _merged_slots(self, site: Site) -> set[int]:
+        """Slots of atoms that read a free label: universal over the union of the site's
+        instances, so they are not reset with the instance."""
         merged = getattr(site, "_merged", None)
         if merged is None:
             merged = set()
             for atom in site.atoms:
                 if any(not role.own for role in atom.roles):
-                    for slot in _atom_slots(atom):
-                        merged.add(slot)
+                    merged.update(_atom_slots(atom))
             site._merged = merged  # type: ignore[attr-defined]
         return merged
 
@@ -701,7 +815,7 @@ class Registers:
         """Whether a run that reaches a final state may report (decides what is left)."""
         registers = None
         for site in self.gated:
-            if site.top:
+            if site.top and not site.end_label:
                 if registers is None:
                     registers = list(v)
                 if not site.truth(registers):
@@ -712,14 +826,9 @@ class Registers:
                 continue
             if registers is None:
                 registers = list(v)
-            saved = [registers[slot] for slot in site.instance_slots]
             for snapshot in snapshots:
-                for slot, value in zip(site.instance_slots, snapshot):
-                    registers[slot] = value
-                if not site.truth(registers):
+                if not self._decide(site, registers, snapshot):
                     return False
-            for slot, value in zip(site.instance_slots, saved):
-                registers[slot] = value
         return True
 
 
@@ -728,6 +837,9 @@ def _reads_star(atom: Atom, star_label: str) -> bool:
 
 
 def _atom_slots(atom: Atom) -> Iterable[int]:
+    if hasattr(atom, "slot_list"):
+        yield from atom.slot_list
+        return
     if hasattr(atom, "slot"):
         yield atom.slot
     if hasattr(atom, "slots"):

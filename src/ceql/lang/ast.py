@@ -142,14 +142,14 @@ class Not(Node):
 class And(Node):
     """Conjunction of predicates or conditions."""
 
-    parts: tuple
+    parts: tuple[Pred | Cond, ...]
 
 
 @dataclass(frozen=True)
 class Or(Node):
     """Disjunction of predicates or conditions."""
 
-    parts: tuple
+    parts: tuple[Pred | Cond, ...]
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class Iteration(Node):
 class Sequence(Node):
     """``f1 ; f2 ; ...`` (contiguous False) or ``f1 : f2 : ...`` (contiguous True)."""
 
-    parts: tuple
+    parts: tuple[Formula, ...]
     contiguous: bool = False
 
 
@@ -205,21 +205,21 @@ class Sequence(Node):
 class Union_(Node):
     """``f1 OR f2 OR ...``."""
 
-    parts: tuple
+    parts: tuple[Formula, ...]
 
 
 @dataclass(frozen=True)
 class Conjunction(Node):
     """``f1 AND f2 AND ...``: all match with the same support."""
 
-    parts: tuple
+    parts: tuple[Formula, ...]
 
 
 @dataclass(frozen=True)
 class AllOf(Node):
     """``f1 ALL f2 ALL ...``: all match, in any order, possibly overlapping."""
 
-    parts: tuple
+    parts: tuple[Formula, ...]
 
 
 @dataclass(frozen=True)
@@ -385,27 +385,48 @@ class Query(Node):
         return self.consume or "NONE"
 
 
+# --------------------------------------------------------------------------- node families
+
+#: Every formula node class (``Repeat`` is removed by desugaring, see desugar.py).
+FORMULA_NODES: tuple[type, ...] = (
+    EventType,
+    Label,
+    Iteration,
+    Sequence,
+    Union_,
+    Conjunction,
+    AllOf,
+    Unless,
+    Filter,
+    NotEvent,
+    PartitionBy,
+    Repeat,
+    Start,
+    Rename,
+    Project,
+)
+#: The formula node classes left after desugaring (what the evaluators see).
+CORE_FORMULA_NODES: tuple[type, ...] = tuple(c for c in FORMULA_NODES if c is not Repeat)
+#: FILTER condition node classes.
+COND_NODES: tuple[type, ...] = (LabelCond, Compare, And, Or, Not)
+#: One-event predicate node classes (inside ``x[...]``).
+PRED_NODES: tuple[type, ...] = (Compare, Like, InSet, InInterval, InRange, Not, And, Or)
+#: Expression node classes.
+EXPR_NODES: tuple[type, ...] = (Attr, Literal, Neg, Arith, Aggregate, Prev)
+
+
 def children(node: Node) -> tuple[Node, ...]:
-    """The direct sub-formulas of a formula node (conditions are not included)."""
-    if isinstance(node, (Label, Iteration, Filter, PartitionBy, Repeat, Start, Rename, Project)):
-        return (node.body,)
-    if isinstance(node, (Sequence, Union_, Conjunction, AllOf)):
-        return tuple(node.parts)
-    if isinstance(node, Unless):
-        return (node.left, node.right)
-    if isinstance(node, NotEvent):
-        return (node.atom,)
-    return ()
+    """The direct sub-formulas of a formula node (conditions are not included).
+
+    Kept for the compiler; new code uses ``ceql.lang.visit.formula_children``."""
+    from ceql.lang.visit import formula_children
+
+    return formula_children(node)
 
 
 def attributes(node: Node):
-    """Every Attr inside an expression or comparison (iteratively)."""
-    stack: list = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Attr):
-            yield item
-        elif isinstance(item, (Compare, Arith)):
-            stack.extend((item.left, item.right))
-        elif isinstance(item, Neg):
-            stack.append(item.operand)
+    """Every Attr inside an expression or comparison, aggregates and PREV excluded (they carry
+    their label and attribute as names, not as Attr nodes)."""
+    from ceql.lang.visit import walk
+
+    return (item for item in walk(node) if isinstance(item, Attr))

@@ -6,6 +6,7 @@ strings are single-quoted with ``''`` as the escape for a quote; ``--`` and ``/*
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -19,9 +20,10 @@ KEYWORDS = frozenset(
     """.split()
 )
 
-# Longest operators first so that ':+' wins over ':' and '..' over '.'.
+# Longest operators first so that ':+' wins over ':', '->' over '-' and '..' over '.'.
 _OPERATORS = [
     ":+",
+    "->",
     "..",
     "<=",
     ">=",
@@ -42,6 +44,7 @@ _OPERATORS = [
     "*",
     "/",
     "%",
+    "?",
     "<",
     ">",
     "=",
@@ -124,9 +127,18 @@ def tokenize(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) 
                 raise error_class("empty back-quoted identifier", text, start)
             tokens.append(Token("QIDENT", value, start, text[start:pos]))
         elif kind == "int":
-            tokens.append(Token("INT", int(match.group()), start, match.group()))
+            digits = match.group()
+            # 2**63 itself is allowed here: the parser accepts it only after a minus sign.
+            if len(digits.lstrip("0")) > 19 or int(digits) > 2**63:
+                raise error_class(
+                    f"integer {digits} is out of range (at most {2**63 - 1})", text, start
+                )
+            tokens.append(Token("INT", int(digits), start, digits))
         elif kind == "float":
-            tokens.append(Token("FLOAT", float(match.group()), start, match.group()))
+            number = float(match.group())
+            if math.isinf(number):
+                raise error_class(f"number {match.group()} is out of range", text, start)
+            tokens.append(Token("FLOAT", number, start, match.group()))
         elif kind == "ident":
             tokens.append(Token("IDENT", match.group(), start, match.group()))
         else:

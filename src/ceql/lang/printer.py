@@ -1,20 +1,19 @@
 """Print a query tree as canonical CEQL text: ``parse_query(print_query(q)) == q``.
 
 Canonical form: upper-case keywords, ``=`` and ``!=`` for equality, one clause per line,
-parentheses only where precedence requires them, names back-quoted when they are keywords.
+parentheses only where the precedence table (grammar.py) requires them, names back-quoted when
+they are keywords.
 """
 
 from __future__ import annotations
 
 import re
 
-from ceql.lang import ast
+from ceql.lang import ast, grammar
 from ceql.lang.lexer import KEYWORDS
+from ceql.lang.visit import Visitor
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-# Precedence of formula nodes (higher binds tighter); see parser.py.
-_FILTER, _OR, _UNLESS, _ALL, _AND, _COLON, _SEMI, _POSTFIX, _ATOM = range(1, 10)
 
 
 def name(text: str) -> str:
@@ -22,6 +21,13 @@ def name(text: str) -> str:
     if _BARE_NAME.match(text) and text.upper() not in KEYWORDS:
         return text
     return "`" + text.replace("`", "``") + "`"
+
+
+def _atom_name(text: str) -> str:
+    # START( and PROJECT[ are operators: an event type with that name is back-quoted.
+    if text.upper() in grammar.FORMULA_PREFIXES:
+        return "`" + text + "`"
+    return name(text)
 
 
 def string(text: str) -> str:
@@ -40,20 +46,23 @@ def value(v: object) -> str:
     return str(v)
 
 
+# --------------------------------------------------------------------------- query
+
+
 def print_query(query: ast.Query) -> str:
     """The canonical text of a query."""
-    lines = []
     head = "SELECT "
     if query.strategy:
         head += query.strategy + " "
     head += print_projection(query.projection)
     if query.streams:
         head += " FROM " + ", ".join(name(s) for s in query.streams)
-    lines.append(head)
-    lines.append("WHERE " + print_formula(query.formula))
+    lines = [head, "WHERE " + print_formula(query.formula, top=True)]
     if query.partition_by:
         lists = ", ".join("[" + ", ".join(name(a) for a in group) + "]" for group in query.partition_by)
         lines.append("PARTITION BY " + lists)
+    elif query.partition_labels:
+        lines.append("PARTITION BY " + print_keys(query.partition_labels))
     if query.within is not None:
         lines.append("WITHIN " + print_within(query.within))
     if query.consume:
@@ -64,152 +73,263 @@ def print_query(query: ast.Query) -> str:
 
 
 def print_projection(projection: ast.Projection) -> str:
+    """The SELECT list."""
+    items: list[str] = []
     if projection.kind == "star":
-        return "*"
-    if projection.kind == "none":
-        return "NONE"
-    items = []
+        items.append("*")
+    elif projection.kind == "none":
+        items.append("NONE")
     for item in projection.items:
         text = (name(item.stream) + ">" if item.stream else "") + name(item.label)
         if item.attributes is not None:
             text += "[" + ", ".join(name(a) for a in item.attributes) + "]"
         items.append(text)
+    items.extend(print_measure(m) for m in projection.measures)
     return ", ".join(items)
 
 
+def print_measure(measure: ast.Measure) -> str:
+    """A SELECT expression, with ``AS name`` unless the name is the expression's own text."""
+    text = print_expr(measure.expr)
+    return text if measure.name == text else f"{text} AS {name(measure.name)}"
+
+
+def print_keys(keys: tuple[ast.Attr, ...]) -> str:
+    """A PARTITION BY key list: ``[a, b]`` or ``[x.a, y.b]``."""
+    return "[" + ", ".join(print_expr(k) for k in keys) + "]"
+
+
 def print_within(within: ast.Within) -> str:
+    """The WITHIN clause's argument; time spans as whole units, largest first."""
     if within.kind == "events":
         return f"{within.value} EVENTS"
     if within.kind == "attribute":
         return f"{within.value} [{name(within.attribute or '')}]"
-    ns = within.value
-    if ns % 10**9 == 0:
-        return f"{ns // 10**9} SECONDS"
-    return f"{ns / 10**9!r} SECONDS"
+    rest = int(within.value)
+    parts = []
+    for plural, singular, ns in grammar.TIME_UNITS:
+        count, rest = divmod(rest, ns)
+        if count:
+            parts.append(f"{count} {singular if count == 1 else plural}")
+    return " ".join(parts) or "0 SECONDS"
 
 
-def _precedence(node: ast.Formula) -> int:
-    if isinstance(node, ast.Filter):
-        return _FILTER
-    if isinstance(node, ast.Union_):
-        return _OR
-    if isinstance(node, ast.Unless):
-        return _UNLESS
-    if isinstance(node, ast.AllOf):
-        return _ALL
-    if isinstance(node, ast.Conjunction):
-        return _AND
-    if isinstance(node, ast.Sequence):
-        return _COLON if node.contiguous else _SEMI
-    if isinstance(node, (ast.Label, ast.Iteration)):
-        return _POSTFIX
-    return _ATOM
+# --------------------------------------------------------------------------- formulas
 
 
-def print_formula(node: ast.Formula) -> str:
-    """The canonical text of a formula."""
-    if isinstance(node, ast.EventType):
-        return (name(node.stream) + ">" if node.stream else "") + name(node.name)
-    if isinstance(node, ast.NotEvent):
-        inner = print_formula(node.atom)
+def print_formula(node: ast.Formula, top: bool = False) -> str:
+    """The canonical text of a formula. ``top``: the formula of a query, where PARTITION BY
+    would be read as the query clause, so a formula's own PARTITION BY is parenthesised."""
+    return _FORMULA.visit(node, top=top)
+
+
+def _wrap(text: str, parenthesise: bool) -> str:
+    return f"({text})" if parenthesise else text
+
+
+class _FormulaPrinter(Visitor):
+    pass_name = "the formula printer"
+    families = (ast.FORMULA_NODES,)
+
+    def child(self, node: ast.Formula, minimum: int) -> str:
+        return _wrap(self.visit(node), grammar.formula_level(node) < minimum)
+
+    def postfix_body(self, body: ast.Formula, chain: bool) -> str:
+        """The operand of a postfix operator. In a ':' chain, a quantifier that does not repeat
+        contiguously is parenthesised (only a bare one does)."""
+        if chain and isinstance(body, ast.Repeat) and not body.contiguous:
+            return f"({self.visit(body)})"
+        if chain and isinstance(body, (ast.Label, ast.Rename)):
+            return self.visit(body, chain=True)
+        return self.child(body, grammar.POSTFIX)
+
+    def visit_EventType(self, node: ast.EventType, **_: object) -> str:
+        return (name(node.stream) + ">" if node.stream else "") + _atom_name(node.name)
+
+    def visit_NotEvent(self, node: ast.NotEvent, **_: object) -> str:
+        inner = self.visit(node.atom)
         if node.cond is not None:
             inner += " FILTER " + print_cond(node.cond)
         return f"NOT({inner})"
-    if isinstance(node, ast.Label):
-        return _child(node.body, _POSTFIX) + " AS " + name(node.label)
-    if isinstance(node, ast.Iteration):
-        return _child(node.body, _POSTFIX) + (":+" if node.contiguous else "+")
-    if isinstance(node, ast.Filter):
-        return _child(node.body, _FILTER) + " FILTER " + print_cond(node.cond)
-    if isinstance(node, ast.Unless):
-        return _child(node.left, _UNLESS) + " UNLESS " + _child(node.right, _UNLESS + 1)
-    level = _precedence(node)
-    separator = {
-        _OR: " OR ",
-        _ALL: " ALL ",
-        _AND: " AND ",
-        _COLON: " : ",
-        _SEMI: "; ",
-    }[level]
-    return separator.join(_child(part, level + 1) for part in node.parts)
+
+    def visit_Label(self, node: ast.Label, chain: bool = False, **_: object) -> str:
+        return self.postfix_body(node.body, chain) + " AS " + name(node.label)
+
+    def visit_Iteration(self, node: ast.Iteration, **_: object) -> str:
+        return self.child(node.body, grammar.POSTFIX) + (":+" if node.contiguous else "+")
+
+    def visit_Repeat(self, node: ast.Repeat, **_: object) -> str:
+        body = self.child(node.body, grammar.POSTFIX)
+        if (node.low, node.high) == (0, 1):
+            return body + "?"
+        if (node.low, node.high) == (0, None):
+            return body + "*"
+        if node.high is None:
+            return f"{body}{{{node.low},}}"
+        if node.high == node.low:
+            return f"{body}{{{node.low}}}"
+        return f"{body}{{{node.low},{node.high}}}"
+
+    def visit_Rename(self, node: ast.Rename, chain: bool = False, **_: object) -> str:
+        pairs = ", ".join(f"{name(a)} -> {name(b)}" for a, b in node.mapping)
+        return self.postfix_body(node.body, chain) + f"[{pairs}]"
+
+    def visit_Sequence(self, node: ast.Sequence, **_: object) -> str:
+        level = grammar.formula_level(node)
+        if not node.contiguous:
+            return "; ".join(self.child(p, level + 1) for p in node.parts)
+        texts = []
+        for part in node.parts:
+            if isinstance(part, ast.Repeat) and not part.contiguous:
+                texts.append(f"({self.visit(part)})")
+            elif isinstance(part, (ast.Label, ast.Rename)):
+                texts.append(self.visit(part, chain=True))
+            else:
+                texts.append(self.child(part, level + 1))
+        return " : ".join(texts)
+
+    def _nary(self, node, separator: str) -> str:
+        level = grammar.formula_level(node)
+        return separator.join(self.child(p, level + 1) for p in node.parts)
+
+    def visit_Union_(self, node: ast.Union_, **_: object) -> str:
+        return self._nary(node, " OR ")
+
+    def visit_Conjunction(self, node: ast.Conjunction, **_: object) -> str:
+        return self._nary(node, " AND ")
+
+    def visit_AllOf(self, node: ast.AllOf, **_: object) -> str:
+        return self._nary(node, " ALL ")
+
+    def visit_Unless(self, node: ast.Unless, **_: object) -> str:
+        return (
+            self.child(node.left, grammar.UNLESS) + " UNLESS " + self.child(node.right, grammar.UNLESS + 1)
+        )
+
+    def visit_Filter(self, node: ast.Filter, top: bool = False, **_: object) -> str:
+        # FILTER binds loosest: its body never needs parentheses.
+        return self.visit(node.body, top=top) + " FILTER " + print_cond(node.cond)
+
+    def visit_PartitionBy(self, node: ast.PartitionBy, top: bool = False, **_: object) -> str:
+        body = self.child(node.body, grammar.FILTER)
+        return _wrap(body + " PARTITION BY " + print_keys(node.keys), top)
+
+    def visit_Start(self, node: ast.Start, **_: object) -> str:
+        return f"START({self.visit(node.body)})"
+
+    def visit_Project(self, node: ast.Project, **_: object) -> str:
+        labels = ", ".join(name(label) for label in node.labels)
+        return f"PROJECT[{labels}]({self.visit(node.body)})"
 
 
-def _child(node: ast.Formula, minimum: int) -> str:
-    text = print_formula(node)
-    return text if _precedence(node) >= minimum else f"({text})"
+# --------------------------------------------------------------------------- conditions
 
 
 def print_cond(cond: ast.Cond) -> str:
     """The canonical text of a FILTER condition."""
-    if isinstance(cond, ast.LabelCond):
+    return _COND.visit(cond)
+
+
+class _CondPrinter(Visitor):
+    pass_name = "the condition printer"
+    families = (ast.COND_NODES,)
+
+    def visit_LabelCond(self, cond: ast.LabelCond) -> str:
         prefix = (name(cond.stream) + ">" if cond.stream else "") + name(cond.label)
         return f"{prefix}[{print_pred(cond.pred)}]"
-    if isinstance(cond, ast.Compare):
+
+    def visit_Compare(self, cond: ast.Compare) -> str:
         return f"{print_expr(cond.left)} {cond.op} {print_expr(cond.right)}"
-    if isinstance(cond, ast.And):
-        return " AND ".join(_cond_child(p, or_parent=False) for p in cond.parts)
-    return " OR ".join(_cond_child(p, or_parent=True) for p in cond.parts)
 
+    def visit_And(self, cond: ast.And) -> str:
+        # n-ary: a nested AND only comes from parentheses, so it keeps them.
+        return " AND ".join(_wrap(self.visit(p), grammar.cond_level(p) <= grammar.COND_AND) for p in cond.parts)
 
-def _cond_child(cond: ast.Cond, or_parent: bool) -> str:
-    text = print_cond(cond)
-    if isinstance(cond, ast.Or) or (isinstance(cond, ast.And) and or_parent is False):
-        return f"({text})"
-    return text
+    def visit_Or(self, cond: ast.Or) -> str:
+        return " OR ".join(_wrap(self.visit(p), grammar.cond_level(p) <= grammar.COND_OR) for p in cond.parts)
+
+    def visit_Not(self, cond: ast.Not) -> str:
+        return f"NOT ({self.visit(cond.operand)})"
 
 
 def print_pred(pred: ast.Pred) -> str:
     """The canonical text of a one-event predicate (inside ``label[...]``)."""
-    if isinstance(pred, ast.Compare):
+    return _PRED.visit(pred)
+
+
+class _PredPrinter(Visitor):
+    pass_name = "the predicate printer"
+    families = (ast.PRED_NODES,)
+
+    def visit_Compare(self, pred: ast.Compare) -> str:
         return f"{print_expr(pred.left)} {pred.op} {print_expr(pred.right)}"
-    if isinstance(pred, ast.Like):
+
+    def visit_Like(self, pred: ast.Like) -> str:
         return f"{print_expr(pred.operand)} LIKE {string(pred.pattern)}"
-    if isinstance(pred, ast.InSet):
+
+    def visit_InSet(self, pred: ast.InSet) -> str:
         keyword = "NOT IN" if pred.negated else "IN"
         return f"{print_expr(pred.operand)} {keyword} {{{', '.join(value(v) for v in pred.values)}}}"
-    if isinstance(pred, ast.InInterval):
+
+    def visit_InInterval(self, pred: ast.InInterval) -> str:
         keyword = "NOT IN" if pred.negated else "IN"
         low = "" if pred.low is None else value(pred.low)
         high = "" if pred.high is None else value(pred.high)
         return f"{print_expr(pred.operand)} {keyword} {{{low}..{high}}}"
-    if isinstance(pred, ast.InRange):
+
+    def visit_InRange(self, pred: ast.InRange) -> str:
         return f"{print_expr(pred.operand)} IN RANGE({print_expr(pred.low)}, {print_expr(pred.high)})"
-    if isinstance(pred, ast.Not):
-        inner = print_pred(pred.operand)
-        if isinstance(pred.operand, (ast.And, ast.Or)):
-            inner = f"({inner})"
-        return "NOT " + inner
-    if isinstance(pred, ast.And):
-        return " AND ".join(_pred_child(p, or_parent=False) for p in pred.parts)
-    return " OR ".join(_pred_child(p, or_parent=True) for p in pred.parts)
+
+    def visit_Not(self, pred: ast.Not) -> str:
+        return "NOT " + _wrap(self.visit(pred.operand), grammar.cond_level(pred.operand) < grammar.COND_NOT)
+
+    def visit_And(self, pred: ast.And) -> str:
+        return " AND ".join(_wrap(self.visit(p), grammar.cond_level(p) <= grammar.COND_AND) for p in pred.parts)
+
+    def visit_Or(self, pred: ast.Or) -> str:
+        return " OR ".join(_wrap(self.visit(p), grammar.cond_level(p) <= grammar.COND_OR) for p in pred.parts)
 
 
-def _pred_child(pred: ast.Pred, or_parent: bool) -> str:
-    text = print_pred(pred)
-    if isinstance(pred, ast.Or) or (isinstance(pred, ast.And) and not or_parent):
-        return f"({text})"
-    return text
-
-
-_EXPR_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+# --------------------------------------------------------------------------- expressions
 
 
 def print_expr(expr: ast.Expr) -> str:
-    """The canonical text of an arithmetic expression."""
-    if isinstance(expr, ast.Attr):
+    """The canonical text of an arithmetic expression (also the default name of a measure)."""
+    return _EXPR.visit(expr)
+
+
+class _ExprPrinter(Visitor):
+    pass_name = "the expression printer"
+    families = (ast.EXPR_NODES,)
+
+    def visit_Attr(self, expr: ast.Attr) -> str:
         return (name(expr.label) + "." if expr.label else "") + name(expr.name)
-    if isinstance(expr, ast.Literal):
+
+    def visit_Literal(self, expr: ast.Literal) -> str:
         return value(expr.value)
-    if isinstance(expr, ast.Neg):
-        inner = print_expr(expr.operand)
-        if isinstance(expr.operand, (ast.Arith, ast.Neg)):
-            inner = f"({inner})"
-        return "-" + inner
-    level = _EXPR_LEVEL[expr.op]
-    left = print_expr(expr.left)
-    if isinstance(expr.left, ast.Arith) and _EXPR_LEVEL[expr.left.op] < level:
-        left = f"({left})"
-    right = print_expr(expr.right)
-    if isinstance(expr.right, ast.Arith) and _EXPR_LEVEL[expr.right.op] <= level:
-        right = f"({right})"
-    return f"{left} {expr.op} {right}"
+
+    def visit_Neg(self, expr: ast.Neg) -> str:
+        # Never "--" (a comment): anything but an atom is parenthesised.
+        return "-" + _wrap(self.visit(expr.operand), grammar.expr_level(expr.operand) < grammar.EXPR_ATOM)
+
+    def visit_Arith(self, expr: ast.Arith) -> str:
+        level = grammar.ARITH_LEVEL[expr.op]
+        left = _wrap(self.visit(expr.left), grammar.expr_level(expr.left) < level)
+        right = _wrap(self.visit(expr.right), grammar.expr_level(expr.right) <= level)
+        return f"{left} {expr.op} {right}"
+
+    def visit_Aggregate(self, expr: ast.Aggregate) -> str:
+        if expr.func == "COUNT":
+            return f"COUNT({'*' if expr.label is None else name(expr.label)})"
+        if expr.func in ("FIRST", "LAST"):
+            return f"{expr.func}({name(expr.label or '')}).{name(expr.attr or '')}"
+        return f"{expr.func}({name(expr.label or '')}.{name(expr.attr or '')})"
+
+    def visit_Prev(self, expr: ast.Prev) -> str:
+        return f"PREV({name(expr.label)}.{name(expr.attr)})"
+
+
+_FORMULA = _FormulaPrinter()
+_COND = _CondPrinter()
+_PRED = _PredPrinter()
+_EXPR = _ExprPrinter()

@@ -197,7 +197,9 @@ class RegisterRuns(_Store):
             return found
         found = -1
         if self.key_slot is not None:
-            stays = any(labels is None and target == state for labels, target in moves)
+            stays = not self.det.final[state] and any(
+                labels is None and target == state for labels, target in moves
+            )
             attribute = None
             if stays:
                 for labels, target in moves:
@@ -258,7 +260,9 @@ class RegisterRuns(_Store):
                 stay = True
             else:
                 selected = [item for bucket in buckets.values() for item in bucket.items()]
-                stay = any(labels is None and target == state for labels, target in moves)
+                # A final state re-entered without reporting (a NOT read) reports again: only a
+                # non-final state can be left as it is.
+                stay = not det.final[state] and any(labels is None and target == state for labels, target in moves)
                 if not stay:
                     del active[state]
                     self.live -= len(selected)

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ceql.compile.catalog import Catalog
 from ceql.compile.compiler import has_not
+from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError
 from ceql.io.writers import MATCH_FIELDS, append_match
 from ceql.lang.schema import Schema
@@ -172,6 +173,7 @@ def find(
     with_events: bool = False,
     name: str = "query",
     shards: int | None = None,
+    max_matches: int | None = None,
     **streaming_options: Any,
 ):
     """Find the complex events of ``query`` in the events of a Spark DataFrame.
@@ -179,7 +181,8 @@ def find(
     ``df`` has a column with the event type (``event_type``) and the declared attributes. The
     result has one row per complex event: query, trigger, positions, labels, partition and,
     with ``with_events``, the events. A streaming DataFrame gives a streaming result (see
-    ``ceql.spark.streaming``).
+    ``ceql.spark.streaming``). With ``max_matches``, a task (a partition key's group, a shard,
+    or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     import pickle
 
@@ -212,7 +215,9 @@ def find(
         keyed, key_columns = _with_partition_keys(numbered, compiled)
 
         def evaluate_group(table: pa.Table) -> pa.Table:
-            return _evaluate_table(table, text, blob, name, arrow_schema, with_events, event_fields)
+            return _evaluate_table(
+                table, text, blob, name, arrow_schema, with_events, event_fields, max_matches=max_matches
+            )
 
         return keyed.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
     if kind == "sharded":
@@ -230,6 +235,7 @@ def find(
                 event_fields,
                 shard_size=size,
                 window=window,
+                max_matches=max_matches,
             )
 
         return sharded.groupBy(SHARD).applyInArrow(evaluate_shard, out_schema)
@@ -238,13 +244,17 @@ def find(
         query_object = _compiled(text, blob)
         evaluator = query_object.evaluator()
         collector = _Collector(name, arrow_schema, with_events, event_fields)
-        for batch in batches:
-            table = pa.Table.from_batches([batch])
-            payload = _event_rows(table, event_fields) if with_events else None
-            for match, payloads in evaluator.process_at(table, table.column(POS).to_numpy(), payload):
-                collector.add(match, payloads if with_events else None)
-                if len(collector) >= 10_000:
-                    yield collector.flush()
+
+        def matches():
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                payload = _event_rows(table, event_fields) if with_events else None
+                yield from evaluator.process_at(table, table.column(POS).to_numpy(), payload)
+
+        for match, payloads in limit_matches(matches(), max_matches):
+            collector.add(match, payloads if with_events else None)
+            if len(collector) >= 10_000:
+                yield collector.flush()
         if len(collector):
             yield collector.flush()
 
@@ -262,6 +272,7 @@ def _evaluate_table(
     event_fields: list[str],
     shard_size: float | None = None,
     window: float | None = None,
+    max_matches: int | None = None,
 ) -> pa.Table:
     """Evaluate one group (a partition key, or a shard) sorted by position."""
     query_object = _compiled(text, blob)
@@ -278,9 +289,10 @@ def _evaluate_table(
         keep_from, keep_to = shard * shard_size, (shard + 1) * shard_size
         measures = table.column(MEASURE).to_numpy()
         trigger_measure = dict(zip(positions.tolist(), measures.tolist()))
-    for match, payloads in evaluator.process_at(table, positions, payload):
-        if keep_from is not None and not keep_from <= trigger_measure[match.trigger] < keep_to:
-            continue  # another shard reports it
+    found = evaluator.process_at(table, positions, payload)
+    if keep_from is not None:  # matches triggered outside the shard are another shard's
+        found = (item for item in found if keep_from <= trigger_measure[item[0].trigger] < keep_to)
+    for match, payloads in limit_matches(found, max_matches):
         collector.add(match, payloads if with_events else None)
     batch = collector.flush()
     return pa.Table.from_batches([batch], schema=arrow_schema)

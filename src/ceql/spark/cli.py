@@ -188,7 +188,15 @@ def run_spark(args: argparse.Namespace) -> int:
     """The Spark pipeline behind ``ceql run --engine spark``."""
     from pyspark.sql import functions as F
 
-    from ceql.cli import _compile_queries, _schema, read_options, run_catalog, warnings_to_stderr
+    from ceql.cli import (
+        _compile_queries,
+        _schema,
+        check_run_outputs,
+        read_options,
+        run_catalog,
+        warnings_to_stderr,
+    )
+    from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
     from ceql.spark.batch import explain_plan, find
     from ceql.spark.session import session
@@ -198,13 +206,14 @@ def run_spark(args: argparse.Namespace) -> int:
     paths = resolve_inputs(args.input)
     if "-" in paths:
         raise CeqlError("--engine spark reads files, not standard input")
-    if not args.output:
+    if not args.output or args.output == STDOUT:
         raise CeqlError("--engine spark needs --output DIRECTORY (results are written by Spark)")
     fmt = args.format or "parquet"
     if fmt not in ("parquet", "jsonl"):
         raise CeqlError("--engine spark writes parquet or jsonl")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
+    check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
     spark = session(args.master)
     catalog = run_catalog(schema, queries)
@@ -233,30 +242,55 @@ def run_spark(args: argparse.Namespace) -> int:
         path = paths[first[FILE]]
         unit = "row" if detect_format(path, args.input_format).name == "parquet" else "line"
         raise EventError(first[REASON], source=path, line=first[LINE], unit=unit)
-    if rejected_count and args.on_error == "dead-letter":
-        sources = F.array(*[F.lit(p) for p in paths])
-        rejected.select(
-            F.element_at(sources, F.col(FILE) + 1).alias("source"),
-            F.col(LINE).alias("line"),
-            F.col(REASON).alias("reason"),
-            F.col(INPUT).alias("input"),
-        ).write.mode("overwrite").json(args.dead_letter)
-    events = events.select(EVENT_TYPE, *catalog.columns, *order_by)
-    total = parsed.where(F.col(KIND) != WARNING).count()
-    results = None
-    for name, query in queries:
-        if not args.quiet:
-            print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
-        found = find(events, query, schema, order_by=order_by, with_events=args.with_events, name=name)
-        results = found if results is None else results.unionByName(found)
-    writer = results.write.mode("overwrite")
-    if fmt == "parquet":
-        writer.parquet(args.output)
-        written = spark.read.parquet(args.output)
-    else:
-        writer.json(args.output)
-        written = spark.read.schema(results.schema).json(args.output)  # also when no match
-    counts = {row["query"]: row["count"] for row in written.groupBy("query").count().collect()}
+    with Outputs(args.overwrite) as outputs:
+        if args.dead_letter:
+            # Written even when empty, like the local engine's dead-letter file.
+            sources = F.array(*[F.lit(p) for p in paths])
+            rejected.select(
+                F.element_at(sources, F.col(FILE) + 1).alias("source"),
+                F.col(LINE).alias("line"),
+                F.col(REASON).alias("reason"),
+                F.col(INPUT).alias("input"),
+            ).write.mode("errorifexists").json(outputs.folder(args.dead_letter))
+        events = events.select(EVENT_TYPE, *catalog.columns, *order_by)
+        total = parsed.where(F.col(KIND) != WARNING).count()
+        results = None
+        limit = args.max_matches or None
+        for name, query in queries:
+            if not args.quiet:
+                print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
+            found = find(
+                events,
+                query,
+                schema,
+                order_by=order_by,
+                with_events=args.with_events,
+                name=name,
+                max_matches=limit,
+            )
+            results = found if results is None else results.unionByName(found)
+        folder = outputs.folder(args.output)
+        try:
+            write = results.write.mode("errorifexists")
+            # A task stopped by the match limit is expected: keep Spark from logging its trace.
+            spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
+            if fmt == "parquet":
+                write.parquet(folder)
+            else:
+                write.json(folder)
+        except Exception as exc:
+            if "ceql.errors.LimitError" in str(exc):
+                raise _too_many(args.max_matches) from None
+            raise
+        finally:
+            spark.sparkContext.setLogLevel("ERROR")
+        # Read back with the result schema: a JSON folder without matches has no columns to infer.
+        reader = spark.read.schema(results.schema)
+        written = reader.parquet(folder) if fmt == "parquet" else reader.json(folder)
+        counts = {row["query"]: row["count"] for row in written.groupBy("query").count().collect()}
+        if args.max_matches and sum(counts.values()) > args.max_matches:
+            raise _too_many(args.max_matches)
+        outputs.commit()
     elapsed = time.perf_counter() - started
     if not args.quiet:
         per_query = ", ".join(f"{name}: {counts.get(name, 0)}" for name, _ in queries)
@@ -266,3 +300,9 @@ def run_spark(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _too_many(limit: int):
+    from ceql.compile.limits import too_many_matches
+
+    return too_many_matches(limit, "--max-matches", "; no output was written")

@@ -1,0 +1,184 @@
+"""The brute-force reference evaluator: the semantics of docs/semantics.md, literally.
+
+This is the oracle the engine is tested against, so it favours obviousness over speed: it
+computes ``[[f]](i, j)`` for every formula node and pair of positions (memoised, formulas.py),
+then applies the query clauses in the order the semantics gives: PARTITION BY (sub-streams, or
+a filter over label attributes), WITHIN, CONSUME BY, the selection strategy, the projection and
+the measures, LIMIT. Use it on small streams (a few dozen events).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from ceql.lang.analysis import CheckedQuery
+from ceql.match import Match
+from ceql.reference.conditions import MISSING, Env, measure
+from ceql.reference.formulas import FormulaEvaluator, ce_max, ce_min, common_value, support
+from ceql.reference.inputs import rows
+
+__all__ = ["run"]
+
+
+def run(query: Any, events: Any, *, type_labels: bool = False) -> list[Match]:
+    """Evaluate ``query`` over ``events`` by brute force; return the matches in trigger order.
+
+    ``query`` is a CheckedQuery or any object with a ``checked`` attribute holding one (such as
+    the engine's compiled query). ``events`` are what ``Query.run`` accepts: dicts with an
+    ``event_type`` key, a pandas DataFrame, or Arrow tables / record batches. With
+    ``type_labels=True``, ``Match.labels`` also lists the events under their event type names.
+    """
+    checked: CheckedQuery = query if isinstance(query, CheckedQuery) else query.checked
+    return _Reference(checked, rows(events, checked.schema), type_labels).run()
+
+
+class _Reference:
+    def __init__(self, checked: CheckedQuery, stream: list[dict[str, Any]], type_labels: bool) -> None:
+        self.checked = checked
+        self.query = checked.query
+        self.stream = stream
+        self.type_labels = type_labels
+
+    # ------------------------------------------------------------------ top level
+
+    def run(self) -> list[Match]:
+        substreams = self.partition()
+        # candidates[j] = (partition key, CEs in global positions) triggered at global position j
+        candidates: dict[int, tuple[tuple | None, list[frozenset]]] = {}
+        for key, positions in substreams.items():
+            local_stream = [self.stream[p] for p in positions]
+            evaluator = FormulaEvaluator(local_stream)
+            for local_j, global_j in enumerate(positions):
+                ces = evaluator.reported(self.checked.formula, local_j)
+                if self.query.partition_labels:
+                    ces = {
+                        ce
+                        for ce in ces
+                        if common_value(ce, self.query.partition_labels, local_stream) is not MISSING
+                    }
+                mapped = [frozenset((label, positions[p]) for label, p in ce) for ce in ces]
+                candidates[global_j] = (key, mapped)
+        matches: list[Match] = []
+        last_output_any = -1
+        last_output_by_key: dict[Any, int] = {}
+        consume = self.query.effective_consume
+        for j in range(len(self.stream)):
+            if j not in candidates:
+                continue
+            key, ces = candidates[j]
+            ces = [ce for ce in ces if self.in_window(ce)]
+            if consume == "ANY" or (consume == "PARTITION" and not self.query.partition_by):
+                ces = [ce for ce in ces if ce_min(ce) > last_output_any]
+            elif consume == "PARTITION":
+                ces = [ce for ce in ces if ce_min(ce) > last_output_by_key.get(key, -1)]
+            ces = self.select(ces, substreams[key])
+            output = self.project(ces, j, key)
+            if output:
+                last_output_any = j
+                last_output_by_key[key] = j
+            matches.extend(output)
+        return matches
+
+    def partition(self) -> dict[tuple | None, list[int]]:
+        """Sub-stream key -> its global positions, in order (one sub-stream if unpartitioned)."""
+        groups = self.query.partition_by
+        if not groups:
+            return {None: list(range(len(self.stream)))}
+        substreams: dict[tuple | None, list[int]] = {}
+        for position, event in enumerate(self.stream):
+            key = partition_key(event, groups, self.checked)
+            if key is not None:
+                substreams.setdefault(key, []).append(position)
+        return substreams
+
+    def in_window(self, ce: frozenset) -> bool:
+        within = self.query.within
+        if within is None or not ce:
+            return True
+        first, last = self.stream[int(ce_min(ce))], self.stream[int(ce_max(ce))]
+        if within.kind == "events":
+            return ce_max(ce) - ce_min(ce) < within.value
+        if within.kind == "attribute":
+            return last[within.attribute] - first[within.attribute] < within.value
+        time = self.checked.time_attribute
+        return last[time(last["event_type"])] - first[time(first["event_type"])] < within.value
+
+    def select(self, ces: list[frozenset], substream: list[int]) -> list[frozenset]:
+        strategy = self.query.effective_strategy
+        if strategy == "ALL" or not ces:
+            return ces
+        supports = {ce: support(ce) for ce in ces}
+        if strategy == "ANY":
+            return [min(ces, key=lambda ce: sorted(ce))]
+        if strategy in ("NEXT", "LAST"):
+            best = functools.reduce(lambda a, b: b if _better(b, a, strategy) else a, supports.values())
+            return [ce for ce in ces if supports[ce] == best]
+        if strategy == "MAX":
+            all_supports = set(supports.values())
+            return [ce for ce in ces if not any(supports[ce] < other for other in all_supports)]
+        # STRICT: the support is an interval of the (sub-)stream.
+        index = {p: i for i, p in enumerate(substream)}
+        kept = []
+        for ce in ces:
+            local = sorted(index[p] for p in supports[ce])
+            if not local or local[-1] - local[0] + 1 == len(local):
+                kept.append(ce)
+        return kept
+
+    def project(self, ces: list[frozenset], trigger: int, key: tuple | None) -> list[Match]:
+        """SELECT: the kept events and labels, the measures over the whole CE; duplicates
+        (same projected CE and measure values) are reported once; then LIMIT."""
+        projection = self.query.projection
+        reported = None if self.type_labels else self.checked.as_labels
+        kept = {item.label for item in projection.items} if projection.kind == "list" else None
+        seen: dict[Match, None] = {}
+        for ce in ces:
+            measures = self.measures(ce)
+            if projection.kind == "none":
+                positions: tuple[int, ...] = ()
+                labels: dict[str, tuple[int, ...]] = {}
+            else:
+                chosen = [(label, p) for label, p in ce if kept is None or label in kept]
+                positions = tuple(sorted({p for _, p in chosen}))
+                grouped: dict[str, list[int]] = {}
+                for label, p in chosen:
+                    if reported is None or label in reported:
+                        grouped.setdefault(label, []).append(p)
+                labels = {k: tuple(sorted(v)) for k, v in grouped.items()}
+            seen.setdefault(Match(trigger, positions, labels, key, measures), None)
+        output = sorted(seen)
+        if self.query.limit is not None:
+            output = output[: self.query.limit]
+        return output
+
+    def measures(self, ce: frozenset) -> dict[str, Any]:
+        items = self.query.projection.measures
+        if not items:
+            return {}
+        env = Env.of(ce, ce, self.stream)
+        multiplicity = self.checked.label_multiplicity
+        return {item.name: measure(item.expr, env, multiplicity) for item in items}
+
+
+def partition_key(event: Mapping[str, Any], groups, checked: CheckedQuery) -> tuple | None:
+    """The PARTITION BY key of an event: the values of the first attribute list its type has."""
+    decl = checked.schema.event_types[event["event_type"]]
+    for group in groups:
+        if all(decl.attribute(a) is not None for a in group):
+            values = tuple(event.get(a) for a in group)
+            if any(v is None for v in values):
+                return None
+            return values
+    return None
+
+
+def _better(a: frozenset, b: frozenset, strategy: str) -> bool:
+    """Whether support a is strictly better than b for NEXT (earliest) or LAST (latest)."""
+    if a == b:
+        return False
+    diff = a ^ b
+    pivot = min(diff) if strategy == "NEXT" else max(diff)
+    return pivot in a
+
