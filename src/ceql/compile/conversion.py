@@ -10,9 +10,9 @@ The rules (docs/input.md has the table):
   within int64, or a float with no fractional part of magnitude at most 2**53 (exact); ``1.5``,
   ``1e3`` and values beyond int64 are bad. In a column that is double in another event type,
   ints are stored as doubles and must be at most 2**53 in magnitude (exact).
-- double: decimal text (``1.5``, ``-2e-3``, ``.5``), any Arrow integer or float; NaN and
-  infinities (``nan``, ``inf``, JSON ``NaN``, a float NaN) are bad, and so is text beyond the
-  double range.
+- double: decimal text (``1.5``, ``-2e-3``, ``.5``), ``nan``, ``inf``, ``-infinity`` (any
+  case; JSON ``NaN``, ``Infinity``), any Arrow integer or float; text beyond the double range
+  (``1e400``) is bad. (In a pandas DataFrame, NaN marks a missing value, pandas' convention.)
 - string: text as it is (``007``, ``1e3``, ``NA`` and ``null`` stay text); other types are bad.
 - boolean: ``true``/``false`` in any case, ``1``/``0``, or an Arrow boolean.
 - primary_time: integer text or an integer in the declared unit (s, ms, us, ns), an Arrow or
@@ -47,7 +47,7 @@ _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
 _DAY_NS = 86_400 * 10**9
 
 # Why a row is bad (codes kept per row; the message is built only for rows that are reported).
-OK, UNPARSABLE, OUT_OF_RANGE, NOT_FINITE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8 = range(9)
+OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8 = range(8)
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,6 @@ def describe(code: int, shown: str, target: Target) -> str:
         if target.kind == "double":
             return f"{shown} is beyond the range of a double"
         return f"{shown} is beyond the int64 range"
-    if code == NOT_FINITE:
-        return f"{shown} is not a finite number (NaN and infinities are not accepted)"
     if code == NOT_INTEGRAL:
         return f"{shown} is not {expected}"
     if code == INEXACT:
@@ -440,11 +438,11 @@ def _from_floats(array: pa.Array, target: Target) -> Converted:
     if target.type in ("string", "boolean"):
         return _wrong_kind(array, target, "number")
     floats = array.cast(pa.float64())
-    finite = _mask(pc.is_finite(floats))
-    codes = np.where(missing | finite, OK, NOT_FINITE).astype(np.int8)
-    if target.type == "double":
+    codes = np.zeros(len(floats), dtype=np.int8)
+    if target.type == "double":  # NaN and infinities are doubles too
         return _result(floats, missing, codes, array, target, "")
-    # int or primary_time: a whole number of magnitude at most 2**53 is exact; others are not.
+    # int or primary_time: a whole number of magnitude at most 2**53 is exact; others are not
+    # (NaN and infinities are no whole numbers).
     numbers = np.asarray(pc.fill_null(floats, 0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
     with np.errstate(invalid="ignore"):
         whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
@@ -558,7 +556,7 @@ def _fast_text(text: pa.Array, nulls: np.ndarray, target: Target) -> Converted |
     codes = np.zeros(n, dtype=np.int8)
     if target.type == "double":
         if not _mask(pc.is_finite(values))[~nulls].all():
-            return None  # nan, inf, 1e400: the full path says which and why
+            return None  # nan and inf are fine, 1e400 is not: the full path tells them apart
         return _result(values, nulls, codes, text, target, "")
     if target.type == "primary_time":
         scaled, over = _scale(values, target.unit)
@@ -597,14 +595,14 @@ def _int_text(trimmed: pa.Array, valid: np.ndarray) -> tuple[pa.Array, np.ndarra
 def _float_text(text: pa.Array, trimmed: pa.Array, missing: np.ndarray, target: Target) -> Converted:
     n = len(text)
     codes = np.zeros(n, dtype=np.int8)
-    ok = _mask(pc.match_substring_regex(trimmed, _FLOAT_TEXT)) & ~missing
+    numeric = _mask(pc.match_substring_regex(trimmed, _FLOAT_TEXT)) & ~missing
+    words = _mask(pc.match_substring_regex(trimmed, _NON_FINITE_TEXT, ignore_case=True)) & ~missing
+    ok = numeric | words
     codes[~ok & ~missing] = UNPARSABLE
-    words = _mask(pc.match_substring_regex(trimmed, _NON_FINITE_TEXT, ignore_case=True))
-    codes[words & ~missing] = NOT_FINITE
-    cleaned = pc.replace_substring_regex(trimmed, r"^\+", "")
+    cleaned = pc.utf8_lower(pc.replace_substring_regex(trimmed, r"^\+", ""))
     values = pc.cast(pc.if_else(pa.array(ok), cleaned, pa.nulls(n, pa.string())), pa.float64())
     finite = _mask(pc.is_finite(values))
-    codes[ok & ~finite] = OUT_OF_RANGE  # e.g. 1e400
+    codes[numeric & ~finite] = OUT_OF_RANGE  # digits beyond the double range (1e400), not "inf"
     return _result(values, missing, codes, text, target, "")
 
 
