@@ -385,11 +385,16 @@ def _int_arithmetic(op: str, a: np.ndarray, b: np.ndarray, risky: np.ndarray) ->
         risky |= ((a == -1) & (b == INT64_MIN)) | ((b == -1) & (a == INT64_MIN))
         return result
     divisor = np.where(b == 0, 1, b)  # a zero divisor makes the value missing: any value will do
-    risky |= (a == INT64_MIN) & (divisor == -1)
+    edge = (a == INT64_MIN) & (divisor == -1)  # the quotient 2^63 does not fit; the remainder is 0
+    if op == "/":
+        risky |= edge
+    divisor = np.where(edge, 1, divisor)
     floor = a // divisor
     inexact = (a - floor * divisor != 0) & ((a < 0) != (divisor < 0))
     quotient = floor + inexact  # truncate toward zero
-    return quotient if op == "/" else a - quotient * divisor
+    if op == "/":
+        return quotient
+    return np.where(edge, 0, a - quotient * divisor)
 
 
 def _column_values(attr: ast.Attr, table: pa.Table) -> tuple[np.ndarray, str]:

@@ -39,7 +39,15 @@ class Evaluator:
         self.plan = plan
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
-        ranked = plan.strategy in ("NEXT", "LAST") and not plan.strict_filter
+        # NEXT/LAST keep one complex event per class; with a window the class includes the first
+        # event's measure, so classes must expire with it (a window on a non-decreasing measure
+        # and runs that end on a reported event); otherwise the best support is found on the
+        # tECS at each trigger.
+        ranked = (
+            plan.strategy in ("NEXT", "LAST")
+            and not plan.strict_filter
+            and (plan.window is None or (plan.monotone and not plan.silent_reads))
+        )
         if ranked:
             self.runs = RankedRuns(plan, max_classes)
         elif plan.registers is not None:

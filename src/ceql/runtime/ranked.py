@@ -183,7 +183,7 @@ class RankedRuns(_Store):
             and super().valid_registers(registers[1])
         )
 
-    def classes(self, active: list):
+    def classes(self, active: list, key: Any = None):
         for rank, group in enumerate(active):
             for state, nu, start, last, node in group:
                 yield state, (rank, nu, start, last), node

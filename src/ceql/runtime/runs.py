@@ -56,10 +56,10 @@ class _Store:
         return isinstance(registers, tuple) and len(registers) == width
 
     def window_limit(self, m: Any) -> Any:
-        plan = self.plan
-        if plan.window is None or not plan.monotone:
-            return None
-        return m - plan.window
+        """Complex events whose first event's measure is at most this are out of the window if
+        the current event becomes their last (None: no window)."""
+        window = self.plan.window
+        return None if window is None else m - window
 
 
 class PlainRuns(_Store):
@@ -141,7 +141,7 @@ class PlainRuns(_Store):
     def roots(self) -> list[tuple]:
         return [node for active in self.partitions.values() for node in active.values()]
 
-    def classes(self, active: dict):
+    def classes(self, active: dict, key: Any = None):
         """(state, registers, node) of every class of one partition (for saving)."""
         for state, node in active.items():
             yield state, (), node
@@ -182,6 +182,13 @@ class RegisterRuns(_Store):
         self._index: dict[tuple[int, int], Any] = {}  # (state, symbol) -> attribute index or -1
         self.max_classes = max_classes
         self.live = 0
+        # Classes whose complex events have all left the window are dropped when the measure
+        # never decreases; otherwise they rest in a graveyard (not visited), and come back if a
+        # later event's smaller measure puts them in the window again.
+        self.by_age = plan.window is not None and not plan.silent_reads
+        self.forever = plan.monotone
+        self.graveyard: dict[Any, list] = {}
+        self.last_measure: dict[Any, Any] = {}
 
     def _bucket(self, registers: tuple) -> Any:
         return registers[self.key_slot] if self.key_slot is not None else None
@@ -232,6 +239,11 @@ class RegisterRuns(_Store):
         elif self.partitioned and self.partition_consumed.get(key, -1) < self.consumed_at:
             active = self._consumed(active)
         limit = self.window_limit(m)
+        if self.by_age and not self.forever:
+            previous = self.last_measure.get(key)
+            if previous is not None and m < previous and self.graveyard.get(key):
+                self._revive(key, active, limit)
+            self.last_measure[key] = m
         touched = det.touching(symbol)
         states = [s for s in touched if s in active] if len(touched) < len(active) else [
             s for s in active if s in touched
@@ -240,7 +252,6 @@ class RegisterRuns(_Store):
         cache = det.cache
         # First take out every class that moves (reading before writing: a state may receive
         # runs from another one processed before it), then add the arrivals.
-        silent = self.plan.silent_reads
         work = []
         for state in states:
             moves = cache.get((state, symbol))
@@ -266,7 +277,7 @@ class RegisterRuns(_Store):
                 if not stay:
                     del active[state]
                     self.live -= len(selected)
-            if limit is not None and not silent:
+            if self.by_age:
                 # Classes whose every complex event has left the window: drop them now, before
                 # arrivals (an arrival may have the same state and registers).
                 alive = []
@@ -274,6 +285,8 @@ class RegisterRuns(_Store):
                     if not node[1] and node[0] <= limit:
                         if stay:
                             self._remove(active, state, nu)
+                        if not self.forever:
+                            self.graveyard.setdefault(key, []).append((state, nu, node))
                     else:
                         alive.append((nu, node))
                 selected = alive
@@ -342,6 +355,19 @@ class RegisterRuns(_Store):
                 finals.append(active[target][bucket_key][nu])
         return finals or None
 
+    def _revive(self, key: Any, active: dict, limit: Any) -> None:
+        """A smaller measure arrived: classes in the graveyard with complex events in the window
+        of this event come back."""
+        resting = []
+        for state, nu, node in self.graveyard[key]:
+            if node[0] > limit:
+                bucket = active.setdefault(state, {}).setdefault(self._bucket(nu), {})
+                bucket[nu] = node if nu not in bucket else _union(bucket[nu], node)
+                self.live += 1
+            else:
+                resting.append((state, nu, node))
+        self.graveyard[key] = resting
+
     def _remove(self, active: dict, state: int, nu: tuple) -> None:
         bucket_key = nu[self.key_slot] if self.key_slot is not None else None
         by_bucket = active.get(state)
@@ -406,11 +432,13 @@ class RegisterRuns(_Store):
             for node in bucket.values()
         ]
 
-    def classes(self, active: dict):
+    def classes(self, active: dict, key: Any = None):
         for state, buckets in active.items():
             for bucket in buckets.values():
                 for nu, node in bucket.items():
                     yield state, nu, node
+        # Resting classes are saved as live ones: they go back to rest when next visited.
+        yield from self.graveyard.get(key, ())
 
     def from_classes(self, classes: list[tuple]) -> dict:
         active: dict = {}

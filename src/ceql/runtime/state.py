@@ -135,7 +135,7 @@ def export_state(evaluator: Evaluator) -> bytes:
     used: set[int] = set()
     for key, active in runs.partitions.items():
         classes = []
-        for state, registers, node in runs.classes(active):
+        for state, registers, node in runs.classes(active, key):
             used.add(state)
             classes.append([state, _encode(registers), flatten(node)])
         partitions.append([_encode(key), classes])
