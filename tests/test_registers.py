@@ -74,9 +74,9 @@ def test_the_index_visits_only_the_classes_of_the_events_value() -> None:
         if program is None:
             return None
 
-        def wrapped(nu, values, mask):
+        def wrapped(nu, values, mask, symbol=-1):
             visited.append(1)
-            return program(nu, values, mask)
+            return program(nu, values, mask, symbol)
 
         return wrapped
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.lang import CheckedQuery, Schema, analyze, parse_query
-from ceql.match import Match
 from ceql.runtime.evaluator import Evaluator
 
 
@@ -25,16 +23,29 @@ class Query:
 
     def evaluator(self, **options: Any) -> Evaluator:
         """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches.
-        Options: ``type_labels=True`` (event-type labels in ``Match.labels``), ``max_classes``."""
+        Options: ``engine`` ("auto", "python" or "compiled"), ``type_labels=True`` (event-type
+        labels in ``Match.labels``), ``max_classes`` (live partial-match classes per key)."""
         return Evaluator(self.plan, **options)
 
-    def run(self, events: Any, max_matches: int | None = None, **options: Any) -> Iterator[Match]:
-        """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data),
-        lazily, in trigger order. Options as for ``evaluator``. With ``max_matches``, raise
-        LimitError instead of producing more than that many (None or 0: no limit)."""
-        from ceql.compile.limits import limit_matches
+    def run(
+        self, events: Any, *, output: str = "matches", max_matches: int | None = None, **options: Any
+    ) -> Any:
+        """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data)
+        in trigger order: lazily as ``Match`` objects, or with ``output="arrow"`` as one Arrow
+        table (no Python object per match where the compiled kernel runs the query). Options as
+        for ``evaluator``. With ``max_matches``, raise LimitError instead of producing more than
+        that many (None or 0: no limit)."""
+        from ceql.compile.limits import limit_matches, too_many_matches
 
-        return limit_matches(self.evaluator(**options).process(events), max_matches)
+        evaluator = self.evaluator(**options)
+        if output == "arrow":
+            table = evaluator.arrow(events)
+            if max_matches and table.num_rows > max_matches:
+                raise too_many_matches(max_matches)
+            return table
+        if output != "matches":
+            raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
+        return limit_matches(evaluator.process(events), max_matches)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""

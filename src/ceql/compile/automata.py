@@ -665,3 +665,68 @@ def reachable_states(machine: Machine, limit: int) -> list[State] | None:
                     return None
                 frontier.append(target)
     return list(seen)
+
+
+class UnlessTracked(Machine):
+    """``f UNLESS g`` when g's conditions need registers: g is tracked by the register
+    programs, not in the state. States are (tag, f state, tracking). The first reported event
+    of f starts tracking (labels ``start`` and ``tick``); while tracking, every event of a type
+    g reads carries ``tick`` (its program moves g's runs and records g's matches), every event f
+    reports carries ``rep`` (it is refused once g has matched), and the transition that ends f
+    carries ``end`` (g's matches that still wait for f's labels are decided there)."""
+
+    def __init__(
+        self, counter: Counter, left: Machine, labels: dict[str, str], right_types: frozenset[str] | None
+    ) -> None:
+        self.left = left
+        self.lo = left.lo
+        self.tag = counter.take()
+        self.hi = counter.next
+        self.start = labels["start"]
+        self.tick = labels["tick"]
+        self.rep = labels["rep"]
+        self.end = labels["end"]
+        self.right_types = right_types  # None: every event type (g reads with NOT)
+
+    def owns(self, state: State) -> bool:
+        return isinstance(state, tuple) and state[0] == self.tag
+
+    def initial(self) -> tuple:
+        return tuple((self.tag, a, False) for a in self.left.initial())
+
+    def final(self, state: State) -> bool:
+        return self.left.final(state[1])
+
+    def valid(self, state: State) -> bool:
+        return (
+            isinstance(state, tuple)
+            and len(state) == 3
+            and state[0] == self.tag
+            and isinstance(state[2], bool)
+            and self.left.valid(state[1])
+        )
+
+    def may_move(self, state: State) -> bool:
+        return self.left.may_move(state[1])
+
+    def _ticks(self, symbol: tuple | None) -> bool:
+        return symbol is None or self.right_types is None or symbol[0] in self.right_types
+
+    def moves(self, state: State, symbol: tuple | None = None) -> tuple:
+        _, a, tracking = state
+        out = []
+        ticks = self._ticks(symbol)
+        for g, labels, t in self.left.moves(a, symbol):
+            reporting = reports(labels)
+            extra = set()
+            if tracking:
+                if ticks:
+                    extra.add(self.tick)
+                if reporting:
+                    extra.add(self.rep)
+            elif reporting:
+                extra |= {self.start, self.tick, self.rep}
+            if self.left.final(t):
+                extra.add(self.end)
+            out.append((g, labels | extra if extra else labels, (self.tag, t, tracking or reporting)))
+        return tuple(out)

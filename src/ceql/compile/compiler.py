@@ -27,6 +27,7 @@ from ceql.compile.registers import (
     Registers,
     Role,
     Site,
+    Tracked,
     ValuesAtom,
     private,
 )
@@ -63,7 +64,7 @@ def compile_query_formula(
         machine = compiler.partition_site(machine, formula, partition_labels, top=True, text=None)
     registers = None
     if compiler.sites:
-        registers = Registers(compiler.sites, compiler.attributes, compiler.homes)
+        registers = Registers(compiler.sites, compiler.attributes, compiler.homes, compiler.tracked)
         registers.key = _index_key(compiler.sites, compiler.attribute_index)
     return Compiled(machine, compiler.predicates, compiler.sites, registers, compiler.attributes)
 
@@ -292,6 +293,7 @@ class _Frame:
     repeated: bool
     depth: int
     requested: dict[str, str] = field(default_factory=dict)
+    local: bool = False  # inside an UNLESS right side: its values belong to a run of it
 
 
 class _Compiler:
@@ -307,6 +309,7 @@ class _Compiler:
         self.frames: list[_Frame] = []  # enclosing scopes that may be homes of free labels
         self.frame_count = 0
         self.homes: list[Home] = []
+        self.tracked: list[Tracked] = []
         self.root_mandatory = mandatory_labels(root)
         self.multiplicity = label_multiplicity(root)
         # Context of the node being built.
@@ -349,13 +352,7 @@ class _Compiler:
         if isinstance(node, ast.AllOf):
             return automata.AllOf(self.counter, [self.build(p) for p in node.parts])
         if isinstance(node, ast.Unless):
-            left = self.build(node.left)
-            self.negated += 1
-            try:
-                right = self.build(node.right)
-            finally:
-                self.negated -= 1
-            return automata.Unless(self.counter, left, right)
+            return self.build_unless(node)
         if isinstance(node, ast.Filter):
             return self.build_filter(node)
         if isinstance(node, ast.PartitionBy):
@@ -370,6 +367,52 @@ class _Compiler:
         if isinstance(node, ast.Repeat):
             raise UnsupportedQueryError("quantifiers must be rewritten before compilation (internal error)")
         raise TypeError(f"unknown formula node {type(node).__name__}")
+
+    def build_unless(self, node: ast.Unless) -> automata.Machine:
+        """``f UNLESS g``. When g has no condition that needs registers, g is tracked in the
+        automaton's states (symbolic); otherwise by the registers (``Tracked``). Conditions in g
+        read labels g defines from g's complex event, then labels of f from f's."""
+        left_frame = _Frame(self.frame_count, self.label_index.defined(node.left), bool(self.iterated), len(self.frames))
+        self.frame_count += 1
+        left = self.build(node.left)
+        sites_before = len(self.sites)
+        frames_before = self.frame_count
+        right_frame = _Frame(self.frame_count, self.label_index.defined(node.right), False, len(self.frames) + 1)
+        right_frame.local = True
+        self.frame_count += 1
+        saved = (self.iterated, self.optional)
+        self.iterated = self.optional = 0  # conditions in g are read per run of g
+        self.negated += 1
+        self.frames += [left_frame, right_frame]
+        try:
+            right = self.build(node.right)
+        finally:
+            del self.frames[-2:]
+            self.negated -= 1
+            self.iterated, self.optional = saved
+        inner_sites = self.sites[sites_before:]
+        if not inner_sites:
+            return automata.Unless(self.counter, left, right)
+        if self.negated:
+            raise UnsupportedQueryError(
+                "a condition across events inside the right side of an UNLESS that is itself inside "
+                "the right side of an UNLESS is not supported"
+            )
+        if right_frame.requested:
+            right = automata.ScopeLabels(right, dict(right_frame.requested), None)
+        if left_frame.requested:
+            left = automata.ScopeLabels(left, dict(left_frame.requested), None)
+            if left_frame.repeated:
+                end = f"\x00H{left_frame.index}:end"
+                left = automata.MarkEnds(left, end)
+                self.homes.append(Home(left_frame.index, end, left_frame.depth))
+        number = len(self.tracked)
+        labels = {name: f"\x00U{number}:{name}" for name in ("start", "tick", "rep", "end")}
+        right_types = None if has_not(node.right) else frozenset(_event_types(node.right))
+        machine = automata.UnlessTracked(self.counter, left, labels, right_types)
+        frames = frozenset({right_frame.index} | set(range(frames_before, self.frame_count)))
+        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right))
+        return machine
 
     def _framed(self, body: ast.Formula, repeated: bool) -> automata.Machine:
         """Build a scope's body (an iteration's, a renaming's, a projection's): a free label that
@@ -396,12 +439,14 @@ class _Compiler:
         for frame in reversed(self.frames):
             if label in frame.labels:
                 event_label = frame.requested.setdefault(label, f"\x00H{frame.index}:{label}")
-                return Role(label, event_label, False, frame.index if frame.repeated else None)
+                home = frame.index if frame.repeated or frame.local else None
+                return Role(label, event_label, False, home)
         return Role(label, label, False)
 
     def _top(self) -> bool:
-        """Whether a site here has exactly one instance in every derivation of a complex event."""
-        return not (self.iterated or self.optional or self.negated)
+        """Whether a site here has exactly one instance in every derivation of a complex event
+        (inside an UNLESS right side: of a run of it)."""
+        return not (self.iterated or self.optional)
 
     def build_filter(self, node: ast.Filter) -> automata.Machine:
         own = defined_labels(node.body)
@@ -488,11 +533,6 @@ class _Compiler:
     ) -> automata.Machine:
         """A site for ``body FILTER cond`` (``machine`` is body's); with ``negated_event``, for
         ``NOT(E FILTER cond)``: the read of an E event is allowed only if cond does not hold."""
-        if self.negated:
-            raise UnsupportedQueryError(
-                "a condition across events inside the right side of UNLESS is not supported yet "
-                "(ceql.reference evaluates it)"
-            )
         index = self._new_site_index()
         labels = cond_labels(cond)
         missing = labels - self.query_labels - set(own)
@@ -602,8 +642,6 @@ class _Compiler:
         text: str | None,
     ) -> automata.Machine:
         """``f PARTITION BY [a]`` / ``[x.a, y.b]``: one common value over the designated events."""
-        if self.negated:
-            raise UnsupportedQueryError("PARTITION BY inside the right side of UNLESS is not supported yet")
         index = self._new_site_index()
         own = defined_labels(body)
         star = private(index, "*")
@@ -781,3 +819,14 @@ def has_not(formula: ast.Formula) -> bool:
             return True
         stack.extend(ast.children(node))
     return False
+
+
+def _event_types(formula: ast.Formula) -> list[str]:
+    out = []
+    stack = [formula]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.EventType):
+            out.append(node.name)
+        stack.extend(ast.children(node))
+    return out

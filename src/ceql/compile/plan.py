@@ -154,6 +154,9 @@ def _pass_determinize(b: _Building) -> str:
     b.fields["type_names"] = type_names
     b.fields["symbols"] = symbols
     b.fields["det"] = DetAutomaton(b.fields["compiled"].machine, symbols)
+    registers = b.fields["compiled"].registers
+    for tracked in registers.tracked if registers is not None else ():
+        tracked.det = DetAutomaton(tracked.machine, symbols)
     return "lazily determinized (states are built as events need them)"
 
 

@@ -97,16 +97,26 @@ class Allocator:
     """Takes slots for one site and records which instance resets each: the site's own
     instance, a repeated enclosing scope, or none (the whole complex event)."""
 
-    def __init__(self, layout: Layout, instance: list[int], homes: dict[int, list[int]]) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        instance: list[int],
+        homes: dict[int, list[int]],
+        local_homes: frozenset[int] = frozenset(),
+    ) -> None:
         self.layout = layout
         self.instance = instance
         self.homes = homes  # repeated scope -> the slots its end resets
+        self.local_homes = local_homes  # scopes inside an UNLESS right side (per run of it)
+        self.taken: list[tuple[int, tuple]] = []  # (slot, group) in allocation order
 
     def group(self, role: Role | None) -> tuple:
         if role is None or role.own:
             return ("site",)
         if role.home is not None and role.home in self.homes:
             return ("home", role.home)
+        if role.home is not None and role.home in self.local_homes:
+            return ("local", role.home)
         return ("root",)
 
     def take(self, role: Role | None, initial: Any = UNSET) -> int:
@@ -114,6 +124,7 @@ class Allocator:
 
     def take_in(self, group: tuple, initial: Any = UNSET) -> int:
         slot = self.layout.take(initial)
+        self.taken.append((slot, group))
         if group[0] == "site":
             self.instance.append(slot)
         elif group[0] == "home":
@@ -537,6 +548,26 @@ class Home:
 
 
 @dataclass
+class Tracked:
+    """An UNLESS whose right side g needs registers (automata.UnlessTracked): the registers
+    hold the set of g's runs, each a determinized state of g and the values of g's own slots."""
+
+    index: int
+    labels: dict[str, str]  # start, tick, rep, end
+    sites: list  # g's sites
+    frames: frozenset[int]  # scopes inside g (their slots are g's, per run)
+    machine: Any = None  # g's automaton
+    det: Any = None  # g's determinized automaton (set by the plan, with the query's symbols)
+    # Allocated by Registers:
+    local: tuple[int, ...] = ()
+    local_initial: tuple = ()
+    configs_slot: int = -1
+    hit_slot: int = -1
+    tentative_slot: int = -1
+    confirmed_slot: int = -1
+
+
+@dataclass
 class Site:
     """One condition decided on registers (see the module docstring)."""
 
@@ -618,32 +649,60 @@ class Registers:
     snapshots that read it and decides those whose last home it is; the gate decides the rest
     when a run reaches a final state."""
 
-    def __init__(self, sites: list[Site], attributes: list[str], homes: list[Home] | None = None) -> None:
-        self.sites = sites
+    def __init__(
+        self,
+        sites: list[Site],
+        attributes: list[str],
+        homes: list[Home] | None = None,
+        tracked: list[Tracked] | None = None,
+    ) -> None:
         self.attributes = attributes  # the event values a program reads, in this order
         self.homes = {home.index: home for home in homes or ()}
+        self.tracked = list(tracked or ())
+        inside = {id(site) for u in self.tracked for site in u.sites}
+        local_homes = frozenset(frame for u in self.tracked for frame in u.frames)
         layout = Layout()
         home_slots: dict[int, list[int]] = {index: [] for index in self.homes}
+        taken: dict[int, list[tuple[int, tuple]]] = {}
         for site in sites:
             instance: list[int] = []
-            alloc = Allocator(layout, instance, home_slots)
+            alloc = Allocator(layout, instance, home_slots, local_homes)
             for atom in site.atoms:
                 atom.allocate(alloc)
             for register in site.aggregates:
                 register.allocate(alloc)
             site.started_slot = alloc.take_in(("site",), False)
             site.instance_slots = instance
-            site.armed_slot = layout.take(False)
-            site.pending_slot = layout.take(())
+            site.armed_slot = alloc.take_in(("own",), False)
+            site.pending_slot = alloc.take_in(("own",), ())
             for label, role in site.free_roles.items():
                 site.free_count_slots[label] = alloc.take(role, 0)
+            taken[id(site)] = alloc.taken
+        for u in self.tracked:
+            # g's own slots: everything its sites take but the summaries of labels read outside g.
+            u.local = tuple(
+                slot
+                for site in u.sites
+                for slot, group in taken[id(site)]
+                if group[0] in ("site", "own", "local") or (group[0] == "home" and group[1] in u.frames)
+            )
+            u.local_initial = tuple(layout.initial[slot] for slot in u.local)
+            u.configs_slot = layout.take(frozenset())
+            u.hit_slot = layout.take(False)
+            u.tentative_slot = layout.take(())
+            u.confirmed_slot = layout.take(())
+        self.sites = [site for site in sites if id(site) not in inside]  # the outer sites
+        self.all_sites = sites
         self.initial = tuple(layout.initial)
         self._instance_initial = {
             site.index: [(slot, layout.initial[slot]) for slot in site.instance_slots] for site in sites
         }
+        # Outer label sets also update the summaries that g's conditions read from outside.
+        self._outer_sites = sites
         self._home_initial = {
             index: [(slot, layout.initial[slot]) for slot in slots] for index, slots in home_slots.items()
         }
+        self._inside_programs: dict[tuple, Callable | None] = {}
         self._home_slots = {index: set(slots) for index, slots in home_slots.items()}
         # Sites whose snapshots read a home, and the last home each snapshot waits for.
         self._site_homes = {
@@ -654,11 +713,45 @@ class Registers:
             for site in sites
         }
         self._programs: dict[tuple, Callable | None] = {}
-        self.gated = [site for site in sites if site.top or not site.conjunctive]
+        self.gated = [site for site in self.sites if site.top or not site.conjunctive]
         self.key: tuple | None = None  # the equality index (set by the compiler)
 
     def __len__(self) -> int:
         return len(self.initial)
+
+    def portable(self, v: tuple) -> tuple:
+        """Register values with g's runs written by their automaton states (determinized state
+        numbers are private to a process), for saving."""
+        if not self.tracked:
+            return v
+        out = list(v)
+        for u in self.tracked:
+            out[u.configs_slot] = frozenset(
+                (frozenset(u.det.subsets[state]), local) for state, local in v[u.configs_slot]
+            )
+        return tuple(out)
+
+    def restore(self, v: tuple) -> tuple | None:
+        """The inverse of ``portable``; None if a saved run of g is impossible."""
+        if not self.tracked:
+            return v
+        out = list(v)
+        for u in self.tracked:
+            configs = v[u.configs_slot]
+            if not isinstance(configs, frozenset):
+                return None
+            restored = set()
+            for item in configs:
+                if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], frozenset)):
+                    return None
+                subset, local = item
+                if not subset or not all(u.machine.valid(state) for state in subset):
+                    return None
+                if not isinstance(local, tuple) or len(local) != len(u.local):
+                    return None
+                restored.add((u.det.intern(subset), local))
+            out[u.configs_slot] = frozenset(restored)
+        return tuple(out)
 
     def step(self, labels: tuple[str, ...]) -> Callable | None:
         """The register program of transitions reporting ``labels`` (None: nothing to do)."""
@@ -669,24 +762,148 @@ class Registers:
         self._programs[labels] = found
         return found
 
-    def _compile(self, labels: tuple[str, ...]) -> Callable | None:
+    def _actions(self, labels: tuple[str, ...], sites: list[Site], tracked: bool) -> list[Callable]:
         present = frozenset(labels)
-        actions = [self._site_action(site, present) for site in self.sites if present & site.event_labels]
+        actions = [self._site_action(site, present) for site in sites if present & site.event_labels]
         ending = [
             home for home in sorted(self.homes.values(), key=lambda h: -h.depth) if home.end_label in present
         ]
         actions += [self._home_action(home) for home in ending]
+        if tracked:
+            for u in self.tracked:
+                actions += self._tracked_actions(u, present)
+        return actions
+
+    def _compile(self, labels: tuple[str, ...]) -> Callable | None:
+        actions = self._actions(labels, self._outer_sites, True)
         if not actions:
             return None
 
-        def program(v: tuple, values: tuple, mask: int) -> tuple | None:
+        def program(v: tuple, values: tuple, mask: int, symbol: int = -1) -> tuple | None:
             registers = list(v)
             for action in actions:
-                if not action(registers, values, mask):
+                if not action(registers, values, mask, symbol):
                     return None
             return tuple(registers)
 
         return program
+
+    def step_inside(self, u: Tracked, labels: tuple[str, ...]) -> Callable | None:
+        """The program of g's transitions reporting ``labels`` (on a full register list)."""
+        key = (u.index, labels)
+        found = self._inside_programs.get(key, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        actions = self._actions(labels, u.sites, False)
+        found = None
+        if actions:
+
+            def found(v: list, values: tuple, mask: int, symbol: int) -> bool:
+                for action in actions:
+                    if not action(v, values, mask, symbol):
+                        return False
+                return True
+
+        self._inside_programs[key] = found
+        return found
+
+    def _tracked_actions(self, u: Tracked, present: frozenset[str]) -> list[Callable]:
+        """start: g's runs begin at f's first reported event; tick: they read the event (a
+        match of g is a hit, or waits for f's labels); rep: f may not report after a hit;
+        end: f ends, g's waiting matches are decided."""
+        out: list[Callable] = []
+        labels = u.labels
+        if labels["start"] in present:
+
+            def start(v: list, values: tuple, mask: int, symbol: int) -> bool:
+                v[u.configs_slot] = frozenset({(u.det.initial, u.local_initial)})
+                v[u.hit_slot] = False
+                v[u.tentative_slot] = ()
+                v[u.confirmed_slot] = ()
+                return True
+
+            out.append(start)
+        if labels["tick"] in present:
+            out.append(lambda v, values, mask, symbol: self._tick(u, v, values, mask, symbol))
+        if labels["rep"] in present:
+
+            def rep(v: list, values: tuple, mask: int, symbol: int) -> bool:
+                if v[u.hit_slot]:
+                    return False
+                if v[u.tentative_slot]:
+                    v[u.confirmed_slot] = v[u.confirmed_slot] + v[u.tentative_slot]
+                    v[u.tentative_slot] = ()
+                return True
+
+            out.append(rep)
+        if labels["end"] in present:
+
+            def end(v: list, values: tuple, mask: int, symbol: int) -> bool:
+                for local in v[u.confirmed_slot]:
+                    if self._match_holds(u, v, local):
+                        return False
+                v[u.configs_slot] = frozenset()
+                v[u.hit_slot] = False
+                v[u.tentative_slot] = ()
+                v[u.confirmed_slot] = ()
+                return True
+
+            out.append(end)
+        return out
+
+    def _with_local(self, u: Tracked, v: list, local: tuple) -> list:
+        full = list(v)
+        for slot, value in zip(u.local, local):
+            full[slot] = value
+        return full
+
+    def _match_holds(self, u: Tracked, v: list, local: tuple) -> bool:
+        return self._gate_sites(u.sites, self._with_local(u, v, local))
+
+    def _tick(self, u: Tracked, v: list, values: tuple, mask: int, symbol: int) -> bool:
+        det = u.det
+        configs = v[u.configs_slot]
+        if not configs:
+            return True
+        moved = set()
+        for state, local in configs:
+            moves = det.cache.get((state, symbol))
+            if moves is None:
+                moves = det.step(state, symbol)
+            for labels, target in moves:
+                if labels is None:
+                    next_local = local
+                else:
+                    program = self.step_inside(u, labels)
+                    if program is None:
+                        next_local = local
+                    else:
+                        full = self._with_local(u, v, local)
+                        if not program(full, values, mask, symbol):
+                            continue
+                        next_local = tuple(full[slot] for slot in u.local)
+                if det.final[target]:
+                    if self._conditional(u, v, next_local):
+                        v[u.tentative_slot] = v[u.tentative_slot] + (next_local,)
+                    elif self._match_holds(u, v, next_local):
+                        v[u.hit_slot] = True
+                moved.add((target, next_local))
+        v[u.configs_slot] = frozenset(moved)
+        return True
+
+    def _conditional(self, u: Tracked, v: list, local: tuple) -> bool:
+        """Whether a match of g still depends on labels of f that may get more events."""
+        full = self._with_local(u, v, local)
+        for site in u.sites:
+            outside = [label for label, role in site.free_roles.items() if role.home not in u.frames]
+            if not outside:
+                continue
+            if not (site.top or full[site.pending_slot]):
+                continue
+            for label in outside:
+                if label not in site.single_free or full[site.free_count_slots[label]] == 0:
+                    return True
+        return False
 
     def _site_action(self, site: Site, present: frozenset[str]) -> Callable:
         own_event = any(role.event_label in present for role in site.own_roles.values()) or (
@@ -706,7 +923,7 @@ class Registers:
         conjunctive = site.conjunctive
         instance_initial = self._instance_initial[site.index]
 
-        def action(v: list, values: tuple, mask: int) -> bool:
+        def action(v: list, values: tuple, mask: int, symbol: int = -1) -> bool:
             for atom in atoms:
                 atom.update(v, present, values, mask)
             for register in aggregates:
@@ -759,7 +976,7 @@ class Registers:
         initial = self._home_initial[home.index]
         slots = [slot for slot, _ in initial]
 
-        def action(v: list, values: tuple, mask: int) -> bool:
+        def action(v: list, values: tuple, mask: int, symbol: int = -1) -> bool:
             for site in dependent:
                 snapshots = v[site.pending_slot]
                 if snapshots:
@@ -813,8 +1030,13 @@ class Registers:
 
     def gate(self, v: tuple) -> bool:
         """Whether a run that reaches a final state may report (decides what is left)."""
+        return self._gate_sites(self.gated, v)
+
+    def _gate_sites(self, sites: list[Site], v: tuple | list) -> bool:
         registers = None
-        for site in self.gated:
+        for site in sites:
+            if site.conjunctive and not site.top:
+                continue
             if site.top and not site.end_label:
                 if registers is None:
                     registers = list(v)

@@ -11,6 +11,7 @@ structure is periodically pruned, so memory is bounded by the window.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +36,16 @@ class Evaluator:
     ``max_classes`` bounds the live partial-match classes per partition (conditions across
     events keep runs with different register values apart)."""
 
-    def __init__(self, plan: Plan, *, type_labels: bool = False, max_classes: int = DEFAULT_MAX_CLASSES) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        engine: str = "auto",
+        type_labels: bool = False,
+        max_classes: int = DEFAULT_MAX_CLASSES,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.plan = plan
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
@@ -57,6 +67,14 @@ class Evaluator:
         self.output = Output(plan, type_labels=type_labels, ranked=ranked)
         self.type_labels = type_labels
         self.max_classes = max_classes
+        # The compiled kernel (runtime/kernel) runs the plans it supports: always with
+        # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
+        # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
+        forced = os.environ.get("CEQL_KERNEL")
+        if engine == "auto" and forced in ("0", "1"):
+            engine = "compiled" if forced == "1" else "python"
+        self.engine = engine
+        self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
 
     # ------------------------------------------------------------------ public API
 
@@ -71,35 +89,64 @@ class Evaluator:
     def process(self, events: Any) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
+        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
+            if not self.type_labels:
+                self._kernel = _kernel_for(self.plan)
+        if self._kernel is not None:
+            yield from self._kernel.matches(events)
+            return
         for table in iter_tables(events, self.plan.builder):
             yield from self._run(table)
+
+    def arrow(self, events: Any) -> pa.Table:
+        """Matches over ``events`` as one Arrow table (docs/api.md: trigger, positions, one
+        column per reported label, partition, one typed column per measure). The compiled
+        kernel builds it without a Python object per match when it supports the query."""
+        if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
+            self._kernel = _kernel_for(self.plan)
+        if self._kernel is not None:
+            return self._kernel.arrow(events)
+        from ceql.runtime.arrow import matches_table
+
+        return matches_table(self.plan, self.process(events), type_labels=self.type_labels)
 
     def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
         """Process an Arrow table whose events have the given stream positions (increasing; the
         events of one partition of a larger stream, or a shard of it). Yields (match, payloads):
         ``payload`` is a list (one item per row) or a function of the row index, and a match's
         payloads are those of its reported events."""
+        self._python_path()
         return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of its events (``payload``: a list, one item per row, or a function of the row index)."""
+        self._python_path()
         return self._run(self.plan.builder.from_table(table), payload=payload, detailed=True)
 
     def export_state(self) -> bytes:
         """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
+        if self._kernel is not None:
+            return self._kernel.export_json()
         return export_state(self)
 
     def import_state(self, blob: bytes) -> None:
         """Restore a state saved by ``export_state`` (same query, any process)."""
-        import_state(self, blob)
+        _import(self, blob)
+
+    def _python_path(self) -> None:
+        """Payload and position-aware processing run on the Python path only."""
+        if self._kernel is not None:
+            if self._kernel.position:
+                raise RuntimeError("this evaluator already runs on the compiled kernel")
+            self._kernel = None
 
     def __getstate__(self) -> dict:
         return {
             "query": self.plan.checked.text,
             "schema": self.plan.checked.schema,
-            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes},
-            "state": export_state(self),
+            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes, "engine": self.engine},
+            "state": self.export_state(),
         }
 
     def __setstate__(self, value: dict) -> None:
@@ -107,7 +154,7 @@ class Evaluator:
 
         fresh = compile_query(value["query"], value["schema"]).evaluator(**value.get("options", {}))
         self.__dict__.update(fresh.__dict__)
-        import_state(self, value["state"])
+        _import(self, value["state"])
 
     @property
     def partitions(self) -> dict:
@@ -122,6 +169,8 @@ class Evaluator:
 
     def live_nodes(self) -> int:
         """The number of tECS nodes reachable from the live state (a memory measure)."""
+        if self._kernel is not None:
+            return self._kernel.kernel.live_nodes()
         return nodes.count_nodes(self.runs.roots())
 
     # ------------------------------------------------------------------ the loop
@@ -210,3 +259,36 @@ class Evaluator:
         live = self.live_nodes()
         runs.created = 0
         runs.compact_at = max(COMPACT_MIN, 2 * live)
+
+
+ENGINES = ("auto", "python", "compiled")
+KERNEL_MIN_ROWS = 20_000  # "auto" starts the compiled kernel on inputs at least this large
+
+
+def _large(events: Any) -> bool:
+    rows = getattr(events, "num_rows", None)
+    if rows is None and type(events).__module__.startswith("pandas"):
+        rows = len(events)
+    return rows is not None and rows >= KERNEL_MIN_ROWS
+
+
+def _kernel_for(plan: Plan) -> Any:
+    """The compiled kernel for this plan, or None when it stays on the Python path."""
+    from ceql.runtime import kernel
+
+    return kernel.PlanKernel(plan) if kernel.unsupported(plan) is None else None
+
+
+def _import(evaluator: Evaluator, blob: bytes) -> None:
+    """Load a state saved by the Python path or by the kernel, into the matching path."""
+    from ceql.runtime import kernel
+
+    if kernel.is_kernel_state(blob):
+        if evaluator._kernel is None:
+            evaluator._kernel = _kernel_for(evaluator.plan)
+        if evaluator._kernel is None:
+            raise ValueError("the saved state was made by the compiled kernel, which cannot run this query")
+        evaluator._kernel.import_json(blob)
+        return
+    evaluator._kernel = None  # a Python-path state continues on the Python path
+    import_state(evaluator, blob)

@@ -87,7 +87,7 @@ class RankedRuns(_Store):
                             continue
                         if registers is not None:
                             program = registers.step(labels)
-                            target_nu = nu if program is None else program(nu, values, mask)
+                            target_nu = nu if program is None else program(nu, values, mask, symbol)
                             if target_nu is None:
                                 continue
                         else:
@@ -174,6 +174,17 @@ class RankedRuns(_Store):
 
     def roots(self) -> list[tuple]:
         return [entry[4] for order in self.partitions.values() for group in order for entry in group]
+
+    def portable(self, registers: Any) -> Any:
+        rank, nu, start, last = registers
+        return (rank, super().portable(nu), start, last)
+
+    def restore(self, registers: Any) -> Any:
+        if not (isinstance(registers, tuple) and len(registers) == 4):
+            return None
+        rank, nu, start, last = registers
+        nu = super().restore(nu)
+        return None if nu is None else (rank, nu, start, last)
 
     def valid_registers(self, registers: Any) -> bool:
         return (

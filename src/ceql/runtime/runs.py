@@ -50,6 +50,15 @@ class _Store:
         self.created = 0
         self.compact_at = COMPACT_MIN
 
+    def portable(self, registers: Any) -> Any:
+        """A class's register value as saved (see Registers.portable)."""
+        return self.plan.registers.portable(registers) if self.plan.registers is not None else registers
+
+    def restore(self, registers: Any) -> Any:
+        if self.plan.registers is None or registers is None:
+            return registers
+        return self.plan.registers.restore(registers) if isinstance(registers, tuple) else None
+
     def valid_registers(self, registers: Any) -> bool:
         """Whether a saved class's register value has the shape this store uses."""
         width = len(self.plan.registers) if self.plan.registers is not None else 0
@@ -306,7 +315,7 @@ class RegisterRuns(_Store):
                         if expired and reporting:
                             continue  # a new last event would put every CE out of the window
                         program = registers.step(labels)
-                        target_nu = nu if program is None else program(nu, values, mask)
+                        target_nu = nu if program is None else program(nu, values, mask, symbol)
                         if target_nu is None:
                             continue
                         if reporting:

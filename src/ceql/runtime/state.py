@@ -137,7 +137,7 @@ def export_state(evaluator: Evaluator) -> bytes:
         classes = []
         for state, registers, node in runs.classes(active, key):
             used.add(state)
-            classes.append([state, _encode(registers), flatten(node)])
+            classes.append([state, _encode(runs.portable(registers)), flatten(node)])
         partitions.append([_encode(key), classes])
     document = {
         "format": FORMAT,
@@ -235,8 +235,8 @@ def import_state(evaluator: Evaluator, blob: bytes) -> None:
         for entry in item[1]:
             if not isinstance(entry, list) or len(entry) != 3 or str(entry[0]) not in remap:
                 raise StateError("saved state has a malformed run class")
-            registers = _decode(entry[1])
-            if not runs.valid_registers(registers):
+            registers = runs.restore(_decode(entry[1]))
+            if registers is None or not runs.valid_registers(registers):
                 raise StateError("saved state has malformed register values")
             node = built[_int(entry[2], "node index", 0, len(built))]
             classes.append((remap[str(entry[0])], registers, node))

@@ -1,0 +1,12 @@
+"""The compiled evaluation kernel (numba): the per-event loop, tECS and enumeration as arrays.
+
+``KernelEvaluator`` (engine.py) evaluates symbols, positions, measures and key codes into flat
+complex-event arrays; ``PlanKernel`` (runner.py) feeds it from Arrow tables for a Plan and turns
+its output into Arrow tables or Match objects. ``unsupported(plan)`` says which plans stay on the
+Python evaluator.
+"""
+
+from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
+from ceql.runtime.kernel.runner import PlanKernel, is_kernel_state, unsupported
+
+__all__ = ["KernelEvaluator", "KernelMatches", "PlanKernel", "is_kernel_state", "unsupported"]

@@ -1,0 +1,638 @@
+"""The compiled (numba) part of the kernel: array layouts, the per-event loop, the enumeration
+of complex events, and compaction of the tECS.
+
+The kernel keeps its state in plain numpy arrays so that numba can compile the per-event loop
+and so that the state can be exported as arrays. The constants naming columns and slots live in
+this module too: numba freezes globals into its on-disk cache, which is invalidated only when
+the file defining the compiled functions changes.
+
+tECS nodes are rows of an ``int64[capacity, 8]`` array (one 64-byte row per node, so that a node
+visit touches one cache line): ``MF``/``MINF`` the largest/smallest window measure of the first
+event over the node's non-empty complex events, ``KH`` the kind shifted left by one with the
+"has the empty complex event" bit, then position, label-set id, children and event measure.
+Row 0 is BOTTOM (the set holding only the empty complex event). Every node's children have
+smaller row numbers than the node (nodes are immutable and built bottom-up), which lets
+compaction work in two linear sweeps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INT64_MIN = np.iinfo(np.int64).min
+INT64_MAX = np.iinfo(np.int64).max
+
+#: A missing window measure (an event of a type without the window's attribute, or a null).
+MISSING = INT64_MIN
+#: Window sizes must stay below this so ``measure - window`` cannot overflow.
+MAX_WINDOW = 2**61
+#: Measures must stay within [MIN_MEASURE, MAX_MEASURE] (same reason, and room for sentinels).
+MIN_MEASURE = -(2**62)
+MAX_MEASURE = 2**62
+
+# ---------------------------------------------------------------- node columns
+MF, MINF, KH, POS, LAB, A, B, M = range(8)
+NODE_FIELDS = 8
+BOTTOM_KIND, OUTPUT_KIND, UNION_KIND = 0, 1, 2
+
+# ---------------------------------------------------------------- configuration (cfg)
+C_WINDOW = 0  # window size in measure units, -1 without WITHIN
+C_MONOTONE = 1  # 1: measures never decrease, so expired structure may be pruned
+C_PARTITIONED = 2
+C_CONSUME = 3  # CONSUME_NONE / CONSUME_ANY / CONSUME_PARTITION
+C_ANY = 4  # strategy ANY: one complex event per trigger
+C_LIMIT = 5  # LIMIT n, -1 without
+C_INIT = 6  # the initial determinized state
+C_LABELS = 7  # 1: write each event's label-set id next to its position
+C_SIZE = 8
+
+CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
+
+# ---------------------------------------------------------------- dynamic scalars (st)
+S_NODES = 0  # node rows in use
+S_CONSUMED_AT = 1  # CONSUME BY ANY: position of the last output
+S_NOW = 2  # the last window measure seen (monotone windows)
+S_NMATCH = 3  # complex events in the output buffer
+S_NPOS = 4  # positions in the output buffer
+S_ENUM = 5  # 1 while the complex events of one trigger are being enumerated
+S_EVENT = 6  # index (in the current input) of that trigger
+S_NFINALS = 7  # final nodes of that trigger
+S_FINAL = 8  # next final node to enumerate
+S_SP = 9  # enumeration stack depth
+S_TCOUNT = 10  # complex events output for that trigger
+S_TFIRST = 11  # output index of the trigger's first complex event
+S_SLOTS = 12  # partition slots ever allocated (high-water mark)
+S_NFREE = 13  # free partition slots on the free stack
+S_SIZE = 16
+
+# ---------------------------------------------------------------- partition slot columns (slot_info)
+P_COUNT = 0  # active (state, node) entries
+P_CONSUMED = 1  # S_CONSUMED_AT when the partition was last brought up to date
+P_CODE = 2  # the partition's key code (-1: free slot)
+P_FIELDS = 3
+
+# ---------------------------------------------------------------- transition table cells
+UNKNOWN = -1  # not computed yet: the kernel returns to Python
+SKIPS = -2  # every machine state of the determinized state skips the symbol
+
+# ---------------------------------------------------------------- output (out_m rows)
+# out_m[O_TRIGGER, i], out_m[O_CODE, i]: trigger position and key code of match i;
+# out_m[O_END, i + 1]: the end of its positions in out_pos (out_m[O_END, 0] = 0), so that the
+# rows are contiguous arrays (trigger, partition, offsets) handed out without copying.
+O_TRIGGER, O_CODE, O_END = range(3)
+
+# ---------------------------------------------------------------- status codes
+DONE = 0
+NEED_TRANSITION = 1  # (state, symbol) not in the table yet
+NEED_NODES = 2  # node capacity
+NEED_SCRATCH = 3  # per-event scratch capacity
+NEED_ROW = 4  # active entries per partition
+NEED_SLOTS = 5  # partition slots
+OUTPUT_FULL = 6  # output buffer (matches or positions)
+NEED_STACK = 7  # enumeration stack
+NEED_PATH = 8  # enumeration path (complex event length)
+OK = DONE
+
+STATUS_NAMES = {
+    DONE: "done",
+    NEED_TRANSITION: "transition",
+    NEED_NODES: "nodes",
+    NEED_SCRATCH: "scratch",
+    NEED_ROW: "row",
+    NEED_SLOTS: "slots",
+    OUTPUT_FULL: "output",
+    NEED_STACK: "stack",
+    NEED_PATH: "path",
+}
+
+
+# ====================================================================== node construction
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _output(nodes, st, pos, lab, child, m):
+    """A node for the complex events of ``child`` extended with the event at ``pos``."""
+    k = st[S_NODES]
+    cmf = nodes[child, MF]
+    cmin = nodes[child, MINF]
+    if nodes[child, KH] & 1:
+        mf = cmf if cmf > m else m
+        mn = cmin if cmin < m else m
+    else:
+        mf = cmf
+        mn = cmin
+    nodes[k, MF] = mf
+    nodes[k, MINF] = mn
+    nodes[k, KH] = OUTPUT_KIND << 1
+    nodes[k, POS] = pos
+    nodes[k, LAB] = lab
+    nodes[k, A] = child
+    nodes[k, B] = 0
+    nodes[k, M] = m
+    st[S_NODES] = k + 1
+    return k
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _union(nodes, st, a, b):
+    """A node for the complex events of a and of b."""
+    k = st[S_NODES]
+    amf = nodes[a, MF]
+    bmf = nodes[b, MF]
+    amin = nodes[a, MINF]
+    bmin = nodes[b, MINF]
+    nodes[k, MF] = amf if amf > bmf else bmf
+    nodes[k, MINF] = amin if amin < bmin else bmin
+    nodes[k, KH] = (UNION_KIND << 1) | ((nodes[a, KH] | nodes[b, KH]) & 1)
+    nodes[k, POS] = 0
+    nodes[k, LAB] = 0
+    nodes[k, A] = a
+    nodes[k, B] = b
+    nodes[k, M] = 0
+    st[S_NODES] = k + 1
+    return k
+
+
+# ====================================================================== partitions
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _free_slot(st, slot_of, slot_info, free, slot):
+    code = slot_info[slot, P_CODE]
+    if code >= 0:
+        slot_of[code] = -1
+    slot_info[slot, P_CODE] = -1
+    slot_info[slot, P_COUNT] = 0
+    free[st[S_NFREE]] = slot
+    st[S_NFREE] += 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _take_slot(st, slot_of, slot_info, free, code):
+    if st[S_NFREE] > 0:
+        st[S_NFREE] -= 1
+        slot = free[st[S_NFREE]]
+    else:
+        slot = st[S_SLOTS]
+        st[S_SLOTS] += 1
+    slot_of[code] = slot
+    slot_info[slot, P_CODE] = code
+    slot_info[slot, P_COUNT] = 0
+    return slot
+
+
+# ====================================================================== the per-event loop
+
+
+@njit(cache=True)
+def run(
+    syms, meas, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info, free,
+    new, finals, stack, path, out_m, out_pos, out_lab, first,
+):  # fmt: skip
+    """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
+
+    Status DONE means all events were processed. Any other status names what Python must do
+    (compute a transition, grow an array, take the output) before calling again from the
+    returned index: an event is either fully applied or not at all, and an enumeration that
+    stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
+    the one entry (initial state, BOTTOM) of a partition seen for the first time."""
+    window = cfg[C_WINDOW]
+    prune = window >= 0 and cfg[C_MONOTONE] == 1
+    partitioned = cfg[C_PARTITIONED] == 1
+    init = cfg[C_INIT]
+    n_states = tr.shape[0]
+    n_symbols = tr.shape[1]
+    i = start
+    if st[S_ENUM] == 1:
+        i = st[S_EVENT]
+        status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
+        if status != OK:
+            return status, i, 0, 0
+        _finish(cfg, st, nodes, act, slot_of, slot_info, free, codes[i], poss[i])
+        i += 1
+    while i < stop:
+        code = codes[i]
+        if code < 0:  # no partition key: the event belongs to no sub-stream
+            i += 1
+            continue
+        sym = syms[i]
+        m = meas[i]
+        pos = poss[i]
+        slot = slot_of[code]
+        if slot >= 0:
+            entries = act[slot]
+            count = slot_info[slot, P_COUNT]
+            if partitioned and slot_info[slot, P_CONSUMED] < st[S_CONSUMED_AT]:
+                # Another partition produced output since: drop this one's partial matches.
+                kept = 0
+                for j in range(count):
+                    if nodes[entries[j, 1], KH] & 1:
+                        entries[kept, 0] = entries[j, 0]
+                        entries[kept, 1] = 0
+                        kept += 1
+                count = kept
+                slot_info[slot, P_COUNT] = kept
+        else:
+            entries = first  # a partition seen for the first time: {initial state: BOTTOM}
+            count = 1
+
+        # Check phase: everything this event needs is known and fits (nothing is changed yet).
+        need_nodes = 0
+        need_new = count
+        for j in range(count):
+            s = entries[j, 0]
+            if s >= n_states or sym >= n_symbols:
+                return NEED_TRANSITION, i, s, sym
+            t = tr[s, sym]
+            if t == UNKNOWN:
+                return NEED_TRANSITION, i, s, sym
+            if t >= 0:
+                need_nodes += 2 * trans[t]
+                need_new += trans[t]
+        if st[S_NODES] + need_nodes > nodes.shape[0]:
+            return NEED_NODES, i, need_nodes, 0
+        if need_new > new.shape[0] or need_new > finals.shape[0]:
+            return NEED_SCRATCH, i, need_new, 0
+        if need_new > act.shape[1]:
+            return NEED_ROW, i, need_new, 0
+        if slot < 0 and st[S_NFREE] == 0 and st[S_SLOTS] >= act.shape[0]:
+            return NEED_SLOTS, i, 0, 0
+
+        # States the symbol does not change keep their nodes; the others move.
+        nn = 0
+        for j in range(count):
+            if tr[entries[j, 0], sym] == SKIPS:
+                new[nn, 0] = entries[j, 0]
+                new[nn, 1] = entries[j, 1]
+                new[nn, 2] = 0
+                nn += 1
+        has_limit = prune and m != MISSING
+        limit = m - window
+        for j in range(count):
+            t = tr[entries[j, 0], sym]
+            if t < 0:
+                continue
+            node = entries[j, 1]
+            for q in range(trans[t]):
+                lab = trans[t + 1 + 2 * q]
+                target = trans[t + 2 + 2 * q]
+                if lab >= 0:
+                    if has_limit and (nodes[node, KH] & 1) == 0 and nodes[node, MF] <= limit:
+                        continue  # every complex event through here would exceed the window
+                    target_node = _output(nodes, st, pos, lab, node, m)
+                else:
+                    target_node = node
+                found = -1
+                for r in range(nn):
+                    if new[r, 0] == target:
+                        found = r
+                        break
+                if found < 0:
+                    new[nn, 0] = target
+                    new[nn, 1] = target_node
+                    new[nn, 2] = 1  # entered at this event
+                    nn += 1
+                else:
+                    new[found, 1] = _union(nodes, st, new[found, 1], target_node)
+
+        if partitioned and nn == 1 and new[0, 0] == init and new[0, 1] == 0:
+            if slot >= 0:  # nothing live: drop the partition
+                _free_slot(st, slot_of, slot_info, free, slot)
+        else:
+            if slot < 0:
+                slot = _take_slot(st, slot_of, slot_info, free, code)
+            for r in range(nn):
+                act[slot, r, 0] = new[r, 0]
+                act[slot, r, 1] = new[r, 1]
+            slot_info[slot, P_COUNT] = nn
+            slot_info[slot, P_CONSUMED] = st[S_CONSUMED_AT]
+        if has_limit:
+            st[S_NOW] = m
+
+        n_finals = 0
+        for r in range(nn):
+            if new[r, 2] == 1 and final[new[r, 0]]:
+                finals[n_finals] = new[r, 1]
+                n_finals += 1
+        if n_finals > 0:
+            st[S_ENUM] = 1
+            st[S_EVENT] = i
+            st[S_NFINALS] = n_finals
+            st[S_FINAL] = 0
+            st[S_SP] = 0
+            st[S_TCOUNT] = 0
+            st[S_TFIRST] = st[S_NMATCH]
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
+            if status != OK:
+                return status, i, 0, 0
+            _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos)
+        i += 1
+    return DONE, stop, 0, 0
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
+    """After a trigger's complex events: CONSUME BY ANY / PARTITION if it produced any. Every
+    partial match of the partition is dropped; runs that reported nothing yet survive."""
+    st[S_ENUM] = 0
+    consume = cfg[C_CONSUME]
+    if st[S_TCOUNT] == 0 or consume == CONSUME_NONE:
+        return
+    partitioned = cfg[C_PARTITIONED] == 1
+    slot = slot_of[code]
+    if slot >= 0:
+        kept = 0
+        for j in range(slot_info[slot, P_COUNT]):
+            if nodes[act[slot, j, 1], KH] & 1:
+                act[slot, kept, 0] = act[slot, j, 0]
+                act[slot, kept, 1] = 0
+                kept += 1
+        if partitioned and kept == 1 and act[slot, 0, 0] == cfg[C_INIT]:
+            _free_slot(st, slot_of, slot_info, free, slot)
+        else:
+            slot_info[slot, P_COUNT] = kept
+    if consume == CONSUME_ANY:
+        st[S_CONSUMED_AT] = pos
+        slot = slot_of[code]
+        if partitioned and slot >= 0:
+            slot_info[slot, P_CONSUMED] = pos
+
+
+# ====================================================================== enumeration
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code):
+    """Write the complex events of the trigger's final nodes (within the window) to the output
+    buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
+
+    A complex event is within the window when m(last) - m(first) < window; its last event is
+    the first output node met from the root, which fixes the limit for everything below it.
+    Subtrees whose complex events all start at or before the limit are skipped in constant time
+    (``MF`` and the has-empty bit), so the work is proportional to the output."""
+    window = cfg[C_WINDOW]
+    newest = cfg[C_ANY] == 1
+    stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
+    labels = cfg[C_LABELS] == 1
+    partitioned = cfg[C_PARTITIONED] == 1
+    sp = st[S_SP]
+    while True:
+        if sp == 0:
+            f = st[S_FINAL]
+            if f >= st[S_NFINALS]:
+                st[S_SP] = 0
+                return OK
+            st[S_FINAL] = f + 1
+            # ANY takes the newest complex event (as the Python evaluator does): the last final
+            # node first, and the second (newer) side of every union first.
+            _save(stack, 0, finals[st[S_NFINALS] - 1 - f] if newest else finals[f], 0, 0, 0, 1)
+            sp = 1
+        sp -= 1
+        node = stack[sp, 0]
+        depth = stack[sp, 1]
+        has_limit = stack[sp, 2]
+        limit = stack[sp, 3]
+        empty_ok = stack[sp, 4]
+        while True:
+            kind = nodes[node, KH] >> 1
+            if kind == BOTTOM_KIND:
+                if empty_ok:
+                    nm = st[S_NMATCH]
+                    npos = st[S_NPOS]
+                    if (
+                        nm + 1 >= out_m.shape[1]
+                        or npos + depth > out_pos.shape[0]
+                        or (labels and npos + depth > out_lab.shape[0])
+                    ):
+                        st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
+                        return OUTPUT_FULL
+                    for d in range(depth):
+                        out_pos[npos + d] = nodes[path[depth - 1 - d], POS]
+                    if labels:
+                        for d in range(depth):
+                            out_lab[npos + d] = nodes[path[depth - 1 - d], LAB]
+                    out_m[O_TRIGGER, nm] = trigger
+                    if partitioned:
+                        out_m[O_CODE, nm] = code
+                    out_m[O_END, nm + 1] = npos + depth
+                    st[S_NMATCH] = nm + 1
+                    st[S_NPOS] = npos + depth
+                    st[S_TCOUNT] += 1
+                    if st[S_TCOUNT] == stop_after:
+                        st[S_SP] = 0
+                        st[S_FINAL] = st[S_NFINALS]
+                        return OK
+                break
+            if kind == UNION_KIND:
+                a = nodes[node, B if newest else A]
+                b = nodes[node, A if newest else B]
+                a_ok = not has_limit or nodes[a, MF] > limit or ((nodes[a, KH] & empty_ok) == 1)
+                b_ok = not has_limit or nodes[b, MF] > limit or ((nodes[b, KH] & empty_ok) == 1)
+                if a_ok and b_ok:
+                    if sp + 2 > stack.shape[0]:  # keep one row free to save the current position
+                        st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
+                        return NEED_STACK
+                    sp = _save(stack, sp, b, depth, has_limit, limit, empty_ok)
+                    node = a
+                elif a_ok or b_ok:
+                    node = a if a_ok else b
+                else:
+                    break
+                continue
+            # an output node
+            m = nodes[node, M]
+            child = nodes[node, A]
+            if has_limit == 0 and window >= 0:
+                has_limit = 1
+                # A missing measure on the last event: no complex event ends here in the window.
+                limit = m - window if m != MISSING else INT64_MAX
+            if has_limit:
+                empty_ok = 1 if m > limit else 0
+                if not (nodes[child, MF] > limit or (nodes[child, KH] & empty_ok) == 1):
+                    break
+            if depth >= path.shape[0]:
+                st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
+                return NEED_PATH
+            path[depth] = node
+            depth += 1
+            node = child
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
+    """Push a DFS position on the enumeration stack; returns the new depth."""
+    stack[sp, 0] = node
+    stack[sp, 1] = depth
+    stack[sp, 2] = has_limit
+    stack[sp, 3] = limit
+    stack[sp, 4] = empty_ok
+    return sp + 1
+
+
+# ====================================================================== compaction
+
+_UNSEEN = INT64_MAX  # compaction: node not reachable from a live root
+_DEAD = INT64_MAX - 1  # compaction: no complex event of the node can be reported any more
+_OPEN = INT64_MIN  # compaction: keep every complex event (no last event fixed yet, or no pruning)
+
+
+@njit(cache=True)
+def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
+    """First half of compaction: ``limits[x]`` for every node (see ``compact_build``); returns
+    the number of node rows the copy needs.
+
+    With ``prune`` (a window over never-decreasing measures; ``now`` the last measure seen), a
+    complex event is dropped once m(last) - m(first) >= window for the last event it has or can
+    get. A root in a state that can only report its complex events after one more reported event
+    (``silent[state] == 0``) gets last >= now. Otherwise (a run that may accept by skipping, such
+    as after ``A; NOT(B)``), the last event is the first output node met from the root, as in
+    the enumeration. Each node keeps one copy, pruned by the loosest limit any path asks of it
+    (keeping more than needed is harmless: the enumeration applies the window exactly).
+    Children always have smaller rows than their parents, so one descending sweep finds each
+    node's limit."""
+    n = st[S_NODES]
+    window = cfg[C_WINDOW]
+    limit_now = now - window
+    for x in range(n):
+        limits[x] = _UNSEEN
+    for slot in range(st[S_SLOTS]):
+        if slot_info[slot, P_CODE] < 0:
+            continue
+        for j in range(slot_info[slot, P_COUNT]):
+            root = act[slot, j, 1]
+            lim = limit_now if prune and silent[act[slot, j, 0]] == 0 else _OPEN
+            if lim < limits[root]:
+                limits[root] = lim
+    size = 1
+    for x in range(n - 1, 0, -1):
+        lim = limits[x]
+        if lim == _UNSEEN:
+            continue
+        if lim != _OPEN and nodes[x, MF] <= lim and (nodes[x, KH] & 1) == 0:
+            limits[x] = _DEAD
+            continue
+        size += 1
+        a = nodes[x, A]
+        if nodes[x, KH] >> 1 == UNION_KIND:
+            b = nodes[x, B]
+            if lim < limits[a]:
+                limits[a] = lim
+            if lim < limits[b]:
+                limits[b] = lim
+        else:
+            m = nodes[x, M]
+            if lim == _OPEN and prune and m != MISSING:
+                lim = m - window  # this output is the last event of its complex events
+            if lim < limits[a]:
+                limits[a] = lim
+    return size
+
+
+@njit(cache=True)
+def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, out):
+    """Second half of compaction: copy the nodes ``compact_mark`` kept into ``out`` (one
+    ascending sweep: children are copied before their parents), remap the partitions' entries
+    in place, drop entries left with nothing and partitions left as {initial state: BOTTOM}."""
+    n = st[S_NODES]
+    for c in range(NODE_FIELDS):  # (explicit loops: slice assignment is slow to compile)
+        out[0, c] = nodes[0, c]
+    rows[0] = 0
+    st[S_NODES] = 1  # from here on, the rows of ``out`` (_output and _union count them)
+    for x in range(1, n):
+        lim = limits[x]
+        if lim == _UNSEEN:
+            continue
+        if lim == _DEAD:
+            rows[x] = -1
+            continue
+        a = rows[nodes[x, A]]
+        if nodes[x, KH] >> 1 == UNION_KIND:
+            b = rows[nodes[x, B]]
+            if a < 0:
+                rows[x] = b
+            elif b < 0:
+                rows[x] = a
+            else:
+                rows[x] = _union(out, st, a, b)
+        elif a < 0:
+            rows[x] = -1
+        else:
+            rows[x] = _output(out, st, nodes[x, POS], nodes[x, LAB], a, nodes[x, M])
+    init = cfg[C_INIT]
+    partitioned = cfg[C_PARTITIONED] == 1
+    for slot in range(st[S_SLOTS]):
+        if slot_info[slot, P_CODE] < 0:
+            continue
+        kept = 0
+        for j in range(slot_info[slot, P_COUNT]):
+            r = rows[act[slot, j, 1]]
+            if r >= 0:
+                act[slot, kept, 0] = act[slot, j, 0]
+                act[slot, kept, 1] = r
+                kept += 1
+        if kept == 0:
+            act[slot, 0, 0] = init
+            act[slot, 0, 1] = 0
+            kept = 1
+        if partitioned and kept == 1 and act[slot, 0, 0] == init and act[slot, 0, 1] == 0:
+            _free_slot(st, slot_of, slot_info, free, slot)
+        else:
+            slot_info[slot, P_COUNT] = kept
+
+
+# ====================================================================== projection helpers
+
+
+@njit(cache=True)
+def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
+    """For matches grouped by trigger (consecutive), set ``keep`` to whether each is the first
+    of the matches of its trigger with the same (position, projected label-set id) sequence (a
+    hash set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and
+    ``slots`` (a power of two at least twice the largest trigger's match count)."""
+    n = len(triggers)
+    for k in range(n):
+        keep[k] = True
+        h = np.uint64(1469598103934665603)
+        for p in range(offsets[k], offsets[k + 1]):
+            h = (h ^ np.uint64(positions[p])) * np.uint64(1099511628211)
+            h = (h ^ np.uint64(ids[p])) * np.uint64(1099511628211)
+        hashes[k] = (h ^ np.uint64(offsets[k + 1] - offsets[k])) * np.uint64(1099511628211)
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and triggers[end] == triggers[start]:
+            end += 1
+        if end - start > 1:
+            mask = 16
+            while mask < 2 * (end - start):
+                mask *= 2
+            mask = min(mask, len(slots))
+            for u in range(mask):
+                slots[u] = -1
+            mask -= 1
+            for k in range(start, end):
+                u = np.int64(hashes[k] & np.uint64(mask))
+                while slots[u] >= 0:
+                    other = slots[u]
+                    if hashes[other] == hashes[k] and _equal_runs(offsets, positions, ids, other, k):
+                        keep[k] = False
+                        break
+                    u = (u + 1) & mask
+                if keep[k]:
+                    slots[u] = k
+        start = end
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _equal_runs(offsets, positions, ids, a, b):
+    la = offsets[a + 1] - offsets[a]
+    if la != offsets[b + 1] - offsets[b]:
+        return False
+    for d in range(la):
+        if (
+            positions[offsets[a] + d] != positions[offsets[b] + d]
+            or ids[offsets[a] + d] != ids[offsets[b] + d]
+        ):
+            return False
+    return True

@@ -1,0 +1,493 @@
+"""KernelEvaluator: the compiled evaluation loop behind a plain-array interface.
+
+Input per batch: one symbol id, stream position, window measure (int64) and partition key code
+per event, for the events that matter (the caller drops irrelevant ones). Output: the complex
+events as flat arrays (KernelMatches). The compiled loop (``compiled.run``) returns to Python
+whenever it needs something: a transition of the lazily determinized automaton, more room in an
+array, or an emptied output buffer; Python provides it and the loop resumes at the same event.
+
+The state (tECS nodes, active determinized states per partition, CONSUME bookkeeping) is numpy
+arrays and can be exported and imported as arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ceql.compile.determinize import DetAutomaton
+from ceql.runtime.kernel import compiled as k
+from ceql.runtime.kernel.tables import TransitionTable
+
+COMPACT_MIN = 65_536  # node rows in use before the first compaction
+MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buffer is handed out
+#: Initial array sizes; every array grows on demand (tests shrink them to exercise growth).
+INITIAL = {
+    "nodes": 4096,
+    "slots": 16,
+    "row": 8,
+    "scratch": 16,
+    "stack": 64,
+    "path": 64,
+    "matches": 1024,
+    "positions": 4096,
+}
+_CONSUME = {"NONE": k.CONSUME_NONE, "ANY": k.CONSUME_ANY, "PARTITION": k.CONSUME_PARTITION}
+STATE_VERSION = 1
+
+
+@dataclass
+class KernelMatches:
+    """Complex events as flat arrays, in trigger order.
+
+    Match ``i`` was triggered at position ``trigger[i]`` in the partition with key code
+    ``partition[i]``; its events are ``positions[offsets[i]:offsets[i+1]]`` (ascending), with
+    label-set ids ``labels[...]`` at the same indexes (indexes into ``label_sets``; None when the
+    evaluator was built without labels). No projection is applied yet."""
+
+    trigger: np.ndarray
+    partition: np.ndarray
+    offsets: np.ndarray
+    positions: np.ndarray
+    labels: np.ndarray | None
+    label_sets: list[tuple[str, ...]]
+
+    def __len__(self) -> int:
+        return len(self.trigger)
+
+    @staticmethod
+    def concat(chunks: list[KernelMatches], label_sets: list[tuple[str, ...]], labels: bool) -> KernelMatches:
+        """One KernelMatches from consecutive chunks."""
+        if not chunks:
+            empty = np.zeros(0, dtype=np.int64)
+            return KernelMatches(
+                empty, empty, np.zeros(1, np.int64), empty, empty if labels else None, label_sets
+            )
+        if len(chunks) == 1:
+            return chunks[0]
+        shifts = np.cumsum([0] + [len(c.positions) for c in chunks[:-1]])
+        offsets = np.concatenate(
+            [chunks[0].offsets[:1]] + [c.offsets[1:] + s for c, s in zip(chunks, shifts)]
+        )
+        return KernelMatches(
+            np.concatenate([c.trigger for c in chunks]),
+            np.concatenate([c.partition for c in chunks]),
+            offsets,
+            np.concatenate([c.positions for c in chunks]),
+            np.concatenate([c.labels for c in chunks]) if labels else None,  # type: ignore[misc]
+            label_sets,
+        )
+
+
+class KernelEvaluator:
+    """Incremental evaluation of a plan without cross-event conditions, in compiled code.
+
+    Args:
+        det: the lazily determinized automaton (shared with the plan; transitions are asked for
+            when first needed).
+        window: WITHIN size in measure units (events, nanoseconds or attribute units), or None.
+        monotone: measures never decrease (events, time, primary_time attributes): expired
+            structure is pruned. Otherwise the window only filters the enumeration.
+        consume: "NONE", "ANY" or "PARTITION".
+        strategy: "ALL" or "ANY" (one complex event per trigger).
+        limit: LIMIT n per trigger, or None.
+        partitioned: PARTITION BY (key codes >= 0; -1 means the event has no key and is skipped).
+            Unpartitioned evaluators take code 0 for every event.
+        whole_triggers: never split the complex events of one trigger over two output chunks
+            (when a projection may make some of them equal, duplicates are removed per chunk).
+        labels: also output each event's label-set id.
+    """
+
+    def __init__(
+        self,
+        det: DetAutomaton,
+        *,
+        window: int | None = None,
+        monotone: bool = True,
+        consume: str = "NONE",
+        strategy: str = "ALL",
+        limit: int | None = None,
+        partitioned: bool = False,
+        whole_triggers: bool = False,
+        labels: bool = True,
+    ) -> None:
+        if strategy not in ("ALL", "ANY"):
+            raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
+        if window is not None and not 0 <= window < k.MAX_WINDOW:
+            raise ValueError(f"window {window} out of the kernel's range [0, 2**61)")
+        self.det = det
+        self.tables = TransitionTable(det)
+        self.partitioned = partitioned
+        self.labels = labels
+        self.cfg = np.zeros(k.C_SIZE, dtype=np.int64)
+        self.cfg[k.C_WINDOW] = -1 if window is None else window
+        self.cfg[k.C_MONOTONE] = int(monotone)
+        self.cfg[k.C_PARTITIONED] = int(partitioned)
+        self.cfg[k.C_CONSUME] = _CONSUME[consume]
+        self.cfg[k.C_ANY] = int(strategy == "ANY")
+        self.cfg[k.C_LIMIT] = -1 if limit is None else limit
+        self.cfg[k.C_INIT] = det.initial
+        self.cfg[k.C_LABELS] = int(self.labels)
+        self.whole_triggers = whole_triggers
+        self._first = np.array([[det.initial, 0]], dtype=np.int64)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.st = np.zeros(k.S_SIZE, dtype=np.int64)
+        self.st[k.S_NOW] = k.MISSING
+        self.st[k.S_CONSUMED_AT] = -1
+        size = INITIAL
+        self.nodes = np.zeros((max(2, size["nodes"]), k.NODE_FIELDS), dtype=np.int64)
+        self.nodes[0, k.MF] = k.INT64_MIN
+        self.nodes[0, k.MINF] = k.INT64_MAX
+        self.nodes[0, k.KH] = (k.BOTTOM_KIND << 1) | 1
+        self.st[k.S_NODES] = 1
+        slots = size["slots"] if self.partitioned else 1
+        self.slot_of = np.full(slots, -1, dtype=np.int64)
+        self.act = np.zeros((slots, size["row"], 2), dtype=np.int64)
+        self.slot_info = np.zeros((slots, k.P_FIELDS), dtype=np.int64)
+        self.slot_info[:, k.P_CODE] = -1
+        self.free = np.zeros(slots, dtype=np.int64)
+        if not self.partitioned:  # one sub-stream, code 0, alive from the start
+            self.slot_of[0] = 0
+            self.slot_info[0] = (1, -1, 0)
+            self.act[0, 0] = (self.cfg[k.C_INIT], 0)
+            self.st[k.S_SLOTS] = 1
+        self.new = np.zeros((size["scratch"], 3), dtype=np.int64)
+        self.finals = np.zeros(size["scratch"], dtype=np.int64)
+        self.stack = np.zeros((max(2, size["stack"]), 5), dtype=np.int64)  # one row is kept free
+        self.path = np.zeros(size["path"], dtype=np.int64)
+        self.out_m = np.zeros((3, size["matches"] + 1), dtype=np.int64)
+        self.out_pos = np.zeros(size["positions"], dtype=np.int64)
+        self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
+        self.compact_at = COMPACT_MIN
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def label_sets(self) -> list[tuple[str, ...]]:
+        """Label sets by id (the ids in KernelMatches.labels)."""
+        return self.tables.label_sets
+
+    def process(
+        self,
+        symbols: np.ndarray,
+        positions: np.ndarray,
+        measures: np.ndarray,
+        key_codes: np.ndarray | None = None,
+    ) -> KernelMatches:
+        """Process a batch of events; return the complex events it triggers (all at once)."""
+        chunks = list(self.process_chunks(symbols, positions, measures, key_codes))
+        return KernelMatches.concat(chunks, self.label_sets, self.labels)
+
+    def process_chunks(
+        self,
+        symbols: np.ndarray,
+        positions: np.ndarray,
+        measures: np.ndarray,
+        key_codes: np.ndarray | None = None,
+    ) -> Iterator[KernelMatches]:
+        """Process a batch of events, yielding its complex events in chunks of bounded size.
+
+        ``symbols``, ``positions`` (increasing) and ``measures`` (int64; MISSING where the event
+        has none) have one entry per event; ``key_codes`` too when partitioned (dense codes >= 0
+        that stay the same for a key across batches, -1 for events without a key). Consume the
+        iterator fully before the next call."""
+        n = len(symbols)
+        symbols = np.ascontiguousarray(symbols, dtype=np.int64)
+        positions = np.ascontiguousarray(positions, dtype=np.int64)
+        measures = np.ascontiguousarray(measures, dtype=np.int64)
+        if key_codes is None:
+            if self.partitioned:
+                raise ValueError("a partitioned evaluator needs key codes")
+            codes = np.zeros(n, dtype=np.int64)
+        else:
+            codes = np.ascontiguousarray(key_codes, dtype=np.int64)
+            if n and codes.max() >= len(self.slot_of):
+                self.slot_of = _grow1(self.slot_of, int(codes.max()) + 1, -1)
+        if n:
+            top = int(symbols.max()) + 1
+            if top > self.tables.table.shape[1]:
+                self.tables.ensure(len(self.det.subsets), top)
+        index = 0
+        while True:
+            status, index, a, b = k.run(
+                symbols, measures, codes, positions, index, n, self.cfg, self.st, self.nodes,
+                self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
+                self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
+                self.out_pos, self.out_lab, self._first,
+            )  # fmt: skip
+            if status == k.DONE:
+                break
+            if status == k.NEED_TRANSITION:
+                self.tables.fill(int(a), int(b))
+            elif status == k.NEED_NODES:
+                self._make_room(int(a))
+            elif status == k.NEED_SCRATCH:
+                self.new = _grow_rows(self.new, int(a))
+                self.finals = _grow1(self.finals, int(a), 0)
+            elif status == k.NEED_ROW:
+                rows = _size(self.act.shape[1], int(a))
+                act = np.zeros((self.act.shape[0], rows, 2), dtype=np.int64)
+                act[:, : self.act.shape[1]] = self.act
+                self.act = act
+            elif status == k.NEED_SLOTS:
+                self._grow_slots()
+            elif status == k.NEED_STACK:
+                self.stack = _grow_rows(self.stack, 2 * len(self.stack))
+            elif status == k.NEED_PATH:
+                self.path = _grow1(self.path, 2 * len(self.path), 0)
+            elif status == k.OUTPUT_FULL:
+                chunk = self._output_full()
+                if chunk is not None:
+                    yield chunk
+            else:  # pragma: no cover - the loop returns only the statuses above
+                raise RuntimeError(f"kernel status {status}")
+        chunk = self._take_output(int(self.st[k.S_NMATCH]))
+        if chunk is not None:
+            yield chunk
+        if self.st[k.S_NODES] > self.compact_at:
+            self.compact()
+
+    def live_nodes(self) -> int:
+        """Node rows in use after a compaction (a memory measure)."""
+        self.compact()
+        return int(self.st[k.S_NODES]) - 1
+
+    def live_partitions(self) -> int:
+        """Partitions holding a live run."""
+        return int(np.count_nonzero(self.slot_info[: self.st[k.S_SLOTS], k.P_CODE] >= 0))
+
+    def compact(self) -> None:
+        """Copy the live tECS (pruned by the window) into fresh arrays; drop dead partitions."""
+        if self.st[k.S_ENUM]:
+            raise RuntimeError("cannot compact while a trigger is being enumerated")
+        now = int(self.st[k.S_NOW])
+        prune = int(self.cfg[k.C_WINDOW]) >= 0 and bool(self.cfg[k.C_MONOTONE]) and now != k.MISSING
+        self.tables.ensure_silent()
+        n = int(self.st[k.S_NODES])
+        limits = np.empty(n, dtype=np.int64)
+        size = k.compact_mark(
+            self.nodes,
+            self.st,
+            self.cfg,
+            self.act,
+            self.slot_info,
+            self.tables.silent,
+            prune,
+            now if prune else 0,
+            limits,
+        )
+        out = np.empty((max(INITIAL["nodes"], 2, 2 * size), k.NODE_FIELDS), dtype=np.int64)
+        k.compact_build(
+            self.nodes, self.st, self.cfg, self.act, self.slot_of, self.slot_info, self.free, limits,
+            np.empty(n, dtype=np.int64), out,
+        )  # fmt: skip
+        self.nodes = out
+        self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
+
+    # ------------------------------------------------------------------ growth and output
+
+    def _make_room(self, need: int) -> None:
+        used = int(self.st[k.S_NODES])
+        if used > self.compact_at:
+            self.compact()
+            used = int(self.st[k.S_NODES])
+        if used + need > len(self.nodes):
+            self.nodes = _grow_rows(self.nodes, used + need)
+
+    def _grow_slots(self) -> None:
+        size = 2 * self.act.shape[0]
+        act = np.zeros((size,) + self.act.shape[1:], dtype=np.int64)
+        act[: self.act.shape[0]] = self.act
+        self.act = act
+        info = np.zeros((size, k.P_FIELDS), dtype=np.int64)
+        info[:, k.P_CODE] = -1
+        info[: len(self.slot_info)] = self.slot_info
+        self.slot_info = info
+        self.free = _grow1(self.free, size, 0)
+
+    def _output_full(self) -> KernelMatches | None:
+        """The output buffer is full: hand out what is complete, or grow it."""
+        nm = int(self.st[k.S_NMATCH])
+        take = int(self.st[k.S_TFIRST]) if self.whole_triggers else nm
+        capacity = self.out_m.shape[1] - 1
+        if capacity < MAX_CHUNK_MATCHES or take == 0:
+            out_m = np.empty((3, 2 * capacity + 1), dtype=np.int64)
+            out_m[:, : nm + 1] = self.out_m[:, : nm + 1]
+            self.out_m = out_m
+            self.out_pos = _grow1(self.out_pos, max(2 * len(self.out_pos), 8 * capacity), 0)
+            if self.labels:
+                self.out_lab = _grow1(self.out_lab, len(self.out_pos), 0)
+            return None
+        return self._take_output(take)
+
+    def _take_output(self, take: int) -> KernelMatches | None:
+        """Remove the first ``take`` complex events from the buffer as a KernelMatches. Large
+        outputs keep the buffer's arrays (views, no copy) and the buffer gets new ones."""
+        if take == 0:
+            return None
+        nm = int(self.st[k.S_NMATCH])
+        npos = int(self.st[k.S_NPOS])
+        cut = int(self.out_m[k.O_END, take])
+        rest = nm - take
+        out_m, out_pos, out_lab = self.out_m, self.out_pos, self.out_lab
+        give_away = cut >= 1 << 16
+        if give_away:
+            self.out_m = np.empty_like(out_m)
+            self.out_pos = np.empty_like(out_pos)
+            self.out_lab = np.empty_like(out_lab)
+        chunk = KernelMatches(
+            out_m[k.O_TRIGGER, :take] if give_away else out_m[k.O_TRIGGER, :take].copy(),
+            _codes(out_m, take, give_away) if self.partitioned else np.broadcast_to(np.int64(0), (take,)),
+            out_m[k.O_END, : take + 1] if give_away else out_m[k.O_END, : take + 1].copy(),
+            out_pos[:cut] if give_away else out_pos[:cut].copy(),
+            (out_lab[:cut] if give_away else out_lab[:cut].copy()) if self.labels else None,
+            self.label_sets,
+        )
+        self.out_m[:2, :rest] = out_m[:2, take:nm]
+        self.out_m[k.O_END, : rest + 1] = out_m[k.O_END, take : nm + 1] - cut
+        self.out_pos[: npos - cut] = out_pos[cut:npos]
+        if self.labels:
+            self.out_lab[: npos - cut] = out_lab[cut:npos]
+        self.st[k.S_NMATCH] = rest
+        self.st[k.S_NPOS] = npos - cut
+        self.st[k.S_TFIRST] = max(0, int(self.st[k.S_TFIRST]) - take)
+        return chunk
+
+    # ------------------------------------------------------------------ state as arrays
+
+    def export_state(self) -> dict:
+        """The dynamic state as numpy arrays (after a compaction), plus ``det_states``: the
+        machine-state subsets of the determinized states it uses (plain Python data, to map
+        them into another process's automaton) and ``label_sets`` (tuples of label names).
+        Restore with ``import_state`` on an evaluator of the same query."""
+        self.compact()
+        n = int(self.st[k.S_NODES])
+        nodes = self.nodes[:n]
+        slots = np.nonzero(self.slot_info[: self.st[k.S_SLOTS], k.P_CODE] >= 0)[0]
+        counts = self.slot_info[slots, k.P_COUNT]
+        entries = (
+            np.concatenate([self.act[s, :c] for s, c in zip(slots, counts)])
+            if len(slots)
+            else np.zeros((0, 2), np.int64)
+        )
+        used = sorted({int(s) for s in entries[:, 0]})
+        return {
+            "version": np.array([STATE_VERSION]),
+            "consumed_at": np.array([self.st[k.S_CONSUMED_AT]]),
+            "now": np.array([self.st[k.S_NOW]]),
+            "partition_code": self.slot_info[slots, k.P_CODE].copy(),
+            "partition_consumed": self.slot_info[slots, k.P_CONSUMED].copy(),
+            "partition_offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            "entry_state": entries[:, 0].copy(),
+            "entry_node": entries[:, 1].copy(),
+            "node_kind": (nodes[:, k.KH] >> 1).copy(),
+            "node_has_empty": (nodes[:, k.KH] & 1).astype(bool),
+            "node_position": nodes[:, k.POS].copy(),
+            "node_label_set": nodes[:, k.LAB].copy(),
+            "node_left": nodes[:, k.A].copy(),
+            "node_right": nodes[:, k.B].copy(),
+            "node_max_first": nodes[:, k.MF].copy(),
+            "node_min_first": nodes[:, k.MINF].copy(),
+            "node_measure": nodes[:, k.M].copy(),
+            "det_state_ids": np.array(used, dtype=np.int64),
+            "det_states": [self.det.subsets[s] for s in used],
+            "label_sets": list(self.label_sets),
+        }
+
+    def import_state(self, state: dict) -> None:
+        """Load a state made by ``export_state`` (same query, any process)."""
+        if int(state["version"][0]) != STATE_VERSION:
+            raise ValueError("unknown kernel state version")
+        kind = np.asarray(state["node_kind"], dtype=np.int64)
+        n = len(kind)
+        left = np.asarray(state["node_left"], dtype=np.int64)
+        right = np.asarray(state["node_right"], dtype=np.int64)
+        rows = np.arange(n)
+        if (
+            n == 0
+            or kind[0] != k.BOTTOM_KIND
+            or np.any(left[1:] >= rows[1:])
+            or np.any(right[1:] >= rows[1:])
+        ):
+            raise ValueError("malformed kernel state: nodes must follow BOTTOM, children before parents")
+        state_map = {
+            int(old): self.det.intern(subset)
+            for old, subset in zip(state["det_state_ids"], state["det_states"])
+        }
+        label_map = np.array(
+            [self.tables.label_id(tuple(ls)) for ls in state["label_sets"]] or [0], dtype=np.int64
+        )
+        self._reset()
+        nodes = np.zeros((max(INITIAL["nodes"], 2 * n), k.NODE_FIELDS), dtype=np.int64)
+        nodes[:n, k.MF] = state["node_max_first"]
+        nodes[:n, k.MINF] = state["node_min_first"]
+        nodes[:n, k.KH] = (kind << 1) | np.asarray(state["node_has_empty"], dtype=np.int64)
+        nodes[:n, k.POS] = state["node_position"]
+        outputs = kind == k.OUTPUT_KIND
+        labels = np.asarray(state["node_label_set"], dtype=np.int64)
+        nodes[:n, k.LAB] = np.where(outputs, label_map[np.where(outputs, labels, 0)], 0)
+        nodes[:n, k.A] = left
+        nodes[:n, k.B] = right
+        nodes[:n, k.M] = state["node_measure"]
+        self.nodes = nodes
+        self.st[k.S_NODES] = n
+        self.st[k.S_CONSUMED_AT] = int(state["consumed_at"][0])
+        self.st[k.S_NOW] = int(state["now"][0])
+        codes = np.asarray(state["partition_code"], dtype=np.int64)
+        offsets = np.asarray(state["partition_offsets"], dtype=np.int64)
+        entry_state = np.array([state_map[int(s)] for s in state["entry_state"]], dtype=np.int64)
+        entry_node = np.asarray(state["entry_node"], dtype=np.int64)
+        if len(entry_node) and (entry_node.min() < 0 or entry_node.max() >= n):
+            raise ValueError("malformed kernel state: an entry refers to a missing node")
+        self.tables.ensure(len(self.det.subsets), self.tables.table.shape[1])
+        width = max(INITIAL["row"], int(np.diff(offsets).max()) if len(codes) else 0)
+        slots = max(len(codes), 1 if not self.partitioned else INITIAL["slots"])
+        self.act = np.zeros((slots, width, 2), dtype=np.int64)
+        self.slot_info = np.zeros((slots, k.P_FIELDS), dtype=np.int64)
+        self.slot_info[:, k.P_CODE] = -1
+        self.free = np.zeros(slots, dtype=np.int64)
+        self.slot_of = np.full(
+            max(len(self.slot_of), int(codes.max()) + 1 if len(codes) else 0), -1, dtype=np.int64
+        )
+        for slot, code in enumerate(codes):
+            lo, hi = int(offsets[slot]), int(offsets[slot + 1])
+            self.act[slot, : hi - lo, 0] = entry_state[lo:hi]
+            self.act[slot, : hi - lo, 1] = entry_node[lo:hi]
+            self.slot_info[slot] = (hi - lo, int(state["partition_consumed"][slot]), int(code))
+            self.slot_of[int(code)] = slot
+        self.st[k.S_SLOTS] = len(codes)
+        if not self.partitioned and len(codes) == 0:
+            raise ValueError("malformed kernel state: an unpartitioned evaluator has one partition")
+        self.compact_at = max(COMPACT_MIN, 2 * n)
+
+
+def _codes(out_m: np.ndarray, take: int, give_away: bool) -> np.ndarray:
+    return out_m[k.O_CODE, :take] if give_away else out_m[k.O_CODE, :take].copy()
+
+
+def _size(current: int, needed: int) -> int:
+    size = max(current, 1)
+    while size < needed:
+        size *= 2
+    return size
+
+
+def _grow1(array: np.ndarray, needed: int, fill: int) -> np.ndarray:
+    if needed <= len(array):
+        return array
+    out = np.full(_size(len(array), needed), fill, dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def _grow_rows(array: np.ndarray, needed: int) -> np.ndarray:
+    if needed <= len(array):
+        return array
+    # Rows past the old end are written before they are read (no need to clear them).
+    out = np.empty((_size(len(array), needed),) + array.shape[1:], dtype=array.dtype)
+    out[: len(array)] = array
+    return out
