@@ -148,7 +148,13 @@ def _run(args: argparse.Namespace) -> int:
         policy = ErrorPolicy(args.on_error, dead_letter)
         tag = len(queries) > 1
         if fmt == "parquet":
-            writer = ParquetWriter(outputs.file(args.output), args.with_events, tag)
+            writer = ParquetWriter(
+                outputs.file(args.output),
+                args.with_events,
+                tag,
+                measures=_measure_types(queries),
+                attributes=_attribute_types(schema),
+            )
         else:
             output = (
                 sys.stdout
@@ -164,6 +170,8 @@ def _run(args: argparse.Namespace) -> int:
                     )
             else:
                 writer = JsonLinesWriter(output, args.with_events, tag)
+        for name, query in queries:
+            writer.restrict(name, _restrictions(query))
         need_events = writer.with_events
         reader = EventReader(run_catalog(schema, queries), policy, warnings_to_stderr(), read_options(args))
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
@@ -240,6 +248,40 @@ def read_options(args: argparse.Namespace):
     if args.max_line_bytes < 1:
         raise CeqlError("--max-line-bytes must be at least 1")
     return ReadOptions(max_line_bytes=args.max_line_bytes)
+
+
+def _measure_types(queries: list) -> dict:
+    """Measure name -> Arrow type over the queries of a run (a name with two types: text)."""
+    import pyarrow as pa
+
+    from ceql.runtime.arrow import measure_type
+
+    out: dict = {}
+    for _, query in queries:
+        measures = query.plan.measures
+        if measures is None:
+            continue
+        types = getattr(query.checked, "measure_types", {}) or {}
+        for name in measures.names:
+            kind = measure_type(types.get(name)) or pa.string()
+            if out.setdefault(name, kind) != kind:
+                out[name] = pa.string()
+    return out
+
+
+def _attribute_types(schema) -> dict:
+    """Every declared attribute -> its Arrow type, as the catalog types it on every path."""
+    from ceql.compile.catalog import Catalog
+
+    return {name: column.arrow_type for name, column in Catalog.of_schema(schema).columns.items()}
+
+
+def _restrictions(query) -> dict:
+    """The SELECT items: label -> the attributes written ``label[a, b]`` (None: all)."""
+    projection = query.checked.query.projection
+    if projection is None or projection.kind != "list":
+        return {}
+    return {item.label: tuple(item.attributes) if item.attributes else None for item in projection.items}
 
 
 @contextlib.contextmanager

@@ -41,6 +41,7 @@ def automaton_graph(query: Query) -> tuple[list, list, set, set]:
                 number[target] = len(number)
                 order.append(target)
             visible = sorted(label for label in labels if not label.startswith("\x00"))
+            visible += sorted(_private(label) for label in labels if label.startswith("\x00"))
             edges.append((number[state], guards.describe(guard, texts), visible, number[target]))
     initial = {number[s] for s in machine.initial()}
     final = {number[s] for s in order if machine.final(s)}
@@ -49,9 +50,21 @@ def automaton_graph(query: Query) -> tuple[list, list, set, set]:
 
 def _has_moves(machine, state) -> bool:
     try:
-        return bool(machine.moves(state))
+        return machine.may_move(state)
     except UnsupportedQueryError:
         return True
+
+
+def _private(label: str) -> str:
+    """A private label as explain shows it: ``#N.x`` (condition N reads this event as x),
+    ``#N.end`` (an instance of its formula ends), ``@S.x`` (a scope's event), ``U0.tick`` ..."""
+    body = label[1:]
+    head, _, name = body.partition(":")
+    if head.startswith("H"):
+        return f"@{head[1:]}.{name}"
+    if head.startswith("U"):
+        return f"{head}.{name}"
+    return f"#{head}.{name}"
 
 
 def explain(query: Query, dot: bool = False) -> str:
@@ -103,6 +116,16 @@ def explain(query: Query, dot: bool = False) -> str:
     )
     for note in plan.notes:
         lines.append(f"  note: {note}")
+    from ceql.compile.limits import growth_warnings
+    from ceql.runtime.kernel import unsupported
+
+    reason = unsupported(plan)
+    if reason is None:
+        lines.append("  engine: the compiled kernel on large Arrow or pandas inputs (engine='compiled' always)")
+    else:
+        lines.append(f"  engine: the Python evaluator (the compiled kernel does not evaluate {reason})")
+    for warning in growth_warnings(checked):
+        lines.append(f"  warning: {warning}")
     lines.append("")
     lines.append(
         f"automaton: {len(states)} states, {len(edges)} transitions (determinized lazily at run time)"

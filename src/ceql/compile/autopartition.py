@@ -19,6 +19,7 @@ import dataclasses
 from ceql.compile.compiler import defined_labels, mandatory_labels
 from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
+from ceql.lang.visit import formula_children, walk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,14 +115,11 @@ def auto_partition(checked: CheckedQuery, formula: ast.Formula) -> AutoPartition
 
 def _plain(formula: ast.Formula) -> bool:
     """No adjacency, NOT, UNLESS, START, projection or renaming anywhere."""
-    stack = [formula]
-    while stack:
-        node = stack.pop()
+    for node in walk(formula, formulas_only=True):
         if isinstance(node, (ast.NotEvent, ast.Unless, ast.Start, ast.Project, ast.Rename, ast.PartitionBy)):
             return False
         if isinstance(node, (ast.Sequence, ast.Iteration)) and node.contiguous:
             return False
-        stack.extend(ast.children(node))
     return True
 
 
@@ -152,20 +150,11 @@ def _covers(formula: ast.Formula, labels: set[str]) -> bool:
             if not covered and node.name not in labels:
                 return False
         else:
-            stack.extend((child, covered) for child in ast.children(node))
+            stack.extend((child, covered) for child in formula_children(node))
     return True
 
 
 def _reported_types(formula: ast.Formula) -> set[str]:
-    return {label for label in defined_labels(formula)} & set(_event_types(formula))
-
-
-def _event_types(formula: ast.Formula) -> list[str]:
-    out = []
-    stack = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.EventType):
-            out.append(node.name)
-        stack.extend(ast.children(node))
-    return out
+    """The event types whose events the formula may report."""
+    types = {node.name for node in walk(formula, formulas_only=True) if isinstance(node, ast.EventType)}
+    return defined_labels(formula) & types

@@ -34,8 +34,11 @@ from ceql.compile.registers import (
 from ceql.compile.values import compare, compile_expr, expression_nodes, universal_labels
 from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
+from ceql.lang.multiplicity import label_multiplicity as lang_multiplicity
 from ceql.lang.printer import print_cond, print_expr
-from ceql.lang.scopes import LabelIndex, labels_anywhere
+from ceql.lang.scopes import LabelIndex, cond_labels, labels_anywhere
+from ceql.lang.scopes import defined_labels as scope_defined_labels
+from ceql.lang.visit import Visitor, walk
 
 MAX_DISJUNCTS = 64
 
@@ -102,35 +105,6 @@ def _plain_compare(node: ast.Compare) -> bool:
     return all(isinstance(n, ast.Attr) for n in expression_nodes(node))
 
 
-def atoms_of(cond: ast.Cond) -> list[ast.Cond]:
-    """The atoms (LabelCond, Compare) of a condition, through AND, OR and NOT."""
-    out = []
-    stack = [cond]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (ast.And, ast.Or)):
-            stack.extend(item.parts)
-        elif isinstance(item, ast.Not):
-            stack.append(item.operand)
-        else:
-            out.append(item)
-    return out
-
-
-def cond_labels(cond: ast.Cond) -> set[str]:
-    """Every label a condition names (in tests, comparisons and aggregates)."""
-    labels: set[str] = set()
-    for atom in atoms_of(cond):
-        if isinstance(atom, ast.LabelCond):
-            labels.add(atom.label)
-            continue
-        for node in expression_nodes(atom):
-            label = getattr(node, "label", None)
-            if label:
-                labels.add(label)
-    return labels
-
-
 def dnf(cond: ast.Cond) -> list[list[ast.Cond]]:
     """A condition without NOT as a disjunction of conjunctions of atoms."""
     if isinstance(cond, ast.Or):
@@ -153,134 +127,75 @@ def dnf(cond: ast.Cond) -> list[list[ast.Cond]]:
     return out
 
 
+class _Mandatory(Visitor):
+    """Labels that every complex event of a formula has at least one event of, and whether
+    every complex event has at least one event: (labels, reports)."""
+
+    pass_name = "the mandatory-label analysis"
+    families = (ast.CORE_FORMULA_NODES,)
+
+    def visit_EventType(self, node: ast.EventType):
+        return {node.name}, True
+
+    def visit_NotEvent(self, node: ast.NotEvent):
+        return set(), False
+
+    def visit_Label(self, node: ast.Label):
+        labels, reports = self.visit(node.body)
+        return (labels | {node.label} if reports else labels), reports
+
+    def _body(self, node):
+        return self.visit(node.body)
+
+    visit_Filter = visit_Iteration = visit_PartitionBy = visit_Start = _body
+
+    def visit_Union_(self, node: ast.Union_):
+        parts = [self.visit(p) for p in node.parts]
+        return set.intersection(*(labels for labels, _ in parts)), all(reports for _, reports in parts)
+
+    def _together(self, node):
+        parts = [self.visit(p) for p in node.parts]
+        return set().union(*(labels for labels, _ in parts)), any(reports for _, reports in parts)
+
+    visit_Sequence = visit_Conjunction = visit_AllOf = _together
+
+    def visit_Unless(self, node: ast.Unless):
+        return self.visit(node.left)
+
+    def visit_Rename(self, node: ast.Rename):
+        labels, reports = self.visit(node.body)
+        mapping = dict(node.mapping)
+        return {mapping.get(label, label) for label in labels}, reports
+
+    def visit_Project(self, node: ast.Project):
+        labels, _ = self.visit(node.body)
+        kept = labels & set(node.labels)
+        return kept, bool(kept)
+
+
 def defined_labels(formula: ast.Formula) -> set[str]:
-    """The labels a formula gives to the events it reports (event types and AS labels)."""
-    out: set[str] = set()
-    stack: list[ast.Formula] = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.EventType):
-            out.add(node.name)
-        elif isinstance(node, ast.Label):
-            out.add(node.label)
-            stack.append(node.body)
-        elif isinstance(node, ast.NotEvent):
-            continue
-        elif isinstance(node, ast.Unless):
-            stack.append(node.left)  # the right side reports nothing
-        elif isinstance(node, ast.Rename):
-            inner = defined_labels(node.body)
-            mapping = dict(node.mapping)
-            out |= {mapping.get(label, label) for label in inner}
-        elif isinstance(node, ast.Project):
-            out |= defined_labels(node.body) & set(node.labels)
-        else:
-            stack.extend(ast.children(node))
-    return out
+    """The labels a formula gives to the events it reports (event types, AS labels, renaming
+    targets; not the right side of UNLESS)."""
+    return set(scope_defined_labels(formula))
 
 
 def mandatory_labels(formula: ast.Formula) -> set[str]:
     """Labels that every complex event of the formula has at least one event of."""
-    if isinstance(formula, ast.EventType):
-        return {formula.name}
-    if isinstance(formula, ast.NotEvent):
-        return set()
-    if isinstance(formula, ast.Label):
-        inner = mandatory_labels(formula.body)
-        return inner | {formula.label} if inner or _reports(formula.body) else inner
-    if isinstance(formula, ast.Union_):
-        return set.intersection(*(mandatory_labels(p) for p in formula.parts))
-    if isinstance(formula, (ast.Filter, ast.Iteration, ast.PartitionBy, ast.Start)):
-        return mandatory_labels(formula.body)
-    if isinstance(formula, ast.Unless):
-        return mandatory_labels(formula.left)
-    if isinstance(formula, ast.Rename):
-        mapping = dict(formula.mapping)
-        return {mapping.get(label, label) for label in mandatory_labels(formula.body)}
-    if isinstance(formula, ast.Project):
-        return mandatory_labels(formula.body) & set(formula.labels)
-    if isinstance(formula, ast.Repeat):
-        return mandatory_labels(formula.body) if formula.low > 0 else set()
-    out: set[str] = set()
-    for part in ast.children(formula):
-        out |= mandatory_labels(part)
-    return out
-
-
-def _reports(formula: ast.Formula) -> bool:
-    """Whether every complex event of the formula has at least one event."""
-    if isinstance(formula, ast.EventType):
-        return True
-    if isinstance(formula, ast.NotEvent):
-        return False
-    if isinstance(formula, (ast.Label, ast.Filter, ast.Iteration, ast.PartitionBy, ast.Start, ast.Rename)):
-        return _reports(formula.body)
-    if isinstance(formula, ast.Union_):
-        return all(_reports(p) for p in formula.parts)
-    if isinstance(formula, ast.Unless):
-        return _reports(formula.left)
-    if isinstance(formula, ast.Project):
-        return bool(mandatory_labels(formula.body) & set(formula.labels))
-    return any(_reports(p) for p in ast.children(formula))
+    return _Mandatory().visit(formula)[0]
 
 
 def label_multiplicity(formula: ast.Formula) -> dict[str, int]:
-    """For each label, the most events one complex event can give it: 1, or 2 for "several"
-    (conservative: 2 where unsure)."""
-    return _multiplicity(formula)[0]
+    """For each label, the most events one complex event can give it: 1, or 2 for "several"."""
+    return {label: 1 if kind == "one" else 2 for label, kind in lang_multiplicity(formula).items()}
 
 
-def _multiplicity(node: ast.Formula) -> tuple[dict[str, int], int]:
-    """(label -> most events, most events reported), both capped at 2."""
-    if isinstance(node, ast.EventType):
-        return {node.name: 1}, 1
-    if isinstance(node, ast.NotEvent):
-        return {}, 0
-    if isinstance(node, ast.Label):
-        counts, events = _multiplicity(node.body)
-        out = dict(counts)
-        out[node.label] = max(out.get(node.label, 0), events)
-        return out, events
-    if isinstance(node, ast.Iteration):
-        counts, events = _multiplicity(node.body)
-        return {label: 2 for label, c in counts.items() if c}, 2 if events else 0
-    if isinstance(node, ast.Union_):
-        out: dict[str, int] = {}
-        most = 0
-        for part in node.parts:
-            counts, events = _multiplicity(part)
-            most = max(most, events)
-            for label, count in counts.items():
-                out[label] = max(out.get(label, 0), count)
-        return out, most
-    if isinstance(node, (ast.Filter, ast.PartitionBy, ast.Start)):
-        return _multiplicity(node.body)
-    if isinstance(node, ast.Unless):
-        return _multiplicity(node.left)
-    if isinstance(node, ast.Rename):
-        mapping = dict(node.mapping)
-        counts, events = _multiplicity(node.body)
-        out = {}
-        for label, count in counts.items():
-            target = mapping.get(label, label)
-            out[target] = min(2, out.get(target, 0) + count)
-        return out, events
-    if isinstance(node, ast.Project):
-        counts, events = _multiplicity(node.body)
-        return {k: v for k, v in counts.items() if k in node.labels}, events
-    if isinstance(node, ast.Repeat):
-        counts, events = _multiplicity(node.body)
-        if node.high is not None and node.high <= 1:
-            return counts, events
-        return {label: 2 for label, c in counts.items() if c}, 2 if events else 0
-    out = {}
-    total = 0
-    for part in ast.children(node):
-        counts, events = _multiplicity(part)
-        total = min(2, total + events)
-        for label, count in counts.items():
-            out[label] = min(2, out.get(label, 0) + count)
-    return out, total
+def has_not(formula: ast.Formula) -> bool:
+    """Whether the formula uses NOT(...) anywhere (reads events it does not report)."""
+    return any(isinstance(node, ast.NotEvent) for node in walk(formula, formulas_only=True))
+
+
+def _event_types(formula: ast.Formula) -> list[str]:
+    return [node.name for node in walk(formula, formulas_only=True) if isinstance(node, ast.EventType)]
 
 
 @dataclass
@@ -296,7 +211,12 @@ class _Frame:
     local: bool = False  # inside an UNLESS right side: its values belong to a run of it
 
 
-class _Compiler:
+class _Compiler(Visitor):
+    """Builds the machine and the register sites of a core formula (quantifiers rewritten)."""
+
+    pass_name = "the compiler"
+    families = (ast.CORE_FORMULA_NODES,)
+
     def __init__(self, root: ast.Formula) -> None:
         self.counter = automata.Counter()
         self.predicates = PredicateSet()
@@ -320,53 +240,66 @@ class _Compiler:
     # ------------------------------------------------------------------ formulas
 
     def build(self, node: ast.Formula) -> automata.Machine:
-        if isinstance(node, ast.EventType):
-            return automata.atom(self.counter, node.name)
-        if isinstance(node, ast.NotEvent):
-            matched = guards.type_is(node.atom.name)
-            if node.cond is not None:
-                if cond_labels(node.cond) - {node.atom.name}:
-                    return self.condition_site(None, node.atom, node.cond, {node.atom.name}, negated_event=True)
-                pid = self.predicates.intern(unary_pred(node.cond))
-                matched = matched | guards.pred(pid)
-            return automata.not_atom(self.counter, matched)
-        if isinstance(node, ast.Label):
-            return automata.LabelWith(self.build(node.body), node.label)
-        if isinstance(node, ast.Iteration):
-            self.iterated += 1
-            try:
-                body = self._framed(node.body, True)
-            finally:
-                self.iterated -= 1
-            return automata.Iteration(self.counter, body, node.contiguous)
-        if isinstance(node, ast.Sequence):
-            return automata.Sequence(self.counter, [self.build(p) for p in node.parts], node.contiguous)
-        if isinstance(node, ast.Union_):
-            self.optional += 1
-            try:
-                return automata.Union([self.build(part) for part in node.parts])
-            finally:
-                self.optional -= 1
-        if isinstance(node, ast.Conjunction):
-            return automata.Conjunction(self.counter, [self.build(p) for p in node.parts])
-        if isinstance(node, ast.AllOf):
-            return automata.AllOf(self.counter, [self.build(p) for p in node.parts])
-        if isinstance(node, ast.Unless):
-            return self.build_unless(node)
-        if isinstance(node, ast.Filter):
-            return self.build_filter(node)
-        if isinstance(node, ast.PartitionBy):
-            body = self.build(node.body)
-            return self.partition_site(body, node.body, node.keys, top=self._top(), text=None)
-        if isinstance(node, ast.Start):
-            return automata.Start(self.counter, self.build(node.body))
-        if isinstance(node, ast.Rename):
-            return automata.Rename(self._framed(node.body, bool(self.iterated)), dict(node.mapping))
-        if isinstance(node, ast.Project):
-            return automata.Project(self._framed(node.body, bool(self.iterated)), frozenset(node.labels))
-        if isinstance(node, ast.Repeat):
-            raise UnsupportedQueryError("quantifiers must be rewritten before compilation (internal error)")
-        raise TypeError(f"unknown formula node {type(node).__name__}")
+        """The machine of a formula (dispatch: ``visit_<Class>``; an unknown node raises)."""
+        return self.visit(node)
+
+    def visit_EventType(self, node: ast.EventType) -> automata.Machine:
+        return automata.atom(self.counter, node.name)
+
+    def visit_NotEvent(self, node: ast.NotEvent) -> automata.Machine:
+        matched = guards.type_is(node.atom.name)
+        if node.cond is not None:
+            if cond_labels(node.cond) - {node.atom.name}:
+                return self.condition_site(None, node.atom, node.cond, {node.atom.name}, negated_event=True)
+            pid = self.predicates.intern(unary_pred(node.cond))
+            matched = matched | guards.pred(pid)
+        return automata.not_atom(self.counter, matched)
+
+    def visit_Label(self, node: ast.Label) -> automata.Machine:
+        return automata.LabelWith(self.build(node.body), node.label)
+
+    def visit_Iteration(self, node: ast.Iteration) -> automata.Machine:
+        self.iterated += 1
+        try:
+            body = self._framed(node.body, True)
+        finally:
+            self.iterated -= 1
+        return automata.Iteration(self.counter, body, node.contiguous)
+
+    def visit_Sequence(self, node: ast.Sequence) -> automata.Machine:
+        return automata.Sequence(self.counter, [self.build(p) for p in node.parts], node.contiguous)
+
+    def visit_Union_(self, node: ast.Union_) -> automata.Machine:
+        self.optional += 1
+        try:
+            return automata.Union([self.build(part) for part in node.parts])
+        finally:
+            self.optional -= 1
+
+    def visit_Conjunction(self, node: ast.Conjunction) -> automata.Machine:
+        return automata.Conjunction(self.counter, [self.build(p) for p in node.parts])
+
+    def visit_AllOf(self, node: ast.AllOf) -> automata.Machine:
+        return automata.AllOf(self.counter, [self.build(p) for p in node.parts])
+
+    def visit_Unless(self, node: ast.Unless) -> automata.Machine:
+        return self.build_unless(node)
+
+    def visit_Filter(self, node: ast.Filter) -> automata.Machine:
+        return self.build_filter(node)
+
+    def visit_PartitionBy(self, node: ast.PartitionBy) -> automata.Machine:
+        body = self.build(node.body)
+        return self.partition_site(body, node.body, node.keys, top=self._top(), text=None)
+
+    def visit_Start(self, node: ast.Start) -> automata.Machine:
+        return automata.Start(self.counter, self.build(node.body))
+
+    def visit_Rename(self, node: ast.Rename) -> automata.Machine:
+        return automata.Rename(self._framed(node.body, bool(self.iterated)), dict(node.mapping))
+
+    def visit_Project(self, node: ast.Project) -> automata.Machine:
+        return automata.Project(self._framed(node.body, bool(self.iterated)), frozenset(node.labels))
 
     def build_unless(self, node: ast.Unless) -> automata.Machine:
         """``f UNLESS g``. When g has no condition that needs registers, g is tracked in the
@@ -810,23 +743,3 @@ def _index_key(sites: list[Site], attribute_index: dict[str, int]):
     return None
 
 
-def has_not(formula: ast.Formula) -> bool:
-    """Whether the formula uses NOT(...) anywhere (reads events it does not report)."""
-    stack = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.NotEvent):
-            return True
-        stack.extend(ast.children(node))
-    return False
-
-
-def _event_types(formula: ast.Formula) -> list[str]:
-    out = []
-    stack = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.EventType):
-            out.append(node.name)
-        stack.extend(ast.children(node))
-    return out

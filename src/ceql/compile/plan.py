@@ -22,6 +22,7 @@ from ceql.compile.strategies import rewrite_strict, strict_rewritable
 from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
+from ceql.lang.visit import walk
 
 MAX_PREDICATES = 64  # one bit each in a 64-bit mask per event
 MAX_MACHINE_STATES = 200_000  # states of the (non-deterministic) automaton
@@ -67,20 +68,17 @@ class Plan:
 def referenced_attributes(checked: CheckedQuery, formula: ast.Formula) -> set[str]:
     """Attributes the evaluation reads: in predicates, conditions, windows, partitions, measures."""
     names: set[str] = set()
-    stack: list = [formula, checked.query.partition_labels, checked.query.projection]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, tuple):
-            stack.extend(item)
-        elif isinstance(item, ast.Attr):
-            names.add(item.name)
-        elif isinstance(item, ast.Aggregate):
-            if item.attr:
-                names.add(item.attr)
-        elif isinstance(item, ast.Prev):
-            names.add(item.attr)
-        elif isinstance(item, ast.Node):
-            stack.extend(getattr(item, f) for f in item.__dataclass_fields__ if f != "pos")
+    roots: list[ast.Node] = [formula, *checked.query.partition_labels]
+    if checked.query.projection is not None:
+        roots.append(checked.query.projection)
+    for root in roots:
+        for node in walk(root):
+            if isinstance(node, ast.Attr):
+                names.add(node.name)
+            elif isinstance(node, ast.Aggregate) and node.attr:
+                names.add(node.attr)
+            elif isinstance(node, ast.Prev):
+                names.add(node.attr)
     for group in checked.query.partition_by:
         names.update(group)
     within = checked.query.within
@@ -140,8 +138,6 @@ def _pass_compile(b: _Building) -> str:
             "split the query or shorten its chains of operators"
         )
     b.fields["compiled"] = compiled
-    for site in compiled.sites:
-        b.notes.append(f"condition {site.text!r}: decided {site.where}")
     if compiled.registers is not None and compiled.registers.key is not None:
         b.notes.append("runs are indexed by the value of an equality: each event visits only the runs it can extend")
     return f"{states} automaton states, {len(compiled.predicates)} predicates, {len(compiled.sites)} register sites"
@@ -161,13 +157,7 @@ def _pass_determinize(b: _Building) -> str:
 
 
 def _silent_reads(formula: ast.Formula) -> bool:
-    stack = [formula]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.NotEvent, ast.Project)):
-            return True
-        stack.extend(ast.children(node))
-    return False
+    return any(isinstance(node, (ast.NotEvent, ast.Project)) for node in walk(formula, formulas_only=True))
 
 
 def _pass_repeats(b: _Building) -> str:

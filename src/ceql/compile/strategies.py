@@ -10,7 +10,10 @@ for them the evaluator checks the interval condition on each complex event inste
 
 from __future__ import annotations
 
+import dataclasses
+
 from ceql.lang import ast
+from ceql.lang.visit import Visitor, formula_children
 
 
 def strict_rewritable(formula: ast.Formula) -> bool:
@@ -18,12 +21,12 @@ def strict_rewritable(formula: ast.Formula) -> bool:
     stack = [formula]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.NotEvent, ast.AllOf)):
+        if isinstance(node, (ast.NotEvent, ast.AllOf, ast.Project)):
             return False
         if isinstance(node, ast.Unless):
             stack.append(node.left)  # the right side is not reported: no constraint on it
             continue
-        stack.extend(ast.children(node))
+        stack.extend(formula_children(node))
     return True
 
 
@@ -32,22 +35,37 @@ def rewrite_strict(formula: ast.Formula) -> ast.Formula:
     otherwise the formula unchanged (the evaluator then filters complex events)."""
     if not strict_rewritable(formula):
         return formula
-    return _strict(formula)
+    return _Strict().visit(formula)
 
 
-def _strict(node: ast.Formula) -> ast.Formula:
-    if isinstance(node, ast.Sequence):
-        return ast.Sequence(tuple(_strict(p) for p in node.parts), True, pos=node.pos)
-    if isinstance(node, ast.Iteration):
-        return ast.Iteration(_strict(node.body), True, pos=node.pos)
-    if isinstance(node, ast.Label):
-        return ast.Label(_strict(node.body), node.label, pos=node.pos)
-    if isinstance(node, ast.Filter):
-        return ast.Filter(_strict(node.body), node.cond, pos=node.pos)
-    if isinstance(node, ast.Union_):
-        return ast.Union_(tuple(_strict(p) for p in node.parts), pos=node.pos)
-    if isinstance(node, ast.Conjunction):
-        return ast.Conjunction(tuple(_strict(p) for p in node.parts), pos=node.pos)
-    if isinstance(node, ast.Unless):
-        return ast.Unless(_strict(node.left), node.right, pos=node.pos)
-    return node
+class _Strict(Visitor):
+    """SO-CEL Proposition 18: ``;`` becomes ``:`` and ``+`` becomes ``:+`` everywhere but inside
+    the right side of UNLESS (which reports nothing)."""
+
+    pass_name = "the STRICT rewrite"
+    families = (ast.CORE_FORMULA_NODES,)
+
+    def visit_Sequence(self, node: ast.Sequence) -> ast.Formula:
+        return dataclasses.replace(node, parts=tuple(self.visit(p) for p in node.parts), contiguous=True)
+
+    def visit_Iteration(self, node: ast.Iteration) -> ast.Formula:
+        return dataclasses.replace(node, body=self.visit(node.body), contiguous=True)
+
+    def _body(self, node):
+        return dataclasses.replace(node, body=self.visit(node.body))
+
+    visit_Label = visit_Filter = visit_PartitionBy = visit_Start = visit_Rename = _body
+
+    def _parts(self, node):
+        return dataclasses.replace(node, parts=tuple(self.visit(p) for p in node.parts))
+
+    visit_Union_ = visit_Conjunction = _parts
+
+    def visit_Unless(self, node: ast.Unless) -> ast.Formula:
+        return dataclasses.replace(node, left=self.visit(node.left))
+
+    def _unchanged(self, node):
+        return node
+
+    # (ALL, NOT and PROJECT make the formula not rewritable; they are never reached.)
+    visit_EventType = visit_NotEvent = visit_AllOf = visit_Project = _unchanged

@@ -11,8 +11,6 @@ import pyarrow.parquet as pq
 from ceql.lang.schema import Schema
 from ceql.match import Match
 
-FORMATS = ("jsonl", "parquet", "core")
-
 #: The columns of a match as a table row (Parquet output, Spark results).
 MATCH_FIELDS = [
     ("query", pa.string()),
@@ -52,6 +50,20 @@ class Writer:
         self.with_events = with_events
         self.tag_queries = tag_queries
         self.count = 0
+        # Per query: its SELECT items, label -> the attributes ``label[a, b]`` reports (None: all).
+        self.restrictions: dict[str, dict[str, tuple[str, ...] | None]] = {}
+
+    def restrict(self, query: str, items: dict[str, tuple[str, ...] | None]) -> None:
+        """Report only the attributes the SELECT items name for their labels' events."""
+        self.restrictions[query] = items
+
+    def _records(self, query: str, match: Match, events: list[EventRef] | None) -> list[dict[str, Any]]:
+        restrictions = self.restrictions.get(query, {})
+        out = []
+        for position, event in zip(match.positions, events or [None] * len(match.positions)):
+            allowed = _allowed(restrictions, match, position, event)
+            out.append(_event_record(position, event, allowed))
+        return out
 
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         raise NotImplementedError
@@ -60,12 +72,32 @@ class Writer:
         pass
 
 
-def _event_record(position: int, event: EventRef | None) -> dict[str, Any]:
+def _allowed(
+    items: dict[str, tuple[str, ...] | None], match: Match, position: int, event: EventRef | None
+) -> set[str] | None:
+    """The attributes to report for the event at ``position`` (None: all of them). ``items``
+    are the query's SELECT items, label -> the attributes written ``label[a, b]`` (None: all):
+    an event reports the union over its labels, or everything if one of them names none."""
+    if not items or not any(attributes is not None for attributes in items.values()):
+        return None
+    labels = {label for label, positions in match.labels.items() if position in positions}
+    if event is not None:
+        labels.add(event.table.column("event_type")[event.index].as_py())
+    covering = [items[label] for label in labels if label in items]
+    if not covering or any(attributes is None for attributes in covering):
+        return None
+    return {attribute for attributes in covering for attribute in attributes}
+
+
+def _event_record(position: int, event: EventRef | None, allowed: set[str] | None = None) -> dict[str, Any]:
     record: dict[str, Any] = {"position": position}
     if event is not None:
         record["source"] = event.source
         record["row"] = event.row
-        record.update(event.values())
+        values = event.values()
+        if allowed is not None:
+            values = {k: v for k, v in values.items() if k == "event_type" or k in allowed}
+        record.update(values)
     return record
 
 
@@ -79,21 +111,43 @@ class JsonLinesWriter(Writer):
         if self.tag_queries:
             record = {"query": query, **record}
         if self.with_events and events is not None:
-            record["events"] = [_event_record(p, e) for p, e in zip(match.positions, events)]
+            record["events"] = self._records(query, match, events)
         self.stream.write(json.dumps(record, default=str) + "\n")
         self.count += 1
 
 
 class ParquetWriter(Writer):
-    """Columns: query, trigger, positions, labels (map), partition (as text), events (JSON)."""
+    """Columns: query, trigger, positions, labels (map), partition (as text), one typed column
+    per measure, and with ``--with-events`` the events as a typed list of structs (position,
+    source, row, event_type and every declared attribute, null where an event has none)."""
 
     BATCH = 50_000
 
-    def __init__(self, path: str, with_events: bool, tag_queries: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        with_events: bool,
+        tag_queries: bool,
+        measures: dict[str, pa.DataType] | None = None,
+        attributes: dict[str, pa.DataType] | None = None,
+    ) -> None:
         super().__init__(with_events, tag_queries)
         fields = list(MATCH_FIELDS)
+        self.measures = dict(measures or {})
+        taken = {name for name, _ in fields} | {"events"}
+        for name, kind in self.measures.items():
+            if name in taken:
+                raise ValueError(f"measure {name!r} clashes with an output column; rename it with AS")
+            fields.append((name, kind))
         if with_events:
-            fields.append(("events", pa.string()))
+            event_fields = [
+                ("position", pa.int64()),
+                ("source", pa.string()),
+                ("row", pa.int64()),
+                ("event_type", pa.string()),
+            ] + [(name, kind) for name, kind in (attributes or {}).items() if name != "event_type"]
+            self.event_type = pa.struct(event_fields)
+            fields.append(("events", pa.list_(self.event_type)))
         self.schema = pa.schema(fields)
         self.writer = pq.ParquetWriter(path, self.schema)
         self.rows: dict[str, list] = {name: [] for name in self.schema.names}
@@ -101,10 +155,11 @@ class ParquetWriter(Writer):
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         rows = self.rows
         append_match(rows, query, match)
+        for name in self.measures:
+            value = match.measures.get(name)
+            rows[name].append(list(value) if isinstance(value, tuple) else value)
         if self.with_events:
-            rows["events"].append(
-                json.dumps([_event_record(p, e) for p, e in zip(match.positions, events or [])], default=str)
-            )
+            rows["events"].append(self._records(query, match, events))
         self.count += 1
         if len(rows["trigger"]) >= self.BATCH:
             self._flush()

@@ -150,9 +150,11 @@ class Evaluator:
         }
 
     def __setstate__(self, value: dict) -> None:
-        from ceql.api import compile as compile_query
+        from ceql.compile.plan import build_plan
+        from ceql.lang import analyze, parse_query
 
-        fresh = compile_query(value["query"], value["schema"]).evaluator(**value.get("options", {}))
+        checked = analyze(parse_query(value["query"]), value["schema"], value["query"])
+        fresh = Evaluator(build_plan(checked), **value.get("options", {}))
         self.__dict__.update(fresh.__dict__)
         _import(self, value["state"])
 

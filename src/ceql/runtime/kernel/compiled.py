@@ -636,3 +636,20 @@ def _equal_runs(offsets, positions, ids, a, b):
         ):
             return False
     return True
+
+
+@njit(cache=True)
+def encode_int_keys(values, table, start):  # pragma: no cover - compiled
+    """Codes for integer partition keys from a persistent hash table; new keys get the next
+    codes, in order of first appearance. Returns (codes, next code)."""
+    out = np.empty(len(values), np.int64)
+    next_code = start
+    for i in range(len(values)):
+        value = values[i]
+        code = table.get(value, -1)
+        if code == -1:
+            code = next_code
+            table[value] = code
+            next_code += 1
+        out[i] = code
+    return out, next_code

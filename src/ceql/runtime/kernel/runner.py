@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -73,8 +72,33 @@ class KeyCodes:
             )
             for group in plan.partition_groups
         ]
-        self.codes: dict[tuple, int] = {}
-        self.keys: list[tuple] = []
+        self.codes: dict[tuple, int] = {}  # keys coded in Python (all but plain integers)
+        self._segments: list = []  # in code order: arrays of integer keys, or single tuples
+        self.count = 0  # codes given so far
+        self._ints = None  # int key -> code, for the compiled coder (built on first use)
+        self._keys: list[tuple] | None = []
+
+    @property
+    def keys(self) -> list[tuple]:
+        """code -> key tuple (built when asked: only reported partitions and saved states
+        need them)."""
+        if self._keys is None or len(self._keys) != self.count:
+            keys: list[tuple] = []
+            for segment in self._segments:
+                if isinstance(segment, tuple):
+                    keys.append(segment)
+                else:
+                    keys.extend((value,) for value in segment.tolist())
+            self._keys = keys
+        return self._keys
+
+    @keys.setter
+    def keys(self, keys: list[tuple]) -> None:
+        self._segments = list(keys)
+        self.count = len(keys)
+        self._keys = list(keys)
+        self.codes = {key: code for code, key in enumerate(keys)}
+        self._ints = None
 
     def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
         """The key code of each of ``rows`` (-1: the event has no key: no group, or a null)."""
@@ -90,11 +114,10 @@ class KeyCodes:
                 column = table.column(group[0])
                 column = column if whole else column.take(pa.array(chosen))
                 if column.null_count == 0 and pa.types.is_integer(column.type):
-                    # The common case: integer keys, factorised with a hash table.
-                    values = column.to_numpy()
-                    index, distinct = pd.factorize(values)
-                    lookup = np.array([self._code((v,)) for v in distinct.tolist()], dtype=np.int64)
-                    out[selected] = lookup[index]
+                    # The common case: integer keys, coded by a compiled hash table (no Python
+                    # work per key).
+                    values = np.asarray(column.to_numpy(), dtype=np.int64)
+                    out[selected] = self._int_codes(values)
                     continue
             take = pa.array(chosen)
             combined: np.ndarray | None = None
@@ -119,12 +142,34 @@ class KeyCodes:
             out[selected] = lookup[combined]  # -1 indexes the trailing -1: no key
         return out
 
+    def _int_codes(self, values: np.ndarray) -> np.ndarray:
+        if self._ints is None:
+            self._ints = _new_int_table()
+            for key, code in self.codes.items():
+                if len(key) == 1 and type(key[0]) is int:
+                    self._ints[key[0]] = code
+        start = self.count
+        codes, end = _encode_ints(values, self._ints, start)
+        if end > start:
+            fresh = codes >= start
+            firsts = np.unique(codes[fresh], return_index=True)[1]  # first appearance, in code order
+            self._segments.append(values[fresh][firsts])
+            self.count = end
+        return codes
+
     def _code(self, key: tuple) -> int:
+        if len(key) == 1 and type(key[0]) is int and self._ints is not None:
+            found = self._ints.get(key[0], -1)
+            if found >= 0:
+                return found
         found = self.codes.get(key)
         if found is None:
-            found = len(self.keys)
+            found = self.count
+            self.count += 1
             self.codes[key] = found
-            self.keys.append(key)
+            self._segments.append(key)
+            if self._ints is not None and len(key) == 1 and type(key[0]) is int:
+                self._ints[key[0]] = found
         return found
 
 
@@ -185,7 +230,7 @@ class PlanKernel:
 
     def _batch(self, chunk: KernelMatches) -> pa.RecordBatch:
         groups = self.plan.partition_groups if self.reports_partition else ()
-        keys = self.keys.keys if self.keys is not None else None
+        keys = self.keys.keys if self.reports_partition and self.keys is not None else None
         key_types = [self.plan.builder.columns[a] for a in groups[0]] if len(groups) == 1 else None
         return to_record_batch(project(chunk, self.projection), self.projection, groups, keys, key_types)
 
@@ -199,9 +244,9 @@ class PlanKernel:
 
     def matches(self, events: Any) -> Iterator[Match]:
         """Matches over ``events`` as Match objects, lazily."""
-        keys = self.keys.keys if self.reports_partition and self.keys is not None else None
         for table in iter_tables(events, self.plan.builder):
             for chunk in self.process_table(table):
+                keys = self.keys.keys if self.reports_partition and self.keys is not None else None
                 yield from to_matches(project(chunk, self.projection), keys)
 
     # ------------------------------------------------------------------ per batch
@@ -290,7 +335,6 @@ class PlanKernel:
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
-            self.keys.codes = {key: code for code, key in enumerate(self.keys.keys)}
 
 
 STATE_FORMAT = "ceql-kernel-state"
@@ -357,3 +401,16 @@ def _import_json(runner: PlanKernel, blob: bytes) -> None:
 
 PlanKernel.export_json = _export_json  # type: ignore[attr-defined]
 PlanKernel.import_json = _import_json  # type: ignore[attr-defined]
+
+
+def _new_int_table():
+    from numba import types
+    from numba.typed import Dict
+
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+def _encode_ints(values: np.ndarray, table, start: int) -> tuple[np.ndarray, int]:
+    from ceql.runtime.kernel.compiled import encode_int_keys
+
+    return encode_int_keys(values, table, start)

@@ -1,0 +1,52 @@
+"""Measures in every output: Match, Arrow (both engine paths), JSON Lines and Parquet from the
+CLI; ``SELECT x[a, b]`` restricts the attributes reported for x's events."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+
+import ceql
+from ceql.cli import main
+
+DECL = "CREATE STREAM S { EVENT BUY { id:int, name:string, price:double }, EVENT SELL { id:int, name:string, price:double } }"
+QUERY = "SELECT s[price], b, AVG(b.price) AS avg_b, COUNT(b) AS n, b.price AS prices FROM S WHERE SELL AS s ; BUY+ AS b"
+EVENTS = [
+    {"event_type": "SELL", "id": 1, "name": "INTC", "price": 10.5},
+    {"event_type": "BUY", "id": 2, "name": "RIMM", "price": 3.0},
+    {"event_type": "BUY", "id": 3, "name": "QQQ", "price": 4.0},
+]
+
+
+def test_measures_in_matches_and_arrow() -> None:
+    query = ceql.compile(QUERY, ceql.declare(DECL))
+    matches = list(query.run(EVENTS))
+    assert sorted(matches) == sorted(ceql.reference.run(query, EVENTS))
+    last = [m for m in matches if m.positions == (0, 1, 2)][0]
+    assert last.measures == {"avg_b": 3.5, "n": 2, "prices": (3.0, 4.0)}
+    table = query.run(EVENTS, output="arrow")
+    assert table.column_names == ["trigger", "positions", "labels.b", "labels.s", "avg_b", "n", "prices"]
+    assert str(table.schema.field("n").type) == "int64"
+    assert str(table.schema.field("prices").type) == "list<item: double>"
+    assert table.column("prices").to_pylist()[-1] == [3.0, 4.0]
+
+
+def test_measures_and_typed_events_from_the_cli(tmp_path, capsys) -> None:
+    decl = tmp_path / "decl.core"
+    decl.write_text(DECL)
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(json.dumps(e) for e in EVENTS) + "\n")
+    assert main(["run", "-d", str(decl), "-q", QUERY, "-i", str(events), "--with-events", "--quiet"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[-1]["measures"] == {"avg_b": 3.5, "n": 2, "prices": [3.0, 4.0]}
+    sell = lines[-1]["events"][0]
+    assert sell["event_type"] == "SELL" and "name" not in sell and sell["price"] == 10.5  # s[price]
+    assert lines[-1]["events"][1]["name"] == "RIMM"  # b: every attribute
+    out = tmp_path / "out.parquet"
+    assert main(["run", "-d", str(decl), "-q", QUERY, "-i", str(events), "--with-events", "-o", str(out), "--quiet"]) == 0
+    table = pq.read_table(out)
+    assert str(table.schema.field("avg_b").type) == "double"
+    event_fields = {f.name: str(f.type) for f in table.schema.field("events").type.value_type}
+    assert event_fields["price"] == "double" and event_fields["id"] == "int64"
+    assert table.column("n").to_pylist() == [1, 1, 2]
