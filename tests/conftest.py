@@ -1,10 +1,35 @@
-"""Shared fixtures: one local Spark session per test run (only when a test asks for it)."""
+"""Shared fixtures (one local Spark session per test run, only when a test asks for it) and the
+markers that define the test subsets (see `scripts/test.sh --help`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
+
+HAVE_SPARK = importlib.util.find_spec("pyspark") is not None
+if not HAVE_SPARK:  # a checkout installed without the extra: the rest still runs (see the header)
+    collect_ignore_glob = ["test_spark_*.py"]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not HAVE_SPARK:
+        return "pyspark is not installed (extra ceql[spark]): tests/test_spark_*.py are not collected"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by what they need, so the quick subset needs no hand-kept list: ``spark``
+    (uses the Spark session), ``property`` (a Hypothesis test), ``bench`` (benchmark smoke runs)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
+        if item.path.name == "test_benchmarks.py":
+            item.add_marker(pytest.mark.bench)
 
 
 @pytest.fixture(scope="session")

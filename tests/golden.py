@@ -1,9 +1,21 @@
 """Worked examples of the papers and of the CORE engines, as data for the golden tests.
 
 Each case: a declaration, a stream (list of event dicts), a query, and the expected output as
-{trigger: set of position tuples} (supports) or as exact Match lists. Streams and expected
-outputs come from ../shared/notes (paper-thesis.md section 7, paper-foundations-socel.md part C,
-paper-partition-rma.md part A, anchors-core-jvm.md section 1.4), rewritten in CEQL.
+{trigger: set of position tuples} (supports) or as exact Match lists, rewritten in CEQL from:
+
+- the thesis: A. Grez, "A Framework for Complex Event Processing", MSc thesis, PUC Chile, 2017,
+  section 7 (running stream S, formulas phi1..phi6, UNLESS);
+- [002] M. Bucchi, A. Grez, C. Riveros, M. Ugarte, "Foundations of Complex Event Processing",
+  arXiv 1709.05369 (the Q-suite and consumption examples);
+- [003] A. Grez, C. Riveros, M. Ugarte, S. Vansummeren, "A Second-Order Approach to Complex Event
+  Recognition" (example 15, theorem 6);
+- [004] A. Grez, C. Riveros, "Towards streaming evaluation of queries with correlation in complex
+  event processing", ICDT 2020 (the Twitter stream, PARTITION BY);
+- CORE++ probes: small streams whose outputs were observed by running CORE++ 0.1.6 (the `pycer`
+  package, `CORE-cer/CORE`), written here as data.
+
+Where ceql deliberately differs from a source, the case says so (docs/semantics.md lists the
+differences from CORE).
 """
 
 from __future__ import annotations
@@ -137,7 +149,7 @@ UNLESS_CASES = [
         _th([("T", 0, 45), ("T", 0, 10)]),
         {1: {(1,)}},
     ),
-    # DESIGN section 3 anchors UNLESS at the span of the CE (not at the stream start as [003]).
+    # ceql (docs/semantics.md) anchors UNLESS at the span of the CE (not at the stream start as [003]).
     ("T-003-12 UNLESS is span-anchored", None, "R UNLESS T", None, None),
 ]
 
@@ -262,7 +274,7 @@ TW_CASES = [
     ),
 ]
 
-# --------------------------------------------------------------------------- CORE++ probes (1.4)
+# --------------------------------------------------------------------------- CORE++ probes
 
 CORE_DECL = (
     "CREATE STREAM S { EVENT BUY { id:int, name:string, price:double, t:int }, "

@@ -102,7 +102,7 @@ def test_output_formats(tmp_path) -> None:
         sorted(zip(table.column("trigger").to_pylist(), map(tuple, table.column("positions").to_pylist())))
         == EXPECTED
     )
-    assert json.loads(table.column("events")[0].as_py())[0]["name"] == "INTC"
+    assert table.column("events")[0].as_py()[0]["name"] == "INTC"  # a typed list of structs
     core = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(events), "--format", "core", "--quiet")
     assert core.stdout.splitlines()[0] == (
         "[0,1], ((id: 1 attributes: [0 INTC 100 1.500000 1 ]) (id: 0 attributes: [1 RIMM 100 2.500000 2 ]) )"

@@ -1,9 +1,16 @@
 """ceql: complex event recognition for Python, with CEQL queries.
 
-import ceql
-schema = ceql.declare(declaration_text)
-checked = ceql.check(query_text, schema)      # parse + analyse, or raise ceql.QueryError
-matches = ceql.reference.run(checked, events)  # the brute-force oracle
+    import ceql
+    schema = ceql.declare(declaration_text)     # CREATE STREAM ... or DECLARE EVENT ...
+    query = ceql.compile(query_text, schema)    # raises ceql.QueryError: line, column, expected
+    for match in query.run(events):             # dicts, a pandas DataFrame or Arrow data
+        print(match.trigger, match.positions, match.labels)
+    evaluator = query.evaluator()               # incremental: evaluator.push(event) -> matches
+
+``ceql.check`` parses and analyses a query without compiling it. ``ceql.reference.run`` is the
+brute-force evaluator of the semantics (docs/semantics.md) that the tests use as an oracle; it is
+exponential, not the way to run queries. The same queries run on Spark with ``ceql.spark``
+(extra ``ceql[spark]``) and from the shell with the ``ceql`` command.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
+from ceql import __version__
 from ceql.compile.limits import DEFAULT_MAX_MATCHES
 from ceql.errors import CeqlError, QueryError
 
@@ -347,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ceql",
         description="Complex event recognition with CEQL queries over event streams.",
     )
+    parser.add_argument("--version", action="version", version=f"ceql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

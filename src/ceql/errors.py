@@ -11,6 +11,10 @@ class CeqlError(Exception):
     """Base class of every error ceql raises on purpose."""
 
 
+class MissingExtraError(CeqlError, ImportError):
+    """A feature needs an optional dependency that is not installed (e.g. ``ceql[spark]``)."""
+
+
 class QueryError(CeqlError):
     """A query or declaration that ceql rejects.
 

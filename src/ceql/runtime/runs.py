@@ -65,10 +65,13 @@ class _Store:
         return isinstance(registers, tuple) and len(registers) == width
 
     def window_limit(self, m: Any) -> Any:
-        """Complex events whose first event's measure is at most this are out of the window if
-        the current event becomes their last (None: no window)."""
-        window = self.plan.window
-        return None if window is None else m - window
+        """Complex events whose first event's measure is at most this can never be in the
+        window again (None: no such bound). Only when measures never decrease: with a measure
+        that may decrease, a later, smaller last event can put any complex event back in it."""
+        plan = self.plan
+        if plan.window is None or not plan.monotone:
+            return None
+        return m - plan.window
 
 
 class PlainRuns(_Store):
@@ -191,13 +194,9 @@ class RegisterRuns(_Store):
         self._index: dict[tuple[int, int], Any] = {}  # (state, symbol) -> attribute index or -1
         self.max_classes = max_classes
         self.live = 0
-        # Classes whose complex events have all left the window are dropped when the measure
-        # never decreases; otherwise they rest in a graveyard (not visited), and come back if a
-        # later event's smaller measure puts them in the window again.
-        self.by_age = plan.window is not None and not plan.silent_reads
-        self.forever = plan.monotone
-        self.graveyard: dict[Any, list] = {}
-        self.last_measure: dict[Any, Any] = {}
+        # Classes whose complex events have all left the window are dropped (a window on a
+        # measure that never decreases, runs that end on a reported event).
+        self.by_age = plan.window is not None and plan.monotone and not plan.silent_reads
 
     def _bucket(self, registers: tuple) -> Any:
         return registers[self.key_slot] if self.key_slot is not None else None
@@ -248,11 +247,6 @@ class RegisterRuns(_Store):
         elif self.partitioned and self.partition_consumed.get(key, -1) < self.consumed_at:
             active = self._consumed(active)
         limit = self.window_limit(m)
-        if self.by_age and not self.forever:
-            previous = self.last_measure.get(key)
-            if previous is not None and m < previous and self.graveyard.get(key):
-                self._revive(key, active, limit)
-            self.last_measure[key] = m
         touched = det.touching(symbol)
         states = [s for s in touched if s in active] if len(touched) < len(active) else [
             s for s in active if s in touched
@@ -294,8 +288,6 @@ class RegisterRuns(_Store):
                     if not node[1] and node[0] <= limit:
                         if stay:
                             self._remove(active, state, nu)
-                        if not self.forever:
-                            self.graveyard.setdefault(key, []).append((state, nu, node))
                     else:
                         alive.append((nu, node))
                 selected = alive
@@ -363,19 +355,6 @@ class RegisterRuns(_Store):
                 bucket_key = nu[key_slot] if key_slot is not None else None
                 finals.append(active[target][bucket_key][nu])
         return finals or None
-
-    def _revive(self, key: Any, active: dict, limit: Any) -> None:
-        """A smaller measure arrived: classes in the graveyard with complex events in the window
-        of this event come back."""
-        resting = []
-        for state, nu, node in self.graveyard[key]:
-            if node[0] > limit:
-                bucket = active.setdefault(state, {}).setdefault(self._bucket(nu), {})
-                bucket[nu] = node if nu not in bucket else _union(bucket[nu], node)
-                self.live += 1
-            else:
-                resting.append((state, nu, node))
-        self.graveyard[key] = resting
 
     def _remove(self, active: dict, state: int, nu: tuple) -> None:
         bucket_key = nu[self.key_slot] if self.key_slot is not None else None
@@ -446,8 +425,6 @@ class RegisterRuns(_Store):
             for bucket in buckets.values():
                 for nu, node in bucket.items():
                     yield state, nu, node
-        # Resting classes are saved as live ones: they go back to rest when next visited.
-        yield from self.graveyard.get(key, ())
 
     def from_classes(self, classes: list[tuple]) -> dict:
         active: dict = {}
