@@ -193,3 +193,13 @@ def test_long_chains_compile_without_recursion() -> None:
     query = ceql.compile(f"SELECT * FROM S WHERE {wide}", SCHEMA)
     events = [{"event_type": t, "v": 0, "k": 0} for t in "ABC"]
     assert [m.positions for m in query.run(events)] == [(0, 1), (1, 2)]
+
+
+def test_live_class_bound_names_the_option() -> None:
+    from ceql.errors import LimitError
+
+    query = ceql.compile("SELECT * FROM S WHERE (A AS a ; B AS b) FILTER a.v < b.v", SCHEMA)
+    events = [{"event_type": "A", "v": i, "k": 0} for i in range(50)]
+    with pytest.raises(LimitError, match="max_classes") as caught:
+        list(query.run(events, max_classes=20))
+    assert caught.value.limit == "max_classes"

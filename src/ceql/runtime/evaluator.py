@@ -32,9 +32,11 @@ from ceql.runtime.state import export_state, import_state
 class Evaluator:
     """Incremental evaluation of one query: ``push(event)``, ``push_batch(batch)``, ``process``.
 
-    Options: ``type_labels`` also reports event-type labels in ``Match.labels``;
-    ``max_classes`` bounds the live partial-match classes per partition (conditions across
-    events keep runs with different register values apart)."""
+    Options: ``engine`` ("auto": the compiled kernel for large Arrow/pandas inputs of queries
+    it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
+    labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
+    partition (conditions across events keep runs with different register values apart);
+    ``max_states`` and ``max_work`` bound the lazily determinized automaton (docs/limits.md)."""
 
     def __init__(
         self,
@@ -43,10 +45,18 @@ class Evaluator:
         engine: str = "auto",
         type_labels: bool = False,
         max_classes: int = DEFAULT_MAX_CLASSES,
+        max_states: int | None = None,
+        max_work: int | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.plan = plan
+        # Bounds of the (shared) lazily determinized automaton: states, and transitions computed.
+        for det in [plan.det] + [u.det for u in (plan.registers.tracked if plan.registers is not None else ())]:
+            if max_states is not None:
+                det.max_states = max_states
+            if max_work is not None:
+                det.max_work = max_work
         self.position = 0  # number of events seen
         self.ingest = Ingest(plan)
         # NEXT/LAST keep one complex event per class; with a window the class includes the first

@@ -125,7 +125,9 @@ class RankedRuns(_Store):
         if sum(len(g) for g in new_order) > self.max_classes:
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live classes for NEXT/LAST in one partition; add or "
-                "shorten a WITHIN window, or raise max_classes"
+                "shorten a WITHIN window, or raise the bound with max_classes= (API) / --max-classes (CLI)",
+                "max_classes",
+                self.max_classes,
             )
         self._store(key, new_order)
         if not entered_final:

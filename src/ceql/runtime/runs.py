@@ -22,7 +22,7 @@ from typing import Any
 
 from ceql.compile.plan import Plan
 from ceql.compile.registers import UNSET, Registers
-from ceql.errors import CeqlError
+from ceql.errors import LimitError
 from ceql.runtime import nodes
 
 BOTTOM = nodes.BOTTOM
@@ -32,7 +32,7 @@ COMPACT_MIN = 50_000  # nodes created before the first pruning pass
 DEFAULT_MAX_CLASSES = 2_000_000  # live run classes per partition key
 
 
-class LimitExceeded(CeqlError):
+class LimitExceeded(LimitError):
     """A run-time bound was exceeded (the message names the bound and how to raise it)."""
 
 
@@ -386,7 +386,9 @@ class RegisterRuns(_Store):
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live partial-match classes (distinct states and register "
                 "values): the query's conditions keep too many partial matches apart. Add or shorten a "
-                "WITHIN window, or raise the bound with max_classes= (API) / --max-classes (CLI)"
+                "WITHIN window, or raise the bound with max_classes= (API) / --max-classes (CLI)",
+                "max_classes",
+                self.max_classes,
             )
 
     def _consumed(self, active: dict) -> dict:
