@@ -109,7 +109,8 @@ def test_output_formats(tmp_path) -> None:
     )
     with_events = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(events), "--with-events", "--quiet")
     first = json.loads(with_events.stdout.splitlines()[0])
-    assert [e["row"] for e in first["events"]] == first["positions"]
+    # Each event points back to its line in the file (1-based; line 1 is the header).
+    assert [e["row"] for e in first["events"]] == [p + 2 for p in first["positions"]]
     assert first["events"][0]["source"] == str(events)
 
 
@@ -131,22 +132,20 @@ def test_several_queries_in_one_pass(tmp_path) -> None:
     assert [r["positions"] for r in records if r["query"] == "q2"] == [[2]]
 
 
-BAD = ROWS[:2] + ["FOO,9,X,1,1.0,9", "BUY,x,RIMM,1,1.0,9", "SELL,7,,1,1.0,9"] + ROWS[2:]
+BAD = ROWS[:2] + ["FOO,9,X,1,1.0,9", "BUY,x,RIMM,1,1.0,9", "SELL,7,INTC,,1.0,9"] + ROWS[2:]
 
 
 def test_bad_input_fail(tmp_path) -> None:
     result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path, BAD)))
     assert result.returncode == 2
-    assert "row 2: unknown event type 'FOO'" in result.stderr and "Traceback" not in result.stderr
+    # Line 4 of the file (line 1 is the header).
+    assert "line 4: unknown event type 'FOO'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_bad_input_skip_counts(tmp_path) -> None:
     result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path, BAD)), "--on-error", "skip")
     assert result.returncode == 0
-    assert (
-        "8 events read, 3 rejected (1 missing field, 1 unknown event type, 1 unparsable value)"
-        in result.stderr
-    )
+    assert "8 events read, 3 rejected (1 bad value, 1 missing field, 1 unknown event type)" in result.stderr
     assert sorted(_matches(result.stdout)) == EXPECTED
 
 
@@ -167,10 +166,10 @@ def test_bad_input_dead_letter(tmp_path) -> None:
     )
     assert result.returncode == 0
     rejected = [json.loads(line) for line in dead.read_text().splitlines()]
-    assert [(r["row"], r["reason"]) for r in rejected] == [
-        (2, "unknown event type 'FOO'"),
-        (3, "column id: cannot read 'x' as an integer"),
-        (4, "missing field name"),
+    assert [(r["line"], r["reason"], r["input"]) for r in rejected] == [
+        (4, "unknown event type 'FOO'", "FOO,9,X,1,1.0,9"),
+        (5, "column id: cannot read 'x' as an integer", "BUY,x,RIMM,1,1.0,9"),
+        (6, "missing field volume", "SELL,7,INTC,,1.0,9"),
     ]
 
 
@@ -185,7 +184,7 @@ def test_out_of_order_without_quarantine_is_bad_input(tmp_path) -> None:
     decl.write_text(TIMED)
     events = _timed(tmp_path, [10, 20, 15, 30])
     result = ceql("run", "-d", str(decl), "-q", "SELECT * WHERE A ; B", "-i", str(events))
-    assert result.returncode == 2 and "row 2: out of order: time 15 after 20" in result.stderr
+    assert result.returncode == 2 and "line 4: out of order: time 15 after 20" in result.stderr
     skip = ceql("run", "-d", str(decl), "-q", "SELECT * WHERE A ; B", "-i", str(events), "--on-error", "skip")
     assert "1 rejected (1 out of order)" in skip.stderr
     ordered = ceql(
@@ -213,12 +212,12 @@ def test_quarantine_reorders_within_the_allowed_lateness(tmp_path) -> None:
     )
     assert "1 rejected (1 late)" in result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
-    # stream order after reordering: rows 0 (A,0s), 2 (A,3s), 1 (B,5s), 3 (B,40s)
+    # stream order after reordering: lines 2 (A,0s), 4 (A,3s), 3 (B,5s), 5 (B,40s)
     assert sorted((tuple(r["positions"]), tuple(e["row"] for e in r["events"])) for r in records) == [
-        ((0, 2), (0, 1)),
-        ((0, 3), (0, 3)),
-        ((1, 2), (2, 1)),
-        ((1, 3), (2, 3)),
+        ((0, 2), (2, 3)),
+        ((0, 3), (2, 5)),
+        ((1, 2), (4, 3)),
+        ((1, 3), (4, 5)),
     ]
 
 

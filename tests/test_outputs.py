@@ -178,9 +178,9 @@ def test_missing_folders_and_folders_as_files_are_clear_errors(work, capsys, out
 
 def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(work, capsys) -> None:
     (work / "bad.csv").write_text("event_type,x\nA,1\nB,oops\n")
-    refused(capsys, work, "-q", QUERY, "-i", "bad.csv", "-o", "new.jsonl", cause="row 1")
+    refused(capsys, work, "-q", QUERY, "-i", "bad.csv", "-o", "new.jsonl", cause="line 3")
     (work / "old.jsonl").write_text("previous results\n")
-    refused(capsys, work, "-q", QUERY, "-i", "bad.csv", "-o", "old.jsonl", "--overwrite", cause="row 1")
+    refused(capsys, work, "-q", QUERY, "-i", "bad.csv", "-o", "old.jsonl", "--overwrite", cause="line 3")
     refused(
         capsys,
         work,
@@ -200,7 +200,7 @@ def test_dead_letter_and_parquet_are_written_on_success(work, capsys) -> None:
     import pyarrow.parquet as pq
 
     assert pq.read_table(work / "out.parquet").column("positions").to_pylist() == [[0, 1]]
-    assert [json.loads(line)["row"] for line in (work / "dead.jsonl").read_text().splitlines()] == [1]
+    assert [json.loads(line)["line"] for line in (work / "dead.jsonl").read_text().splitlines()] == [3]
     assert not [p for p in work.iterdir() if p.name.startswith(".")]
 
 

@@ -94,23 +94,36 @@ def test_positions_follow_order_by_and_events_are_attached(spark) -> None:
         assert [e["t"] for e in row.events] == [events[p]["t"] for p in row.positions]
 
 
-def test_bad_rows_land_in_the_dead_letter_output_with_reasons(spark, tmp_path) -> None:
+def test_bad_rows_are_typed_by_the_catalog_with_their_lines(spark, tmp_path) -> None:
     from pathlib import Path
 
-    from ceql.spark.cli import read_events, validate
+    from pyspark.sql import functions as F
+
+    from ceql.spark.cli import ACCEPTED, FILE, INPUT, KIND, LINE, REASON, REJECTED, read_events
 
     root = Path(__file__).resolve().parents[1]
     schema = ceql.declare((root / "examples" / "stocks" / "declaration.core").read_text())
     path = tmp_path / "events.csv"
     path.write_text(
         "event_type,id,name,volume,price,stock_time\n"
-        "SELL,0,INTC,100,1.5,1\nFOO,1,X,1,1.0,2\nBUY,x,RIMM,1,1.0,3\nSELL,3,,1,1.0,4\nBUY,4,RIMM,100,2.5,5\n"
+        "SELL,0,INTC,100,1.5,1\nFOO,1,X,1,1.0,2\nBUY,x,RIMM,1,1.0,3\nSELL,3,,,1.0,4\nBUY,4,RIMM,100,2.5,5\n"
     )
-    raw = read_events(spark, [str(path)], schema, None)
-    accepted, rejected = validate(raw, schema)
-    reasons = sorted(r["reason"] for r in rejected.collect())
-    assert reasons == ["column id: cannot read x as int", "missing field name", "unknown event type FOO"]
-    assert accepted.count() + rejected.count() == raw.count() == 5
+    parsed = read_events(spark, [str(path)], schema, None)
+    rejected = parsed.where(F.col(KIND) == REJECTED).orderBy(LINE).collect()
+    assert [(r[LINE], r[REASON]) for r in rejected] == [
+        (3, "unknown event type 'FOO'"),
+        (4, "column id: cannot read 'x' as an integer"),
+        (5, "missing field volume"),
+    ]
+    accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(FILE, LINE, KIND, REASON, INPUT)
+    assert dict(accepted.dtypes)["id"] == "bigint" and accepted.count() == 2
     query = ceql.compile("SELECT * FROM S WHERE SELL AS x; BUY AS y", schema)
-    rows = find(accepted.drop("__source", "__row"), query, schema).collect()
+    rows = find(accepted, query, schema).collect()
     assert [(r.trigger, list(r.positions)) for r in rows] == [(1, [0, 1])]
+
+
+def test_find_names_a_missing_column(spark) -> None:
+    frame = _frame(spark, _stream(10)).withColumnRenamed("v", "vv")
+    query = ceql.compile("SELECT * WHERE A AS x FILTER x[v > 1]", SCHEMA)
+    with pytest.raises(ceql.CeqlError, match=r"the input has no column v \(declared by A, B, C, D\)"):
+        find(frame, query, SCHEMA)

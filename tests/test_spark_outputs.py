@@ -115,7 +115,7 @@ def test_spark_replaces_a_folder_only_with_overwrite_and_only_on_success(spark, 
     bad = work / "bad.csv"
     bad.write_text("event_type,x\nA,1\nB,oops\n")
     status = main(spark_run(work, "-q", QUERY, "-i", str(bad), "-o", str(out), "-f", "jsonl", "--overwrite"))
-    assert status == 2 and "cannot read oops as int" in capsys.readouterr().err
+    assert status == 2 and "cannot read 'oops' as an integer" in capsys.readouterr().err
     assert written(out) == [{"old": True}]  # a failed run keeps the old results
     assert main(spark_run(work, *args)) == 0, capsys.readouterr().err
     assert sorted(r["positions"] for r in written(out)) == [[0, 1], [0, 3], [2, 3]]
@@ -161,6 +161,6 @@ def test_spark_dead_letter_folder_is_written_with_the_results(spark, work, capsy
     out, dead = work / "out", work / "dead"
     args = ["-q", QUERY, "-i", str(bad), "-o", str(out), "-f", "jsonl", "--on-error", "dead-letter"]
     assert main(spark_run(work, *args, "--dead-letter", str(dead))) == 0, capsys.readouterr().err
-    assert [r["reason"] for r in written(dead)] == ["column x: cannot read oops as int"]
+    assert [r["reason"] for r in written(dead)] == ["column x: cannot read 'oops' as an integer"]
     assert [r["positions"] for r in written(out)] == [[0, 1]]
     assert no_temporary_files(work)

@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
         for name, query in queries:
             writer.restrict(name, _restrictions(query))
         need_events = writer.with_events
-        reader = EventReader(schema, policy)
+        reader = EventReader(run_catalog(schema, queries), policy, warnings_to_stderr(), read_options(args))
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator()) for name, query in queries]
         counts = {name: 0 for name, _ in queries}
@@ -186,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
             if need_events:
 
                 def payload(i, chunk=chunk):
-                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.rows[i]))
+                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.lines[i]))
 
             for name, evaluator in evaluators:
                 if need_events:
@@ -227,6 +227,30 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_catalog(schema, queries):
+    """The catalog of a run: every declared column; the ones the queries read are required."""
+    from ceql.compile.catalog import Catalog
+
+    required = {name for _, query in queries for name in query.plan.builder.catalog.columns}
+    return Catalog.of_schema(schema, required)
+
+
+def warnings_to_stderr():
+    """Input warnings (each once) printed on standard error."""
+    from ceql.runtime.batches import Notices
+
+    return Notices(lambda message: print(f"ceql run: warning: {message}", file=sys.stderr))
+
+
+def read_options(args: argparse.Namespace):
+    """The readers' limits from the command line."""
+    from ceql.io.formats import ReadOptions
+
+    if args.max_line_bytes < 1:
+        raise CeqlError("--max-line-bytes must be at least 1")
+    return ReadOptions(max_line_bytes=args.max_line_bytes)
+
+
 def _measure_types(queries: list) -> dict:
     """Measure name -> Arrow type over the queries of a run (a name with two types: text)."""
     import pyarrow as pa
@@ -247,18 +271,10 @@ def _measure_types(queries: list) -> dict:
 
 
 def _attribute_types(schema) -> dict:
-    """Every declared attribute -> its Arrow type (two event types disagreeing: text)."""
-    import pyarrow as pa
+    """Every declared attribute -> its Arrow type, as the catalog types it on every path."""
+    from ceql.compile.catalog import Catalog
 
-    from ceql.runtime.batches import ARROW_TYPES
-
-    out: dict = {}
-    for decl in schema.event_types.values():
-        for attribute in decl.attributes:
-            kind = ARROW_TYPES.get(attribute.type, pa.string())
-            if out.setdefault(attribute.name, kind) != kind:
-                out[attribute.name] = pa.string()
-    return out
+    return {name: column.arrow_type for name, column in Catalog.of_schema(schema).columns.items()}
 
 
 def _restrictions(query) -> dict:
@@ -326,6 +342,8 @@ def _progress(args: argparse.Namespace, paths: list[str]):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ceql.io.formats import ReadOptions, input_formats
+
     parser = argparse.ArgumentParser(
         prog="ceql",
         description="Complex event recognition with CEQL queries over event streams.",
@@ -374,8 +392,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--input-format",
-        choices=["csv", "jsonl", "parquet"],
+        choices=input_formats(),
         help="input format (default: from the file extension)",
+    )
+    run.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=ReadOptions().max_line_bytes,
+        metavar="N",
+        help="a CSV or JSON Lines line longer than this is a rejected row (default 16 MiB)",
     )
     run.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
     run.add_argument(

@@ -71,6 +71,11 @@ class UnsupportedQueryError(QueryError):
     """The query is valid CEQL but uses a feature this engine does not evaluate yet."""
 
 
+class InputWarning(UserWarning):
+    """Something in the input that ceql ignores (a column no event type declares, a value in a
+    column the row's event type does not declare); each is warned about once."""
+
+
 class EventError(CeqlError):
     """An input event that cannot be processed (unknown type, bad value, bad time...).
 
@@ -78,19 +83,32 @@ class EventError(CeqlError):
         row: 0-based index of the event in its input (None if unknown).
         reason: why the event was rejected.
         source: the file (or other source) the event came from, if known.
+        line: 1-based position of the event in its file, if known: its line (CSV, JSON Lines),
+            or its row (Parquet; ``unit`` is then "row").
     """
 
-    def __init__(self, reason: str, row: int | None = None, source: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        row: int | None = None,
+        source: str | None = None,
+        line: int | None = None,
+        unit: str = "line",
+    ) -> None:
         self.reason = reason
         self.row = row
         self.source = source
+        self.line = line
+        self.unit = unit
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
         parts = []
         if self.source:
             parts.append(str(self.source))
-        if self.row is not None:
+        if self.line is not None:
+            parts.append(f"{self.unit} {self.line}")
+        elif self.row is not None:
             parts.append(f"row {self.row}")
         prefix = ", ".join(parts)
         return f"{prefix}: {self.reason}" if prefix else self.reason

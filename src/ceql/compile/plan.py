@@ -226,26 +226,19 @@ def _pass_partitions(b: _Building) -> str:
 
 
 def _pass_columns(b: _Building) -> str:
-    from ceql.runtime.batches import BatchBuilder, column_types
+    from ceql.compile.catalog import Catalog
+    from ceql.runtime.batches import BatchBuilder
 
     checked, schema = b.checked, b.checked.schema
-    participating = set(checked.used_types) | set(b.fields.get("partition_types", {}))
     needed = referenced_attributes(checked, b.formula)
     needed |= set(b.fields.get("time_attributes", {}).values())
     for group in b.query.partition_by:
         needed.update(group)
     for group in b.fields.get("partition_types", {}).values():
         needed.update(group)
-    all_columns = column_types(schema, sorted(participating))
-    columns = {name: kind for name, kind in all_columns.items() if name in needed}
-    time_columns = {
-        a.name
-        for name in participating
-        for a in schema.event_types[name].attributes
-        if a.type == "primary_time" and a.name in columns
-    }
-    b.fields["builder"] = BatchBuilder(schema, columns, time_columns)
-    return f"{len(columns)} columns: " + ", ".join(columns)
+    catalog = Catalog.for_query(schema, needed)
+    b.fields["builder"] = BatchBuilder(catalog)
+    return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
 
 
 def _pass_outputs(b: _Building) -> str:

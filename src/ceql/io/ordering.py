@@ -5,8 +5,10 @@
   released in (time, arrival) order once the largest time seen is d past them; an event older
   than what was already released is bad input ("late");
 - ``--sort``: the whole input is sorted by time first (it must fit in memory).
-Stream positions are indexes in the resulting order; each chunk keeps the input row of every
-event so that outputs can point back to the input.
+An event whose type has no primary_time keeps its place behind the latest event seen before it.
+Times are int64 nanoseconds, compared exactly. Stream positions are indexes in the resulting
+order; each chunk keeps the input line of every event so that outputs can point back to it.
+The same code orders events on Spark (in one task), so both engines reject the same events.
 """
 
 from __future__ import annotations
@@ -18,32 +20,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.io.errors import ErrorPolicy, RowError
+from ceql.compile.catalog import EVENT_TYPE
+from ceql.io.errors import RejectSink, RowError
 from ceql.io.readers import Chunk
 from ceql.lang.schema import Schema
 
+NO_TIME = -(2**63)  # the time before any other (no event seen yet)
 
-def time_column(table: pa.Table, time_attributes: dict[str, str]) -> np.ndarray:
-    """The primary_time of every row (NaN for event types without one)."""
-    names = set(time_attributes.values())
-    if len(names) == 1:
-        (name,) = names
-        types = table.column("event_type")
-        values = pc.cast(table.column(name), pa.float64())
-        if len(time_attributes) < len(set(types.to_pylist())):
-            has = pc.is_in(types, value_set=pa.array(list(time_attributes)))
-            values = pc.if_else(has, values, None)
-        return pc.fill_null(values, np.nan).to_numpy(zero_copy_only=False)
-    out = np.full(table.num_rows, np.nan)
-    types = np.asarray(table.column("event_type").to_pylist(), dtype=object)
-    for type_name, attribute in time_attributes.items():
-        mask = types == type_name
-        if mask.any():
-            column = pc.fill_null(pc.cast(table.column(attribute), pa.float64()), np.nan).to_numpy(
-                zero_copy_only=False
-            )
-            out[mask] = column[mask]
-    return out
+
+def event_times(table: pa.Table, time_columns: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """The primary_time of every row as int64 ns, and which rows have one (an event type may
+    lack a primary_time, or name as its time a column that is a plain int elsewhere)."""
+    n = table.num_rows
+    times = np.zeros(n, dtype=np.int64)
+    has = np.zeros(n, dtype=bool)
+    by_column: dict[str, list[str]] = {}
+    for type_name, column in time_columns.items():
+        by_column.setdefault(column, []).append(type_name)
+    types = table.column(EVENT_TYPE)
+    for column, type_names in by_column.items():
+        values = table.column(column)
+        rows = pc.and_(pc.is_in(types, value_set=pa.array(type_names, pa.string())), pc.is_valid(values))
+        mask = np.asarray(pc.fill_null(rows, False).to_numpy(zero_copy_only=False), dtype=bool)
+        numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        times[mask] = numbers[mask]
+        has |= mask
+    return times, has
 
 
 def _gather(chunks: dict[int, Chunk], picks: list[tuple[int, int]]) -> Chunk | None:
@@ -58,17 +60,17 @@ def _gather(chunks: dict[int, Chunk], picks: list[tuple[int, int]]) -> Chunk | N
         start += chunks[chunk_id].table.num_rows
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     take = [offsets[c] + r for c, r in picks]
-    rows = np.array([int(chunks[c].rows[r]) for c, r in picks], dtype=np.int64)
+    lines = np.array([int(chunks[c].lines[r]) for c, r in picks], dtype=np.int64)
     sources = np.array([chunks[c].source_of(r) for c, r in picks], dtype=object)
-    return Chunk(table.take(pa.array(take)), str(sources[0]), rows, sources)
+    return Chunk(table.take(pa.array(take)), str(sources[0]), lines, sources)
 
 
 class Orderer:
-    """Applies the ordering rules to a sequence of chunks."""
+    """Applies the ordering rules to a sequence of chunks; rejected events go to ``policy``."""
 
-    def __init__(self, schema: Schema, policy: ErrorPolicy, sort: bool = False) -> None:
+    def __init__(self, schema: Schema, policy: RejectSink, sort: bool = False) -> None:
         self.policy = policy
-        self.time_attributes = {
+        self.time_columns = {
             name: decl.time_attribute for name, decl in schema.event_types.items() if decl.time_attribute
         }
         self.lateness = schema.allowed_lateness_ns()
@@ -76,11 +78,16 @@ class Orderer:
         if self.lateness is None and bounded:
             self.lateness = max(bounded)
         self.sort = sort
-        self.max_seen = -np.inf
-        self.released = -np.inf
+        self.max_seen = NO_TIME  # the largest time seen
+        self.released = NO_TIME  # the time of the last event released (quarantine)
+
+    @property
+    def reorders(self) -> bool:
+        """Whether events may leave in another order than they came."""
+        return bool(self.time_columns) and (self.sort or self.lateness is not None)
 
     def order(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
-        if not self.time_attributes:
+        if not self.time_columns:
             yield from chunks
         elif self.sort:
             yield from self._sorted(chunks)
@@ -92,29 +99,29 @@ class Orderer:
     def _reject(self, chunk: Chunk, indexes: np.ndarray, reason) -> Chunk | None:
         for index in indexes:
             self.policy.reject(
-                RowError(chunk.source_of(int(index)), int(chunk.rows[index]), None, reason(int(index)))
+                RowError(chunk.source_of(int(index)), int(chunk.lines[index]), reason(int(index)))
             )
         keep = np.setdiff1d(np.arange(chunk.table.num_rows), indexes)
         if len(keep) == 0:
             return None
         sources = chunk.sources[keep] if chunk.sources is not None else None
-        return Chunk(chunk.table.take(pa.array(keep)), chunk.source, chunk.rows[keep], sources)
+        return Chunk(chunk.table.take(pa.array(keep)), chunk.source, chunk.lines[keep], sources)
 
     def _strict(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         for chunk in chunks:
-            times = time_column(chunk.table, self.time_attributes)
-            known = np.where(np.isnan(times), -np.inf, times)
+            times, has = event_times(chunk.table, self.time_columns)
+            known = np.where(has, times, NO_TIME)
             running = np.maximum.accumulate(np.concatenate([[self.max_seen], known]))
             previous = running[:-1]
-            bad = np.nonzero(known < previous)[0]
-            self.max_seen = running[-1]
+            bad = np.nonzero(has & (times < previous))[0]
+            self.max_seen = int(running[-1])
             if len(bad):
                 chunk = self._reject(
                     chunk,
                     bad,
                     lambda i, times=times, previous=previous: (
-                        f"out of order: time {times[i]:.0f} after {previous[i]:.0f} (declare CREATE QUARANTINE "
-                        "to reorder late events, or use --sort)"
+                        f"out of order: time {int(times[i])} after {int(previous[i])} (declare CREATE "
+                        "QUARANTINE to reorder late events, or use --sort)"
                     ),
                 )
             if chunk is not None:
@@ -124,37 +131,37 @@ class Orderer:
         """Hold events back and release them in (time, arrival) order once the largest time
         seen is the allowed lateness past them; an event older than one already released is
         late. Exact event by event (a heap), whatever the chunking."""
-        heap: list[tuple[float, int, int, int]] = []
+        lateness = int(self.lateness or 0)
+        heap: list[tuple[int, int, int, int]] = []
         chunks_by_id: dict[int, Chunk] = {}
         sequence = 0
         for chunk_id, chunk in enumerate(chunks):
             chunks_by_id[chunk_id] = chunk
-            times = time_column(chunk.table, self.time_attributes)
+            times, has = event_times(chunk.table, self.time_columns)
             released: list[tuple[int, int]] = []
-            late: list[int] = []
-            for index, time in enumerate(times.tolist()):
-                if time != time:  # no time: keeps its place behind the latest event seen
-                    time = self.max_seen if self.max_seen > -np.inf else 0.0
+            late: list[tuple[int, int, int]] = []
+            for index, (time, timed) in enumerate(zip(times.tolist(), has.tolist())):
+                if not timed:  # no time: keeps its place behind the latest event seen
+                    time = self.max_seen
                 if time < self.released:
-                    late.append(index)
+                    late.append((index, time, self.released))
                     continue
                 heapq.heappush(heap, (time, sequence, chunk_id, index))
                 sequence += 1
                 if time > self.max_seen:
                     self.max_seen = time
-                watermark = self.max_seen - self.lateness
+                watermark = self.max_seen - lateness
                 while heap and heap[0][0] <= watermark:
                     time_out, _, source_id, row = heapq.heappop(heap)
                     self.released = time_out
                     released.append((source_id, row))
-            for index in late:
+            for index, time, before in late:
                 self.policy.reject(
                     RowError(
                         chunk.source_of(index),
-                        int(chunk.rows[index]),
-                        None,
-                        f"late: time {times[index]:.0f} is older than events already released ({self.released:.0f}); "
-                        f"allowed lateness is {self.lateness} ns",
+                        int(chunk.lines[index]),
+                        f"late: time {time} is older than events already released ({before}); "
+                        f"the allowed lateness is {lateness} ns",
                     )
                 )
             ready = _gather(chunks_by_id, released)
@@ -172,32 +179,24 @@ class Orderer:
         if ready is not None:
             yield ready
 
-    def _release(self, held: list[tuple[Chunk, np.ndarray]], watermark: float) -> Chunk | None:
+    def _sorted(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """All events, stably sorted by time (events without one right behind the latest time
+        seen before them)."""
+        held = list(chunks)
         if not held:
-            return None
-        table = pa.concat_tables([c.table for c, _ in held])
-        times = np.concatenate([t for _, t in held])
-        rows = np.concatenate([c.rows for c, _ in held])
+            return
+        timed = [event_times(chunk.table, self.time_columns) for chunk in held]
+        times = np.concatenate([t for t, _ in timed])
+        has = np.concatenate([h for _, h in timed])
+        running = np.maximum.accumulate(np.where(has, times, NO_TIME))
+        keys = np.where(has, times, running)
+        order = np.argsort(keys, kind="stable")
+        table = pa.concat_tables([c.table for c in held])
+        lines = np.concatenate([c.lines for c in held])
         sources = np.concatenate(
             [
                 c.sources if c.sources is not None else np.full(c.table.num_rows, c.source, dtype=object)
-                for c, _ in held
+                for c in held
             ]
         )
-        order = np.argsort(times, kind="stable")  # ties keep arrival order
-        cut = int(np.searchsorted(times[order], watermark, side="right"))
-        ready, rest = order[:cut], order[cut:]
-        held.clear()
-        if len(rest):
-            held.append((Chunk(table.take(pa.array(rest)), "", rows[rest], sources[rest]), times[rest]))
-        if cut == 0:
-            return None
-        self.released = float(times[ready[-1]])
-        return Chunk(table.take(pa.array(ready)), str(sources[ready[0]]), rows[ready], sources[ready])
-
-    def _sorted(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
-        held = [(chunk, time_column(chunk.table, self.time_attributes)) for chunk in chunks]
-        self.lateness = 0
-        result = self._release(held, np.inf)
-        if result is not None:
-            yield result
+        yield Chunk(table.take(pa.array(order)), str(sources[order[0]]), lines[order], sources[order])

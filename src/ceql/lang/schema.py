@@ -2,15 +2,23 @@
 
 Both CORE dialects are accepted, in any mix, in one text:
 
-    CREATE STREAM S { EVENT E { a:int, b:string }, EVENT F { ... } }
+    CREATE STREAM S { EVENT E { a:int, b:string, ts:primary_time(ms) }, EVENT F { ... } }
     DECLARE EVENT T(id long, tmp double)
     DECLARE STREAM S2(T, E)
     CREATE QUARANTINE { FIXED_TIME 2 seconds {S} }
+
+``primary_time`` may name the unit of integer times in the input: ``primary_time(s)``, ``(ms)``,
+``(us)`` or ``(ns)`` (the default). Whatever the unit, ceql keeps times as int64 nanoseconds.
+
+One attribute name has one kind of value across the event types of a schema: ``int`` and
+``primary_time`` values are both int64; ``int`` and ``double`` together make a double column;
+any other mix (say ``x:int`` in one event type and ``x:string`` in another) is a DeclarationError.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ceql.errors import DeclarationError
 from ceql.lang.lexer import Token, tokenize
@@ -29,6 +37,31 @@ TYPE_NAMES = {
     "primary_time": "primary_time",
 }
 NUMERIC_TYPES = frozenset({"int", "double", "primary_time"})
+#: Nanoseconds per unit of integer primary_time values.
+TIME_UNITS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+#: Accepted spellings of the units in ``primary_time(unit)``.
+UNIT_SPELLINGS = {
+    "s": "s", "sec": "s", "second": "s", "seconds": "s",
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms",
+    "us": "us", "microsecond": "us", "microseconds": "us",
+    "ns": "ns", "nanosecond": "ns", "nanoseconds": "ns",
+}  # fmt: skip
+#: Nanoseconds per unit of a quarantine span (singular and plural spellings).
+SPAN_UNITS = {
+    spelling: ns
+    for unit, ns in {
+        "DAY": 86_400 * 10**9,
+        "HOUR": 3_600 * 10**9,
+        "MINUTE": 60 * 10**9,
+        "SECOND": 10**9,
+        "MILLISECOND": 10**6,
+        "MICROSECOND": 10**3,
+        "NANOSECOND": 1,
+    }.items()
+    for spelling in (unit, unit + "S")
+}
+#: How values of each declared type are stored (primary_time values are int64 nanoseconds).
+STORAGE = {"int": "int", "primary_time": "int", "double": "double", "string": "string", "boolean": "boolean"}
 
 
 @dataclass(frozen=True)
@@ -37,11 +70,17 @@ class Attribute:
 
     name: str
     type: str
+    unit: str | None = None  # primary_time only: the unit of integer input times (s, ms, us, ns)
 
     @property
     def value_type(self) -> str:
         """The type of the values (primary_time values are int64 nanoseconds)."""
         return "int" if self.type == "primary_time" else self.type
+
+    @property
+    def time_unit(self) -> str:
+        """The unit of integer input values of a primary_time attribute (ns by default)."""
+        return self.unit or "ns"
 
 
 @dataclass(frozen=True)
@@ -123,7 +162,27 @@ def _add_event_type(schema: Schema, decl: EventTypeDecl, text: str | None, offse
         raise DeclarationError(
             f"event type {decl.name} is declared twice with different attributes", text, offset
         )
+    for attribute in decl.attributes:
+        for other in schema.event_types.values():
+            theirs = other.attribute(attribute.name)
+            if other.name != decl.name and theirs is not None and not compatible(theirs.type, attribute.type):
+                raise DeclarationError(
+                    f"attribute {attribute.name} is {attribute.type} in {decl.name} but {theirs.type} in "
+                    f"{other.name}; an attribute name has one type across event types (int and "
+                    "primary_time are both integers, int and double mix as double)",
+                    text,
+                    offset,
+                )
     schema.event_types[decl.name] = decl
+
+
+def compatible(first: str, second: str) -> bool:
+    """Whether two declared types of one attribute name can share a column."""
+    kinds = {STORAGE[first], STORAGE[second]}
+    if len(kinds) == 1:
+        return True
+    # int with double makes a double column; a primary_time never becomes a double.
+    return kinds == {"int", "double"} and "primary_time" not in (first, second)
 
 
 class _DeclarationParser:
@@ -202,7 +261,8 @@ class _DeclarationParser:
                 raise self.error("CREATE or DECLARE")
         return self.schema
 
-    def parse_type(self) -> str:
+    def parse_type(self) -> tuple[str, str | None]:
+        """A type name and, for primary_time, its optional unit: ``primary_time(ms)``."""
         tok = self.expect_name("a type (int, long, double, string, boolean or primary_time)")
         canonical = TYPE_NAMES.get(str(tok.value).lower())
         if canonical is None:
@@ -212,12 +272,24 @@ class _DeclarationParser:
                 tok.offset,
                 "int, long, double, string, boolean or primary_time",
             )
-        return canonical
+        if canonical != "primary_time" or not self.is_op("("):
+            return canonical, None
+        self.advance()
+        unit_tok = self.expect_name("a time unit (s, ms, us or ns)")
+        unit = UNIT_SPELLINGS.get(str(unit_tok.value).lower())
+        if unit is None:
+            raise DeclarationError(
+                f"unknown time unit {unit_tok.value!s}", self.text, unit_tok.offset, "s, ms, us or ns"
+            )
+        self.expect_op(")")
+        return canonical, None if unit == "ns" else unit  # ns is the default: one spelling of it
 
-    def make_event_type(self, name_tok: Token, attributes: list[tuple[Token, str]]) -> EventTypeDecl:
+    def make_event_type(
+        self, name_tok: Token, attributes: list[tuple[Token, tuple[str, str | None]]]
+    ) -> EventTypeDecl:
         seen: set[str] = set()
         times = 0
-        for tok, type_name in attributes:
+        for tok, (type_name, _) in attributes:
             attr = str(tok.value)
             if attr in seen:
                 raise DeclarationError(f"attribute {attr} is declared twice", self.text, tok.offset)
@@ -232,7 +304,9 @@ class _DeclarationParser:
                     raise DeclarationError(
                         "an event type has at most one primary_time attribute", self.text, tok.offset
                     )
-        decl = EventTypeDecl(str(name_tok.value), tuple(Attribute(str(t.value), ty) for t, ty in attributes))
+        decl = EventTypeDecl(
+            str(name_tok.value), tuple(Attribute(str(t.value), ty, unit) for t, (ty, unit) in attributes)
+        )
         _add_event_type(self.schema, decl, self.text, name_tok.offset)
         return decl
 
@@ -244,7 +318,7 @@ class _DeclarationParser:
             self.expect_word("EVENT")
             name_tok = self.expect_name("an event type name")
             self.expect_op("{")
-            attributes: list[tuple[Token, str]] = []
+            attributes: list[tuple[Token, tuple[str, str | None]]] = []
             if not self.is_op("}"):
                 while True:
                     attr_tok = self.expect_name("an attribute name")
@@ -271,7 +345,7 @@ class _DeclarationParser:
     def parse_declare_event(self) -> None:
         name_tok = self.expect_name("an event type name")
         self.expect_op("(")
-        attributes: list[tuple[Token, str]] = []
+        attributes: list[tuple[Token, tuple[str, str | None]]] = []
         if not self.is_op(")"):
             while True:
                 attr_tok = self.expect_name("an attribute name")
@@ -328,22 +402,14 @@ class _DeclarationParser:
         return str(self.expect_name("a stream name").value)
 
     def parse_time_span(self) -> int:
-        units = {
-            "HOUR": 3600,
-            "HOURS": 3600,
-            "MINUTE": 60,
-            "MINUTES": 60,
-            "SECOND": 1,
-            "SECONDS": 1,
-            "MILLISECOND": 1e-3,
-            "MILLISECONDS": 1e-3,
-        }
-        total = 0
+        """A span such as ``2 seconds`` or ``1 minute 30 seconds``, in exact nanoseconds."""
+        total = Fraction(0)
         if self.tok.kind not in ("INT", "FLOAT"):
             raise self.error("a time span such as '2 seconds'")
         while self.tok.kind in ("INT", "FLOAT"):
             number = self.advance()
-            if not self.is_word(*units):
-                raise self.error("HOURS, MINUTES, SECONDS or MILLISECONDS")
-            total += round(float(number.value) * units[self.advance().upper] * 10**9)
+            if not self.is_word(*SPAN_UNITS):
+                raise self.error("DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, MICROSECONDS or NANOSECONDS")
+            # The token's text, not a float, so that 0.001 seconds is exactly 1 ms.
+            total += Fraction(number.text) * SPAN_UNITS[self.advance().upper]
         return int(total)

@@ -1,187 +1,305 @@
-"""Turn user events (dicts, pandas, Arrow) into typed Arrow tables for the evaluator.
+"""Typed Arrow tables from raw rows: the one row typing of every path, and the Python API's builder.
 
-Columns: ``event_type`` (string) and one column per attribute the query needs, typed from the
-declarations (int and primary_time -> int64, double -> float64, string, boolean). Bad values
-raise EventError naming the row and the reason; nothing is dropped silently.
+``type_rows`` turns a batch of raw rows (an event type column and raw attribute columns: text,
+typed Arrow arrays or Python values) into a table of the catalog's types, and says which rows are
+bad and why. The file readers, the command line, Spark and the Python API all call it, so they
+accept and reject exactly the same rows. A row is bad when its event type is missing or unknown,
+when an attribute its event type declares (among the columns read) is missing or holds a value
+the declared type does not admit (``ceql.compile.conversion``). A value in a column that the
+row's event type does not declare is ignored (with one warning per column and event type), and
+so are columns that no event type declares.
+
+``BatchBuilder`` is the Python API's side (``Query.run``, ``Evaluator.push``): it reads the
+columns one query needs and raises EventError (naming the 0-based row and the reason) for the
+first bad row.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-from collections.abc import Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.errors import EventError, UnsupportedQueryError
+from ceql.compile.catalog import EVENT_TYPE, Catalog
+from ceql.compile.conversion import Target, convert
+from ceql.errors import EventError, InputWarning
 from ceql.lang.schema import Schema
 
-ARROW_TYPES = {
-    "int": pa.int64(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "primary_time": pa.int64(),
-}
 DEFAULT_BATCH = 65_536
+_ABSENT = object()  # a key a dict does not have
+_STRING = Target("string")
 
 
-def column_types(schema: Schema, type_names: Iterable[str]) -> dict[str, pa.DataType]:
-    """Arrow type of each attribute over the given event types (int with double -> double)."""
-    columns: dict[str, pa.DataType] = {}
-    origin: dict[str, str] = {}
-    for type_name in type_names:
-        for attribute in schema.event_types[type_name].attributes:
-            arrow = ARROW_TYPES[attribute.type]
-            previous = columns.get(attribute.name)
-            if previous is None or previous == arrow:
-                columns[attribute.name] = arrow
-                origin.setdefault(attribute.name, type_name)
-            elif {previous, arrow} <= {pa.int64(), pa.float64()}:
-                columns[attribute.name] = pa.float64()
-            else:
-                raise UnsupportedQueryError(
-                    f"attribute {attribute.name} is {previous} in {origin[attribute.name]} but {arrow} in "
-                    f"{type_name}; ceql needs one type per attribute name among the event types a query uses"
+class Notices:
+    """Warnings about the input, each given once (``emit`` prints or warns it)."""
+
+    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
+        self.emit = emit
+        self.seen: set[Any] = set()
+        self.messages: list[str] = []
+
+    def warn(self, key: Any, message: str) -> None:
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.messages.append(message)
+        if self.emit is not None:
+            self.emit(message)
+
+
+@dataclass
+class TypedRows:
+    """A batch typed by the catalog: every row (bad ones hold nulls), and why the bad are bad."""
+
+    table: pa.Table
+    bad: np.ndarray  # bool per row
+    reasons: dict[int, str] = field(default_factory=dict)  # row -> the first problem found
+
+    def accepted(self) -> pa.Table:
+        """The rows that are not bad."""
+        if not self.bad.any():
+            return self.table
+        return self.table.filter(pa.array(~self.bad))
+
+    def first_bad(self) -> int | None:
+        return int(np.argmax(self.bad)) if self.bad.any() else None
+
+
+def type_rows(
+    catalog: Catalog,
+    event_types: Any,
+    columns: Mapping[str, Any],
+    *,
+    absent: Mapping[str, np.ndarray] | None = None,
+    notices: Notices | None = None,
+) -> TypedRows:
+    """Type a batch of raw rows.
+
+    ``event_types`` and each of ``columns`` are an Arrow array or a list of Python values, one
+    item per row. ``absent`` marks, per column, rows where the field was not there at all (JSON
+    objects without the key): that is missing for a required column, and null otherwise. A
+    required column that is not among ``columns`` while some row's event type declares it is an
+    EventError naming it; a column no event type declares is ignored (``notices`` warns once).
+    """
+    if notices is not None:  # first: an unknown column may be a misspelt one the query needs
+        declared = catalog.declared_names
+        for name in columns:
+            if name != EVENT_TYPE and name not in declared:
+                notices.warn(
+                    ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
                 )
-    return columns
+    types = convert(event_types, _STRING)
+    n = len(types.missing)
+    blank = types.missing | np.asarray(
+        pc.fill_null(pc.equal(pc.utf8_trim_whitespace(types.values), ""), False).to_numpy(
+            zero_copy_only=False
+        ),
+        dtype=bool,
+    )
+    bad = np.zeros(n, dtype=bool)
+    reasons: dict[int, str] = {}
+
+    def flag(mask: np.ndarray, reason_of: Callable[[int], str]) -> None:
+        new = mask & ~bad
+        if new.any():
+            for index in np.nonzero(new)[0]:
+                reasons[int(index)] = reason_of(int(index))
+            bad[:] |= new
+
+    flag(blank, lambda i: f"event has no {EVENT_TYPE}")
+    flag(types.bad, lambda i: f"{EVENT_TYPE}: {types.reason(i)}")
+    known = catalog.known_types
+    index = pc.index_in(types.values, value_set=pa.array(known, pa.string()))
+    type_index = np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    unknown = type_index < 0
+    flag(unknown, lambda i: f"unknown event type {types.values[i].as_py()!r}")
+
+    schema_types = catalog.schema.event_types
+    arrays: list[pa.Array] = [types.values]
+    for name, column in catalog.columns.items():
+        needs = catalog.declares(name)[type_index] & ~bad
+        raw = columns.get(name)
+        if raw is None:
+            if name in catalog.required and needs.any():
+                raise EventError(catalog.missing_message([name]))
+            arrays.append(pa.nulls(n, column.arrow_type))
+            continue
+        targets = column.targets()
+        if len(targets) == 1:
+            (target,) = targets
+            converted = convert(raw, target)
+            values, missing, codes = converted.values, converted.missing, converted.codes
+            reason_of = converted.reason
+        else:  # e.g. times in ms for one event type and in s for another: row by row groups
+            values, missing, codes, reason_of = _by_event_type(raw, targets, known, type_index, n)
+        valued = ~missing & ~unknown & ~needs  # values where the row's type does not declare it
+        if absent is not None and name in absent and name not in catalog.required:
+            # A field left out of a row is null when no query reads it; a field that is there
+            # but empty (JSON null) is still a missing value.
+            missing = missing & ~absent[name]
+        flag(needs & missing, lambda i, name=name: f"missing field {name}")
+        flag(needs & (codes != 0), lambda i, name=name, reason_of=reason_of: f"column {name}: {reason_of(i)}")
+        if notices is not None:
+            if column.storage == "string" and valued.any():  # an empty CSV field is no value here
+                valued &= np.asarray(
+                    pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
+                )
+            _warn_undeclared(notices, name, valued, type_index, known, schema_types)
+        if column.is_time and name not in catalog.time_inputs and (needs & ~bad).any():
+            catalog.note_time_input(name, _time_kind(raw, targets))
+        keep = needs & ~bad
+        if not keep.all():
+            values = pc.if_else(pa.array(keep), values, pa.nulls(n, column.arrow_type))
+        arrays.append(values)
+    table = pa.Table.from_arrays(arrays, schema=catalog.arrow_schema())
+    return TypedRows(table, bad, reasons)
 
 
-def to_time_ns(value: Any) -> int | None:
-    """A primary_time value as int64 nanoseconds (ints pass; datetimes and ISO strings convert)."""
-    if value is None or isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)
-        try:
-            value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"not a time: {value!r} (expected integer nanoseconds or ISO-8601)") from None
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-        return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
-    if hasattr(value, "value") and hasattr(value, "tz_localize"):  # pandas Timestamp
-        return int(value.value)
-    raise ValueError(f"not a time: {value!r} (expected integer nanoseconds or ISO-8601)")
+def _by_event_type(raw: Any, targets: dict[Target, tuple[str, ...]], known, type_index, n: int):
+    """Convert a column whose event types type it differently: each row by its own type."""
+    values = None
+    missing = np.zeros(n, dtype=bool)
+    codes = np.zeros(n, dtype=np.int8)
+    owners: dict[int, Any] = {}
+    for target, type_names in targets.items():
+        rows = np.isin(type_index, [known.index(t) for t in type_names])
+        converted = convert(raw, target)
+        values = converted.values if values is None else pc.if_else(pa.array(rows), converted.values, values)
+        missing[rows] = converted.missing[rows]
+        codes[rows] = converted.codes[rows]
+        for index in np.nonzero(rows & (converted.codes != 0))[0]:
+            owners[int(index)] = converted
+    return values, missing, codes, lambda i: owners[i].reason(i)
+
+
+def _warn_undeclared(notices: Notices, name: str, rows: np.ndarray, type_index, known, schema_types) -> None:
+    """Values in a column that the row's event type does not declare are ignored: say so once."""
+    if not rows.any():
+        return
+    for position in np.unique(type_index[rows]):
+        type_name = known[int(position)]
+        if schema_types[type_name].attribute(name) is None:
+            notices.warn(
+                ("undeclared", name, type_name),
+                f"column {name} has values for event type {type_name}, which does not declare it; "
+                "they are ignored",
+            )
+
+
+def _time_kind(raw: Any, targets: dict[Target, tuple[str, ...]]) -> str:
+    """How the input gives a time column (for outputs that show times as they came)."""
+    target = next(iter(targets))
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.chunk(0) if raw.num_chunks else pa.array([], raw.type)
+    if isinstance(raw, pa.Array):
+        if pa.types.is_timestamp(raw.type) or pa.types.is_date(raw.type):
+            return str(raw.type)
+        if pa.types.is_string(raw.type) or pa.types.is_large_string(raw.type):
+            return convert(raw.slice(0, 64), target).input_kind or "text"
+        return f"integer {target.unit}"
+    return convert(list(raw[:64]), target).input_kind or f"integer {target.unit}"
 
 
 class BatchBuilder:
-    """Builds typed Arrow tables for one schema and set of columns."""
+    """Builds the typed tables of one query (Python API): the columns it reads, typed by its
+    catalog; a bad row raises EventError with its 0-based index in the input."""
 
-    def __init__(self, schema: Schema, columns: dict[str, pa.DataType], time_columns: set[str]) -> None:
-        self.schema = schema
-        self.columns = columns
-        self.time_columns = time_columns
-        self.known_types = set(schema.event_types)
-        self.arrow_schema = pa.schema([("event_type", pa.string())] + list(columns.items()))
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.notices = Notices(lambda message: warnings.warn(message, InputWarning, stacklevel=2))
 
-    # ------------------------------------------------------------------ dict rows
+    @property
+    def columns(self) -> dict[str, pa.DataType]:
+        """Column name -> Arrow type, as typed tables have them (after event_type)."""
+        return {name: c.arrow_type for name, c in self.catalog.columns.items()}
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.catalog.arrow_schema()
+
+    def from_columns(
+        self,
+        event_types: Any,
+        columns: Mapping[str, Any],
+        first_row: int = 0,
+        notices: Notices | None = None,
+        absent: Mapping[str, np.ndarray] | None = None,
+    ) -> pa.Table:
+        """A typed table from raw columns (Arrow arrays or lists), or EventError for the first
+        bad row (``first_row`` is the index of the batch's first row in the whole input)."""
+        try:
+            typed = type_rows(self.catalog, event_types, columns, absent=absent, notices=notices)
+        except EventError as exc:
+            raise EventError(exc.reason, None if exc.row is None else first_row + exc.row) from None
+        index = typed.first_bad()
+        if index is not None:
+            raise EventError(typed.reasons[index], first_row + index)
+        return typed.table
 
     def from_rows(self, rows: list[Mapping[str, Any]], first_row: int = 0) -> pa.Table:
-        """A table from event dicts; ``first_row`` numbers rows in error messages."""
-        types = []
+        """A typed table from event dicts (missing keys are missing values)."""
         for index, row in enumerate(rows):
-            try:
-                event_type = row["event_type"]
-            except (KeyError, TypeError):
-                raise EventError("event has no 'event_type'", first_row + index) from None
-            if event_type not in self.known_types:
-                raise EventError(f"unknown event type {event_type!r}", first_row + index)
-            types.append(event_type)
-        arrays = [pa.array(types, pa.string())]
-        for name, arrow_type in self.columns.items():
-            values = [row.get(name) for row in rows]
-            if name in self.time_columns:
-                values = self._times(values, name, first_row)
-            arrays.append(self._array(values, arrow_type, name, first_row, rows))
-        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
-
-    def _times(self, values: list, name: str, first_row: int) -> list:
-        out = []
-        for index, value in enumerate(values):
-            try:
-                out.append(to_time_ns(value))
-            except ValueError as exc:
-                raise EventError(f"column {name}: {exc}", first_row + index) from None
-        return out
-
-    def _array(self, values: list, arrow_type: pa.DataType, name: str, first_row: int, rows) -> pa.Array:
-        try:
-            if arrow_type == pa.int64() and any(isinstance(v, bool) for v in values):
-                raise pa.ArrowInvalid("boolean for an integer")
-            return pa.array(values, arrow_type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-            pass
-        for index, value in enumerate(values):  # find the offending row
-            try:
-                if arrow_type == pa.int64() and isinstance(value, bool):
-                    raise TypeError
-                pa.array([value], arrow_type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-                expected = {
-                    pa.int64(): "an integer",
-                    pa.float64(): "a number",
-                    pa.string(): "a string",
-                    pa.bool_(): "a boolean",
-                }.get(arrow_type, str(arrow_type))
-                raise EventError(f"column {name}: {value!r} is not {expected}", first_row + index) from None
-        raise EventError(f"column {name}: values cannot be converted to {arrow_type}", first_row)
-
-    # ------------------------------------------------------------------ Arrow / pandas
-
-    def from_table(self, table: pa.Table, first_row: int = 0) -> pa.Table:
-        """Normalise an Arrow table: check types, add missing columns, cast to declared types."""
-        if "event_type" not in table.column_names:
-            raise EventError("input has no 'event_type' column", first_row)
-        event_type = table.column("event_type")
-        if not pa.types.is_string(event_type.type):
-            event_type = pc.cast(event_type, pa.string())
-        known = pa.array(sorted(self.known_types), pa.string())
-        unknown = pc.invert(pc.fill_null(pc.is_in(event_type, value_set=known), False))
-        if pc.any(unknown).as_py():
-            index = pc.index(unknown, True).as_py()
-            raise EventError(f"unknown event type {event_type[index].as_py()!r}", first_row + index)
-        arrays = [event_type]
-        for name, arrow_type in self.columns.items():
-            if name not in table.column_names:
-                arrays.append(pa.nulls(table.num_rows, arrow_type))
+            if not isinstance(row, Mapping):
+                raise EventError(f"an event must be a dict, not {type(row).__name__}", first_row + index)
+        columns: dict[str, list] = {}
+        absent: dict[str, np.ndarray] = {}
+        for name in self.catalog.columns:
+            if name in self.catalog.required:
+                columns[name] = [row.get(name) for row in rows]
                 continue
-            column = table.column(name)
-            if column.type == arrow_type:
-                arrays.append(column)
-                continue
-            if name in self.time_columns and (
-                pa.types.is_timestamp(column.type) or pa.types.is_string(column.type)
-            ):
-                arrays.append(pa.array(self._times(column.to_pylist(), name, first_row), pa.int64()))
-                continue
-            try:
-                arrays.append(pc.cast(column, arrow_type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                arrays.append(self._array(column.to_pylist(), arrow_type, name, first_row, None))
-        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+            values = [row.get(name, _ABSENT) for row in rows]  # optional: left out is null
+            if _ABSENT in values:
+                absent[name] = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
+                values = [None if v is _ABSENT else v for v in values]
+            columns[name] = values
+        declared = self.catalog.declared_names
+        for name in set().union(*rows) - declared - {EVENT_TYPE}:
+            self.notices.warn(
+                ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
+            )
+        return self.from_columns(
+            [row.get(EVENT_TYPE) for row in rows], columns, first_row, self.notices, absent or None
+        )
+
+    def from_table(self, table: pa.Table, first_row: int = 0, notices: Notices | None = None) -> pa.Table:
+        """A typed table from an Arrow table of any column types (no warnings by default: the
+        evaluator's internal paths pass tables with extra bookkeeping columns)."""
+        if EVENT_TYPE not in table.column_names:
+            raise EventError(f"the input has no {EVENT_TYPE} column", first_row)
+        names = table.column_names
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise EventError(f"the input has the column {', '.join(twice)} twice")
+        columns = {name: table.column(name) for name in names if name != EVENT_TYPE}
+        return self.from_columns(table.column(EVENT_TYPE), columns, first_row, notices)
+
+
+def typed_events(schema: Schema, events: Any) -> pa.Table:
+    """All events (dicts, pandas, Arrow) as one table of every declared column, typed by the
+    same rules as every other path (attributes left out are null; bad values raise EventError).
+    For consumers that need the events themselves, such as the reference evaluator."""
+    builder = BatchBuilder(Catalog.of_schema(schema))
+    tables = list(iter_tables(events, builder))
+    return pa.concat_tables(tables) if tables else builder.arrow_schema.empty_table()
 
 
 def iter_tables(events: Any, builder: BatchBuilder, batch_size: int = DEFAULT_BATCH) -> Iterator[pa.Table]:
-    """Tables of at most ``batch_size`` events from dicts, pandas, or Arrow input."""
+    """Typed tables of at most ``batch_size`` events from dicts, pandas, or Arrow input."""
     if isinstance(events, pa.RecordBatch):
         events = pa.Table.from_batches([events])
     if isinstance(events, pa.Table):
         offset = 0
         for batch in events.to_batches(max_chunksize=batch_size):
-            yield builder.from_table(pa.Table.from_batches([batch]), offset)
+            yield builder.from_table(pa.Table.from_batches([batch]), offset, builder.notices)
             offset += batch.num_rows
         return
     if _is_pandas(events):
-        table = pa.Table.from_pandas(events, preserve_index=False)
-        yield from iter_tables(table, builder, batch_size)
+        yield from _pandas_tables(events, builder, batch_size)
         return
     if isinstance(events, Mapping):
         events = [events]
@@ -193,11 +311,9 @@ def iter_tables(events: Any, builder: BatchBuilder, batch_size: int = DEFAULT_BA
                 yield builder.from_rows(chunk, offset)
                 offset += len(chunk)
                 chunk = []
-            table = builder.from_table(
-                pa.Table.from_batches([event]) if isinstance(event, pa.RecordBatch) else event, offset
-            )
+            table = pa.Table.from_batches([event]) if isinstance(event, pa.RecordBatch) else event
+            yield builder.from_table(table, offset, builder.notices)
             offset += table.num_rows
-            yield table
             continue
         chunk.append(event)
         if len(chunk) >= batch_size:
@@ -208,6 +324,35 @@ def iter_tables(events: Any, builder: BatchBuilder, batch_size: int = DEFAULT_BA
         yield builder.from_rows(chunk, offset)
 
 
+def _pandas_tables(frame: Any, builder: BatchBuilder, batch_size: int) -> Iterator[pa.Table]:
+    """pandas columns as Arrow arrays; an object column of mixed Python values (which Arrow
+    cannot hold) as its Python values, typed by the same rules."""
+    if EVENT_TYPE not in frame.columns:
+        raise EventError(f"the input has no {EVENT_TYPE} column")
+    for start in range(0, len(frame), batch_size):
+        part = frame.iloc[start : start + batch_size]
+        columns: dict[str, Any] = {}
+        for name in part.columns:
+            series = part[name]
+            try:
+                columns[str(name)] = pa.Array.from_pandas(series)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+                columns[str(name)] = series.astype(object).where(series.notna(), None).tolist()
+        event_types = columns.pop(EVENT_TYPE)
+        yield builder.from_columns(event_types, columns, start, builder.notices)
+
+
 def _is_pandas(value: Any) -> bool:
     module = type(value).__module__
     return module.startswith("pandas") and hasattr(value, "to_dict") and hasattr(value, "columns")
+
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "BatchBuilder",
+    "Notices",
+    "TypedRows",
+    "iter_tables",
+    "type_rows",
+    "typed_events",
+]

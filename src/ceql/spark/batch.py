@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.compile.catalog import Catalog
 from ceql.compile.compiler import has_not
 from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError
@@ -108,30 +109,11 @@ def output_schema(schema: Schema, with_events: bool):
 
 
 def event_struct(schema: Schema):
+    """The Spark type of an event in the output: its position, then the typed columns of the
+    schema's catalog (the same types as every other path)."""
     from pyspark.sql import types as T
 
-    kinds = {
-        "int": T.LongType(),
-        "primary_time": T.LongType(),
-        "double": T.DoubleType(),
-        "string": T.StringType(),
-        "boolean": T.BooleanType(),
-    }
-    fields = [T.StructField("position", T.LongType()), T.StructField("event_type", T.StringType())]
-    seen: dict[str, Any] = {}
-    for decl in schema.event_types.values():
-        for attribute in decl.attributes:
-            kind = kinds[attribute.type]
-            previous = seen.get(attribute.name)
-            if previous is not None and previous != kind:
-                kind = (
-                    T.DoubleType()
-                    if {type(previous), type(kind)} <= {T.LongType, T.DoubleType}
-                    else T.StringType()
-                )
-            seen[attribute.name] = kind
-    fields += [T.StructField(name, kind) for name, kind in seen.items()]
-    return T.StructType(fields)
+    return T.StructType([T.StructField("position", T.LongType()), *Catalog.of_schema(schema).spark_fields()])
 
 
 def _arrow_output_schema(schema: Schema, with_events: bool) -> pa.Schema:
@@ -210,6 +192,10 @@ def find(
     compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
     if event_type != "event_type":
         df = df.withColumnRenamed(event_type, "event_type")
+    catalog = compiled.plan.builder.catalog
+    missing = sorted(catalog.required - set(df.columns))
+    if missing:  # a misspelt column would otherwise match nothing, silently
+        raise CeqlError(catalog.missing_message(missing))
     if df.isStreaming and shards is None:
         from ceql.spark.streaming import find_streaming
 

@@ -1,9 +1,13 @@
-"""``ceql run --engine spark``: read events with Spark, validate them, find matches, write them.
+"""``ceql run --engine spark``: read events with Spark, type and order them, find matches, write them.
 
-Input files are read as text columns and validated with Spark expressions (unknown event type,
-missing or extra field, unparsable value); rejected rows go to the dead-letter output with their
-reason (or fail the run, or are counted). Accepted rows are typed from the declarations and
-evaluated by ``ceql.spark.find``; results are written as Parquet or JSON Lines directories.
+Input files are read by the same code as the local engine (``ceql.io.formats``), split into
+tasks (byte ranges of lines, Parquet row groups), and typed by the same catalog; the events are
+put in order (or rejected as out of order or late) by the same ``Orderer``, in one task that
+sees only the event types, times and input positions. So ``--engine spark`` and ``--engine
+local`` accept and reject exactly the same rows, for the same reasons, with the same line
+numbers. Rejected rows fail the run, are counted, or go to the dead-letter output. Accepted
+events are evaluated by ``ceql.spark.find`` in the order of the stream; results are written as
+Parquet or JSON Lines directories.
 """
 
 from __future__ import annotations
@@ -12,113 +16,186 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Iterator
 
-from ceql.errors import CeqlError
+import pyarrow as pa
+
+from ceql.compile.catalog import EVENT_TYPE, Catalog
+from ceql.errors import CeqlError, EventError
+from ceql.io.formats import INPUTS, ReadOptions, Split, detect_format
+from ceql.io.formats.base import count_lines, number_splits
 from ceql.lang.schema import Schema
+from ceql.runtime.batches import Notices
 
-SPARK_TYPES = {
-    "int": "long",
-    "primary_time": "long",
-    "double": "double",
-    "string": "string",
-    "boolean": "boolean",
-}
-_INT = r"^\s*[+-]?\d+\s*$"
-_FLOAT = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)\s*$"
+FILE, LINE, KIND, REASON, INPUT, ORDER = "__file", "__line", "__kind", "__reason", "__input", "__order"
+ACCEPTED, REJECTED, WARNING = 0, 1, 2
+_BOOKKEEPING = f"`{FILE}` int, `{LINE}` bigint, `{KIND}` int, `{REASON}` string, `{INPUT}` string"
 
 
-def read_events(spark, paths: list[str], schema: Schema, input_format: str | None):
-    """All input files as one DataFrame of text columns (plus the input file and row)."""
-    from pyspark.sql import functions as F
+def plan_splits(
+    spark,
+    paths: list[str],
+    catalog: Catalog,
+    input_format: str | None,
+    options: ReadOptions,
+    notices: Notices,
+) -> list[Split]:
+    """The splits of every input (headers and Parquet schemas are checked here, on the driver);
+    the first line of each text split is found by counting lines in parallel."""
+    splits: list[Split] = []
+    for index, path in enumerate(paths):
+        fmt = detect_format(path, input_format)
+        parts = fmt.plan(path, index, catalog, options, notices, False)
+        if fmt.line_based and len(parts) > 1:
+            counts = (
+                spark.sparkContext.parallelize([(p.path, p.start, p.end) for p in parts], len(parts))
+                .map(lambda task: count_lines(task[0], task[1], task[2], options))
+                .collect()
+            )
+            parts = number_splits(parts, counts)
+        splits.extend(parts)
+    return splits
 
-    from ceql.io.readers import detect_format
 
-    frames = []
-    for path in paths:
-        kind = detect_format(path, input_format)
-        if kind == "csv":
-            frame = spark.read.option("header", True).option("inferSchema", False).csv(path)
-        elif kind == "jsonl":
-            frame = spark.read.option("primitivesAsString", True).json(path)
-        else:
-            frame = spark.read.parquet(path)
-            frame = frame.select([F.col(c).cast("string").alias(c) for c in frame.columns])
-        frame = frame.withColumn("__source", F.lit(path)).withColumn("__row", F.monotonically_increasing_id())
-        frames.append(frame)
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame, allowMissingColumns=True)
-    if "event_type" not in result.columns:
-        raise CeqlError("the input has no event_type column")
-    return result
+def read_events(
+    spark,
+    paths: list[str],
+    schema: Schema,
+    input_format: str | None,
+    catalog: Catalog | None = None,
+    options: ReadOptions | None = None,
+    notices: Notices | None = None,
+):
+    """Every input row as one DataFrame: the typed columns of the catalog, the input file
+    (its index among ``paths``) and line, and for rejected rows the reason and the input text;
+    ``__kind`` tells accepted rows, rejected rows and warnings apart."""
+    catalog = catalog or Catalog.of_schema(schema)
+    options = options or ReadOptions()
+    notices = notices or Notices()
+    splits = plan_splits(spark, paths, catalog, input_format, options, notices)
+    formats = [detect_format(split.path, input_format).name for split in splits]
+    required = sorted(catalog.required)
+    ddl = f"{catalog.spark_ddl()}, {_BOOKKEEPING}"
+
+    def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        worker_catalog = Catalog.of_schema(schema, required)
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                split = splits[task]
+                worker_notices = Notices()
+                read = INPUTS[formats[task]].read_split
+                for parsed in read(split, worker_catalog, options, worker_notices):
+                    yield from _parsed_batches(parsed, split.file_index, worker_catalog)
+                if worker_notices.messages:
+                    yield _warning_batch(worker_notices.messages, split.file_index, worker_catalog)
+
+    if not splits:
+        return spark.createDataFrame([], ddl)
+    tasks = spark.range(0, len(splits), numPartitions=len(splits))
+    return tasks.mapInArrow(parse, ddl)
 
 
-def validate(df, schema: Schema):
-    """(typed accepted rows, rejected rows with a ``reason`` column)."""
-    from pyspark.sql import functions as F
+def _parsed_batches(parsed, file_index: int, catalog: Catalog) -> Iterator[pa.RecordBatch]:
+    """Accepted rows and rejected rows of a parsed block, in the layout of ``read_events``."""
+    n = parsed.table.num_rows
+    if n:
+        yield from _rows(parsed.table, file_index, parsed.lines, ACCEPTED, None, None)
+    if parsed.rejects:
+        errors = parsed.rejects
+        empty = catalog.arrow_schema().empty_table()
+        nulls = pa.table([pa.nulls(len(errors), f.type) for f in empty.schema], schema=empty.schema)
+        lines = [e.line for e in errors]
+        yield from _rows(
+            nulls, file_index, lines, REJECTED, [e.reason for e in errors], [e.text for e in errors]
+        )
 
-    attributes: dict[str, str] = {}
-    declares: dict[str, set[str]] = {}
-    for decl in schema.event_types.values():
-        for attribute in decl.attributes:
-            attributes.setdefault(attribute.name, attribute.type)
-            declares.setdefault(attribute.name, set()).add(decl.name)
-    known = list(schema.event_types)
-    reason = F.when(
-        ~F.col("event_type").isin(known) | F.col("event_type").isNull(),
-        F.concat(F.lit("unknown event type "), F.coalesce(F.col("event_type"), F.lit("null"))),
+
+def _warning_batch(messages: list[str], file_index: int, catalog: Catalog) -> pa.RecordBatch:
+    empty = catalog.arrow_schema().empty_table()
+    nulls = pa.table([pa.nulls(len(messages), f.type) for f in empty.schema], schema=empty.schema)
+    (batch,) = _rows(nulls, file_index, [None] * len(messages), WARNING, messages, None)
+    return batch
+
+
+def _rows(table: pa.Table, file_index: int, lines, kind: int, reasons, texts) -> list[pa.RecordBatch]:
+    n = table.num_rows
+    full = table.append_column(FILE, pa.array([file_index] * n, pa.int32()))
+    full = full.append_column(LINE, pa.array(lines, pa.int64()))
+    full = full.append_column(KIND, pa.array([kind] * n, pa.int32()))
+    full = full.append_column(REASON, pa.array(reasons if reasons is not None else [None] * n, pa.string()))
+    full = full.append_column(INPUT, pa.array(texts if texts is not None else [None] * n, pa.string()))
+    return full.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=full.schema)]
+
+
+def order_events(accepted, schema: Schema, sort: bool):
+    """Stream order of the accepted events, by the local ``Orderer`` in one task over the event
+    types, times and input positions: rows (file, line, order) for the events kept, and (file,
+    line, reason) for those rejected as out of order or late."""
+    from ceql.io.errors import RejectList
+    from ceql.io.ordering import Orderer
+    from ceql.io.readers import Chunk
+
+    times = sorted({d.time_attribute for d in schema.event_types.values() if d.time_attribute})
+    narrow = accepted.select(FILE, LINE, EVENT_TYPE, *times)
+    out = f"`{FILE}` int, `{LINE}` bigint, `{ORDER}` bigint, `{REASON}` string"
+
+    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rejects = RejectList()
+        orderer = Orderer(schema, rejects, sort=sort)
+        position = 0
+
+        def chunks():
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                files = table.column(FILE).to_numpy(zero_copy_only=False)
+                yield Chunk(table, "", table.column(LINE).to_numpy(zero_copy_only=False), files.astype(str))
+
+        for chunk in orderer.order(chunks()):
+            n = chunk.table.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [
+                    chunk.table.column(FILE).combine_chunks(),
+                    chunk.table.column(LINE).combine_chunks(),
+                    pa.array(range(position, position + n), pa.int64()),
+                    pa.nulls(n, pa.string()),
+                ],
+                names=[FILE, LINE, ORDER, REASON],
+            )
+            position += n
+            if rejects.errors:
+                yield _order_rejects(rejects.errors)
+                rejects.errors = []
+        if rejects.errors:
+            yield _order_rejects(rejects.errors)
+
+    return narrow.repartition(1).sortWithinPartitions(FILE, LINE).mapInArrow(scan, out)
+
+
+def _order_rejects(errors) -> pa.RecordBatch:
+    m = len(errors)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([int(e.source) for e in errors], pa.int32()),
+            pa.array([e.line for e in errors], pa.int64()),
+            pa.nulls(m, pa.int64()),
+            pa.array([e.reason for e in errors], pa.string()),
+        ],
+        names=[FILE, LINE, ORDER, REASON],
     )
-    for name in df.columns:
-        if name in ("event_type", "__source", "__row") or name in attributes:
-            continue
-        present = F.col(name).isNotNull() & (F.col(name) != "")
-        reason = reason.when(present, F.lit(f"extra field {name} (not declared for any event type)"))
-    typed = []
-    for name, kind in attributes.items():
-        if name not in df.columns:
-            expected = F.col("event_type").isin(sorted(declares[name]))
-            reason = reason.when(expected, F.lit(f"missing field {name}"))
-            typed.append(F.lit(None).cast(SPARK_TYPES[kind]).alias(name))
-            continue
-        column = F.col(name)
-        expected = F.col("event_type").isin(sorted(declares[name]))
-        present = column.isNotNull() & (column != "")
-        reason = reason.when(expected & ~present, F.lit(f"missing field {name}"))
-        reason = reason.when(
-            ~expected & present, F.lit(f"extra field {name} (not declared for this event type)")
-        )
-        if kind in ("int", "primary_time"):
-            ok = column.rlike(_INT)
-            value = F.trim(column).cast("long")
-            if kind == "primary_time":
-                iso = F.unix_micros(F.to_timestamp(column)) * 1000
-                ok = ok | iso.isNotNull()
-                value = F.when(column.rlike(_INT), F.trim(column).cast("long")).otherwise(iso)
-        elif kind == "double":
-            ok = column.rlike(_FLOAT)
-            value = F.trim(column).cast("double")
-        elif kind == "boolean":
-            ok = F.lower(F.trim(column)).isin("true", "false", "1", "0")
-            value = F.lower(F.trim(column)).isin("true", "1")
-        else:
-            ok = F.lit(True)
-            value = column
-        reason = reason.when(
-            expected & present & ~ok,
-            F.concat(F.lit(f"column {name}: cannot read "), column, F.lit(f" as {kind}")),
-        )
-        typed.append(F.when(expected & present, value).alias(name))
-    checked = df.withColumn("reason", reason)
-    accepted = checked.where(F.col("reason").isNull()).select("event_type", *typed, "__source", "__row")
-    rejected = checked.where(F.col("reason").isNotNull())
-    return accepted, rejected
 
 
 def run_spark(args: argparse.Namespace) -> int:
     """The Spark pipeline behind ``ceql run --engine spark``."""
     from pyspark.sql import functions as F
 
-    from ceql.cli import _compile_queries, _schema, check_run_outputs
+    from ceql.cli import (
+        _compile_queries,
+        _schema,
+        check_run_outputs,
+        read_options,
+        run_catalog,
+        warnings_to_stderr,
+    )
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
     from ceql.spark.batch import explain_plan, find
@@ -139,29 +216,58 @@ def run_spark(args: argparse.Namespace) -> int:
     check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
     spark = session(args.master)
-    raw = read_events(spark, paths, schema, args.input_format).cache()
-    accepted, rejected = validate(raw, schema)
+    catalog = run_catalog(schema, queries)
+    notices = warnings_to_stderr()
+    parsed = read_events(spark, paths, schema, args.input_format, catalog, read_options(args), notices)
+    parsed = parsed.localCheckpoint(eager=True)  # read the input once
+    for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
+        notices.warn(row[REASON], row[REASON])
+    accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
+    rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
+    if any(d.time_attribute for d in schema.event_types.values()):
+        ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=True)
+        late = ordered.where(F.col(REASON).isNotNull())
+        rejected = rejected.unionByName(
+            late.select(FILE, LINE, REASON, F.lit(None).cast("string").alias(INPUT))
+        )
+        kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
+        events = accepted.join(kept, [FILE, LINE])
+        order_by = [ORDER]
+    else:
+        events = accepted
+        order_by = [FILE, LINE]
     rejected_count = rejected.count()
     if rejected_count and args.on_error == "fail":
-        first = rejected.orderBy("__source", "__row").first()
-        raise CeqlError(f"{first['__source']}, row {first['__row']}: {first['reason']}")
+        first = rejected.orderBy(FILE, LINE).first()
+        path = paths[first[FILE]]
+        unit = "row" if detect_format(path, args.input_format).name == "parquet" else "line"
+        raise EventError(first[REASON], source=path, line=first[LINE], unit=unit)
     with Outputs(args.overwrite) as outputs:
         if args.dead_letter:
             # Written even when empty, like the local engine's dead-letter file.
+            sources = F.array(*[F.lit(p) for p in paths])
             rejected.select(
-                F.col("__source").alias("source"),
-                F.col("__row").alias("row"),
-                "reason",
-                F.to_json(F.struct(*[c for c in raw.columns if not c.startswith("__")])).alias("input"),
+                F.element_at(sources, F.col(FILE) + 1).alias("source"),
+                F.col(LINE).alias("line"),
+                F.col(REASON).alias("reason"),
+                F.col(INPUT).alias("input"),
             ).write.mode("errorifexists").json(outputs.folder(args.dead_letter))
-        events = accepted.drop("__source", "__row")
-        total = raw.count()
+        events = events.select(EVENT_TYPE, *catalog.columns, *order_by)
+        total = parsed.where(F.col(KIND) != WARNING).count()
         results = None
         limit = args.max_matches or None
         for name, query in queries:
             if not args.quiet:
                 print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
-            found = find(events, query, schema, with_events=args.with_events, name=name, max_matches=limit)
+            found = find(
+                events,
+                query,
+                schema,
+                order_by=order_by,
+                with_events=args.with_events,
+                name=name,
+                max_matches=limit,
+            )
             results = found if results is None else results.unionByName(found)
         folder = outputs.folder(args.output)
         try:
