@@ -21,6 +21,11 @@ class Query:
     def text(self) -> str:
         return self.checked.text
 
+    @property
+    def facts(self):
+        """Public facts for distributed runners: partitioning, window, sharding, outputs."""
+        return self.plan.facts()
+
     def evaluator(self, **options: Any) -> Evaluator:
         """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches.
         Options: ``engine`` ("auto", "python" or "compiled"), ``type_labels=True`` (event-type

@@ -64,6 +64,63 @@ class Plan:
     def registers(self):
         return self.compiled.registers
 
+    def facts(self) -> QueryFacts:
+        """What an engine running this plan elsewhere (Spark) needs to know, as plain data."""
+        within = self.checked.query.within
+        sharding_blockers = (ast.NotEvent, ast.Project, ast.Start)
+        shardable = (
+            not self.partition_groups
+            and within is not None
+            and self.monotone
+            and self.consume == "NONE"
+            and not self.strict_filter
+            and not any(isinstance(node, sharding_blockers) for node in walk(self.formula, formulas_only=True))
+        )
+        return QueryFacts(
+            partition_groups=self.partition_groups,
+            partition_types=dict(self.partition_types),
+            partition_reported=bool(self.partition_groups) and not self.auto_partition,
+            window_kind=self.window_kind,
+            window=self.window,
+            window_attribute=within.attribute if within is not None else None,
+            monotone=self.monotone,
+            time_attributes=dict(self.time_attributes),
+            ordered_time=self.ordered_time,
+            shardable=shardable,
+            consume=self.consume,
+            strategy=self.strategy,
+            labels=tuple(sorted(self.as_labels)),
+            measures=tuple(self.measures.names) if self.measures is not None else (),
+            catalog=getattr(self.builder, "catalog", None),
+        )
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """The public facts about a compiled query that a distributed runner needs (see
+    ``Query.facts``): how its events may be split, ordered and keyed, and what its results hold.
+
+    ``shardable``: the events may be cut into shards of the window measure that overlap by the
+    window, each reporting only the matches its own part triggers, with the same results (no
+    partitions, a window on a non-decreasing measure, CONSUME BY NONE, nothing that reads events
+    it does not report or anchors at the stream's start)."""
+
+    partition_groups: tuple[tuple[str, ...], ...]
+    partition_types: dict[str, tuple[str, ...]]
+    partition_reported: bool
+    window_kind: str | None
+    window: int | float | None
+    window_attribute: str | None
+    monotone: bool
+    time_attributes: dict[str, str]
+    ordered_time: bool
+    shardable: bool
+    consume: str
+    strategy: str
+    labels: tuple[str, ...]
+    measures: tuple[str, ...]
+    catalog: Any
+
 
 def referenced_attributes(checked: CheckedQuery, formula: ast.Formula) -> set[str]:
     """Attributes the evaluation reads: in predicates, conditions, windows, partitions, measures."""

@@ -120,11 +120,21 @@ class Evaluator:
 
         return matches_table(self.plan, self.process(events), type_labels=self.type_labels)
 
+    def process_table(
+        self, table: pa.Table, *, positions: np.ndarray | None = None, payload: Any = None
+    ) -> Iterator[tuple[Match, list]]:
+        """The public entry for runners that cut the stream (Spark): process an Arrow table,
+        optionally with the stream position of every row (increasing: the events of one
+        partition of a larger stream, or a shard of it). Yields (match, payloads): ``payload``
+        is a list (one item per row) or a function of the row index, and a match's payloads are
+        those of its reported events. Runs on the Python evaluator."""
+        self._python_path()
+        if positions is None:
+            return self._run(self.plan.builder.from_table(table), payload=payload, detailed=True)
+        return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
+
     def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
-        """Process an Arrow table whose events have the given stream positions (increasing; the
-        events of one partition of a larger stream, or a shard of it). Yields (match, payloads):
-        ``payload`` is a list (one item per row) or a function of the row index, and a match's
-        payloads are those of its reported events."""
+        """``process_table`` with positions (kept for the Spark code until it moves over)."""
         self._python_path()
         return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
 
