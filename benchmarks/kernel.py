@@ -192,14 +192,14 @@ def run_one(item: dict, profile: bool) -> dict:
 
 def profile_kernel(plan, table: pa.Table) -> dict:
     """Where the kernel path spends its time on one table (seconds per phase)."""
-    from ceql.runtime.batches import iter_tables
+    from ceql.runtime.batches import builder_for, iter_tables
     from ceql.runtime.kernel import PlanKernel
     from ceql.runtime.kernel.output import project, to_record_batch
 
     runner = PlanKernel(plan)
     phases = dict.fromkeys(["normalise", "symbols", "measures", "keys", "kernel", "arrow"], 0.0)
     clock = CLOCK()
-    for batch in iter_tables(table, plan.builder):
+    for batch in iter_tables(table, builder_for(plan)):
         now = CLOCK()
         phases["normalise"] += now - clock
         types, symbols = runner._symbols(batch)

@@ -18,6 +18,7 @@ import ceql
 from ceql.compile.catalog import Catalog, format_time_ns
 from ceql.compile.conversion import Target, convert
 from ceql.errors import InputWarning
+from ceql.runtime.batches import builder_for
 
 BIG = 2**63 - 1
 EPOCH_NS = 1_704_067_200_000_000_000  # 2024-01-01T00:00:00Z
@@ -331,7 +332,7 @@ def test_times_of_any_representation_give_the_same_matches() -> None:
         assert [m.positions for m in query.run(events)] == [(0, 1)]
     table = pa.table({"event_type": ["A", "B"], "t": stamps})
     assert [m.positions for m in query.run(table)] == [(0, 1)]
-    typed = query.plan.builder.from_table(table)
+    typed = builder_for(query.plan).from_table(table)
     assert typed.column("t").to_pylist() == [EPOCH_NS, EPOCH_NS + 10**6]
 
 

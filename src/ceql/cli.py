@@ -231,7 +231,7 @@ def run_catalog(schema, queries):
     """The catalog of a run: every declared column; the ones the queries read are required."""
     from ceql.compile.catalog import Catalog
 
-    required = {name for _, query in queries for name in query.plan.builder.catalog.columns}
+    required = {name for _, query in queries for name in query.plan.catalog.columns}
     return Catalog.of_schema(schema, required)
 
 

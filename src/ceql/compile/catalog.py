@@ -215,6 +215,11 @@ class Catalog:
         """The schema of typed tables (see ``typed_schema``)."""
         return self.typed_schema
 
+    @property
+    def arrow_types(self) -> dict[str, pa.DataType]:
+        """Column name -> its Arrow type in typed tables."""
+        return {name: column.arrow_type for name, column in self.columns.items()}
+
     def spark_ddl(self) -> str:
         """The typed columns as a Spark DDL string (``event_type string, id bigint, ...``)."""
         fields = [f"`{EVENT_TYPE}` string"] + [f"`{c.name}` {c.spark_ddl}" for c in self.columns.values()]

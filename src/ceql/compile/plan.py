@@ -38,7 +38,7 @@ class Plan:
     symbols: SymbolTable
     det: DetAutomaton
     type_names: list[str]
-    builder: Any = None  # turns user events into typed Arrow tables (runtime/batches.py)
+    catalog: Any = None  # the columns the query reads, typed (compile/catalog.py)
     window: int | float | None = None  # window size in measure units, None if no WITHIN
     window_kind: str | None = None  # "events", "time" or "attribute"
     monotone: bool = True  # measures never decrease, so expired structure can be dropped
@@ -91,7 +91,7 @@ class Plan:
             strategy=self.strategy,
             labels=tuple(sorted(self.as_labels)),
             measures=tuple(self.measures.names) if self.measures is not None else (),
-            catalog=getattr(self.builder, "catalog", None),
+            catalog=self.catalog,
         )
 
 
@@ -284,7 +284,6 @@ def _pass_partitions(b: _Building) -> str:
 
 def _pass_columns(b: _Building) -> str:
     from ceql.compile.catalog import Catalog
-    from ceql.runtime.batches import BatchBuilder
 
     checked, schema = b.checked, b.checked.schema
     needed = referenced_attributes(checked, b.formula)
@@ -294,7 +293,7 @@ def _pass_columns(b: _Building) -> str:
     for group in b.fields.get("partition_types", {}).values():
         needed.update(group)
     catalog = Catalog.for_query(schema, needed)
-    b.fields["builder"] = BatchBuilder(catalog)
+    b.fields["catalog"] = catalog
     return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
 
 

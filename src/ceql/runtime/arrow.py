@@ -65,7 +65,7 @@ def matches_table(plan: Plan, matches: Iterable[Match], type_labels: bool = Fals
     groups = plan.partition_groups if plan.partition_groups and not plan.auto_partition else ()
     if len(groups) == 1:
         for i, attribute in enumerate(groups[0]):
-            kind = plan.builder.columns.get(attribute)
+            kind = plan.catalog.arrow_types.get(attribute)
             values = [m.partition[i] if m.partition is not None else None for m in rows]
             columns[f"partition.{attribute}"] = pa.array(values, kind)
     elif groups:

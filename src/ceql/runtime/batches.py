@@ -347,7 +347,17 @@ def _is_pandas(value: Any) -> bool:
     return module.startswith("pandas") and hasattr(value, "to_dict") and hasattr(value, "columns")
 
 
+def builder_for(plan) -> BatchBuilder:
+    """The batch builder of a plan (made once, from the plan's catalog)."""
+    builder = getattr(plan, "_builder", None)
+    if builder is None:
+        builder = BatchBuilder(plan.catalog)
+        plan._builder = builder
+    return builder
+
+
 __all__ = [
+    "builder_for",
     "DEFAULT_BATCH",
     "BatchBuilder",
     "Notices",

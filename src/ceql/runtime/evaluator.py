@@ -21,7 +21,7 @@ import pyarrow as pa
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
-from ceql.runtime.batches import iter_tables
+from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
@@ -105,7 +105,7 @@ class Evaluator:
         if self._kernel is not None:
             yield from self._kernel.matches(events)
             return
-        for table in iter_tables(events, self.plan.builder):
+        for table in iter_tables(events, builder_for(self.plan)):
             yield from self._run(table)
 
     def arrow(self, events: Any) -> pa.Table:
@@ -130,19 +130,19 @@ class Evaluator:
         those of its reported events. Runs on the Python evaluator."""
         self._python_path()
         if positions is None:
-            return self._run(self.plan.builder.from_table(table), payload=payload, detailed=True)
-        return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
+            return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
+        return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
 
     def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
         """``process_table`` with positions (kept for the Spark code until it moves over)."""
         self._python_path()
-        return self._run(self.plan.builder.from_table(table), positions=positions, payload=payload, detailed=True)
+        return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of its events (``payload``: a list, one item per row, or a function of the row index)."""
         self._python_path()
-        return self._run(self.plan.builder.from_table(table), payload=payload, detailed=True)
+        return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
 
     def export_state(self) -> bytes:
         """The dynamic state as bytes (versioned JSON, see ``state.py``)."""

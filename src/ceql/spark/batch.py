@@ -192,7 +192,7 @@ def find(
     compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
     if event_type != "event_type":
         df = df.withColumnRenamed(event_type, "event_type")
-    catalog = compiled.plan.builder.catalog
+    catalog = compiled.plan.catalog
     missing = sorted(catalog.required - set(df.columns))
     if missing:  # a misspelt column would otherwise match nothing, silently
         raise CeqlError(catalog.missing_message(missing))

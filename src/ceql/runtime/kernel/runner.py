@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
 from ceql.match import Match
-from ceql.runtime.batches import iter_tables
+from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
@@ -50,7 +50,7 @@ def unsupported(plan: Plan) -> str | None:
     if within is not None:
         if within.value >= MAX_WINDOW:
             return "a window of 2**61 units or more"
-        if within.kind == "attribute" and plan.builder.columns.get(within.attribute or "") != pa.int64():
+        if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
             return f"a window over the non-integer attribute {within.attribute}"
     projection = Projection.from_plan(plan)
     if projection.merges and plan.limit is not None:
@@ -224,14 +224,14 @@ class PlanKernel:
 
     def record_batches(self, events: Any) -> Iterator[pa.RecordBatch]:
         """Matches over ``events`` (dicts, pandas or Arrow) as Arrow record batches."""
-        for table in iter_tables(events, self.plan.builder):
+        for table in iter_tables(events, builder_for(self.plan)):
             for chunk in self.process_table(table):
                 yield self._batch(chunk)
 
     def _batch(self, chunk: KernelMatches) -> pa.RecordBatch:
         groups = self.plan.partition_groups if self.reports_partition else ()
         keys = self.keys.keys if self.reports_partition and self.keys is not None else None
-        key_types = [self.plan.builder.columns[a] for a in groups[0]] if len(groups) == 1 else None
+        key_types = [self.plan.catalog.arrow_types[a] for a in groups[0]] if len(groups) == 1 else None
         return to_record_batch(project(chunk, self.projection), self.projection, groups, keys, key_types)
 
     def arrow(self, events: Any) -> pa.Table:
@@ -244,7 +244,7 @@ class PlanKernel:
 
     def matches(self, events: Any) -> Iterator[Match]:
         """Matches over ``events`` as Match objects, lazily."""
-        for table in iter_tables(events, self.plan.builder):
+        for table in iter_tables(events, builder_for(self.plan)):
             for chunk in self.process_table(table):
                 keys = self.keys.keys if self.reports_partition and self.keys is not None else None
                 yield from to_matches(project(chunk, self.projection), keys)
