@@ -518,6 +518,10 @@ def shaped_formulas(
         # complex events survive.
         right_types = draw(st.sampled_from([("D",), ("D",), types]))
         right = draw(shaped_formulas(max(0, depth - 2), operators, conditions, free, right_types))
+        right_labels = tuple(sorted(scopes.defined_labels(right)))
+        if "filter" in operators and right_labels and draw(st.booleans()):
+            # A condition on the right side, which may read the left side's labels.
+            right = ast.Filter(right, draw(conditions(right_labels, free)))
         return ast.Unless(draw(sub), right)
     body = draw(sub)
     defined = tuple(sorted(scopes.defined_labels(body)))
