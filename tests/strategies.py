@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 
@@ -398,3 +399,253 @@ def _repair_labels(formula: ast.Formula) -> ast.Formula:
         return node
 
     return visit.transform(formula, rewrite)
+
+
+# =========================================================================== cases that match
+#
+# The generators above produce many cases where nothing matches (random predicates over four
+# event types, streams that rarely hold the query's types). The ones below are tuned so that
+# most cases report complex events: formulas over few types, short simple predicates over the
+# values the streams hold, streams made mostly of the types the query names, windows wide
+# enough to hold a match. ``Case`` bundles a query, a stream, the points where the stream is
+# cut into batches, and the point where the evaluator's state is saved and reloaded.
+
+MATCH_TYPES = ("A", "B", "C")
+CORE_OPERATORS = ("seq", "cseq", "or", "iter", "citer", "as", "filter", "not")
+#: A condition factory: (labels the filtered formula defines, other labels it may name) -> conditions.
+CondFactory = Callable[[tuple[str, ...], tuple[str, ...]], st.SearchStrategy[ast.Cond]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One differential case: a query, its stream, batch cuts and where the state round-trips."""
+
+    query: ast.Query
+    events: list
+    cuts: tuple[int, ...]
+    save_at: int | None
+
+    def __repr__(self) -> str:
+        from ceql.lang import print_query
+
+        return f"Case({print_query(self.query)!r}, events={self.events!r}, cuts={self.cuts}, save_at={self.save_at})"
+
+
+def simple_pred() -> st.SearchStrategy[ast.Pred]:
+    """One-event predicates over the values ``matching_streams`` produce (often true)."""
+    value = st.integers(0, 3)
+    return st.one_of(
+        st.builds(ast.Compare, compare_op, st.sampled_from([ast.Attr("v"), ast.Attr("id")]), st.builds(ast.Literal, value)),
+        st.builds(ast.InSet, st.just(ast.Attr("v")), st.lists(value, min_size=2, max_size=3, unique=True).map(tuple), st.booleans()),
+        st.builds(ast.Compare, st.sampled_from(["=", "!="]), st.just(ast.Attr("s")), st.builds(ast.Literal, st.sampled_from(STRINGS))),
+        st.builds(ast.Like, st.just(ast.Attr("s")), st.sampled_from(["a.*", ".*b", "a|b"])),
+        st.builds(ast.InInterval, st.just(ast.Attr("v")), st.sampled_from([None, 0, 1]), st.sampled_from([None, 2, 3]), st.booleans()).filter(
+            lambda p: p.low is not None or p.high is not None
+        ),
+    )
+
+
+def unary_conditions(own: tuple[str, ...], free: tuple[str, ...] = ()) -> st.SearchStrategy[ast.Cond]:
+    """Conditions on one event at a time: ``x[pred]`` over the filtered formula's labels."""
+    label_cond = st.builds(ast.LabelCond, st.sampled_from(own), simple_pred())
+    return st.one_of(
+        label_cond,
+        label_cond,
+        st.lists(label_cond, min_size=2, max_size=2).map(lambda p: ast.And(tuple(p))),
+        st.lists(label_cond, min_size=2, max_size=2).map(lambda p: ast.Or(tuple(p))),
+    )
+
+
+def positive_types(formula: ast.Formula) -> set[str]:
+    """The event types of the formula's atoms outside NOT(...) (the types a match is made of)."""
+    negated = {id(node.atom) for node in visit.walk(formula, formulas_only=True) if isinstance(node, ast.NotEvent)}
+    return {
+        node.name
+        for node in visit.walk(formula, formulas_only=True)
+        if isinstance(node, ast.EventType) and id(node) not in negated
+    }
+
+
+@st.composite
+def shaped_formulas(
+    draw,
+    depth: int = 3,
+    operators: tuple[str, ...] = CORE_OPERATORS,
+    conditions: CondFactory = unary_conditions,
+    free: tuple[str, ...] = (),
+    types: tuple[str, ...] = MATCH_TYPES,
+):
+    """A random formula over ``types`` using the given operators; FILTER conditions come from
+    ``conditions(own labels, free labels)``. Operators: seq cseq or and all unless iter citer as
+    filter not partition repeat start rename project."""
+    inner = [op for op in operators if op != "not"]
+    kinds = ["atom"] * (2 if depth > 1 else 3) + (inner if depth > 0 else [])
+    if "not" in operators and depth > 0:
+        kinds.append("seq-not")
+    kind = draw(st.sampled_from(kinds))
+    sub = shaped_formulas(depth - 1, operators, conditions, free, types)
+    if kind == "atom":
+        atom: ast.Formula = ast.EventType(draw(st.sampled_from(types)))
+        if draw(st.sampled_from([True, True, False])):
+            atom = ast.Label(atom, draw(st.sampled_from(LABELS)))
+        return atom
+    if kind == "seq-not":
+        # NOT(E) needs neighbours: it only ever appears between two parts of a sequence.
+        negated = ast.EventType(draw(st.sampled_from(types + ("D", "D"))))
+        cond = None
+        if draw(st.booleans()):
+            cond = draw(conditions((negated.name,), free))
+        contiguous = draw(st.sampled_from([False, False, False, True]))
+        return ast.Sequence((draw(sub), ast.NotEvent(negated, cond), draw(sub)), contiguous)
+    if kind in ("seq", "cseq"):
+        return ast.Sequence(tuple(draw(st.lists(sub, min_size=2, max_size=3))), kind == "cseq")
+    if kind in ("or", "all"):
+        parts = tuple(draw(st.lists(sub, min_size=2, max_size=2)))
+        return ast.Union_(parts) if kind == "or" else ast.AllOf(parts)
+    if kind == "and":
+        # Two random formulas rarely have a complex event with the same support: the second
+        # part is mostly the first one relabelled and filtered.
+        first = draw(sub)
+        if draw(st.sampled_from([False, False, False, True])):
+            return ast.Conjunction((first, draw(sub)))
+        second = _relabel(first, draw(st.permutations(LABELS)))
+        defined = tuple(sorted(scopes.defined_labels(second)))
+        if defined and draw(st.booleans()):
+            second = ast.Filter(second, draw(conditions(defined, free)))
+        return ast.Conjunction((first, second))
+    if kind == "unless":
+        # A right side that matches rarely (D is rare in the streams), so that some left
+        # complex events survive.
+        right_types = draw(st.sampled_from([("D",), ("D",), types]))
+        right = draw(shaped_formulas(max(0, depth - 2), operators, conditions, free, right_types))
+        right_labels = tuple(sorted(scopes.defined_labels(right)))
+        if "filter" in operators and right_labels and draw(st.booleans()):
+            # A condition on the right side, which may read the left side's labels.
+            right = ast.Filter(right, draw(conditions(right_labels, free)))
+        return ast.Unless(draw(sub), right)
+    body = draw(sub)
+    defined = tuple(sorted(scopes.defined_labels(body)))
+    if kind in ("iter", "citer"):
+        return ast.Iteration(body, kind == "citer")
+    if kind == "repeat":
+        low, high = draw(st.sampled_from(((1, 2), (2, 2), (2, None), (1, None), (2, 3))))
+        return ast.Repeat(body, low, high)
+    if kind == "start":
+        return ast.Start(body)
+    if not defined:
+        return body
+    if kind == "as":
+        return ast.Label(body, draw(st.sampled_from(LABELS)))
+    if kind == "filter":
+        return ast.Filter(body, draw(conditions(defined, free)))
+    if kind == "partition":
+        if draw(st.booleans()):
+            return ast.PartitionBy(body, (ast.Attr("id"),))
+        chosen = draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))
+        return ast.PartitionBy(body, tuple(ast.Attr("id", label) for label in chosen))
+    if kind == "rename":
+        return ast.Rename(body, ((draw(st.sampled_from(defined)), draw(st.sampled_from(LABELS + ("w",)))),))
+    if kind == "project":
+        return ast.Project(body, tuple(draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))))
+    raise ValueError(f"unknown operator {kind}")
+
+
+def _relabel(formula: ast.Formula, order: list[str]) -> ast.Formula:
+    """The formula with its AS labels permuted (LABELS[i] -> order[i])."""
+    mapping = dict(zip(LABELS, order))
+
+    def rewrite(node: ast.Node) -> ast.Node:
+        if isinstance(node, ast.Label) and node.label in mapping:
+            return dataclasses.replace(node, label=mapping[node.label])
+        if isinstance(node, (ast.Attr, ast.Aggregate, ast.Prev, ast.LabelCond)) and node.label in mapping:
+            return dataclasses.replace(node, label=mapping[node.label])
+        return node
+
+    return visit.transform(formula, rewrite)
+
+
+#: Windows of the three kinds. (A window over an attribute that may be null, such as v with
+#: ``matching_streams(nulls=True)``, has no defined meaning yet: WINDOWS_NOT_NULL avoids it.)
+WINDOWS_NOT_NULL = st.one_of(
+    st.builds(ast.Within, st.just("events"), st.integers(2, 10)),
+    st.builds(ast.Within, st.just("time"), st.integers(2, 12)),
+    st.builds(ast.Within, st.just("attribute"), st.integers(2, 12), st.just("t")),
+)
+WINDOWS = st.one_of(WINDOWS_NOT_NULL, st.builds(ast.Within, st.just("attribute"), st.integers(1, 4), st.just("v")))
+
+
+@st.composite
+def shaped_queries(
+    draw,
+    depth: int = 3,
+    operators: tuple[str, ...] = CORE_OPERATORS,
+    conditions: CondFactory = unary_conditions,
+    clauses: bool = False,
+    strategies_: tuple[str | None, ...] = (None,),
+    free: tuple[str, ...] = (),
+    windows: st.SearchStrategy[ast.Within] = WINDOWS,
+):
+    """A query whose formula comes from ``shaped_formulas``; with ``clauses``, also windows of
+    the three kinds, PARTITION BY, CONSUME BY, LIMIT and projections."""
+    formula = draw(shaped_formulas(depth, operators, conditions, free).filter(covers_events))
+    formula = _repair_labels(formula)
+    labels = sorted(defined_labels(formula))
+    projection = ast.Projection("star")
+    within = partition = consume = limit = None
+    if clauses:
+        kind = draw(st.sampled_from(["star", "star", "none", "list"]))
+        items: tuple = ()
+        if kind == "list":
+            chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+            items = tuple(ast.ProjectionItem(label) for label in chosen)
+        projection = ast.Projection(kind, items)
+        within = draw(st.one_of(st.none(), windows, windows))
+        partition = draw(st.sampled_from([None, None, (("id",),)]))
+        consume = draw(st.sampled_from([None, None, None, "NONE", "ANY", "PARTITION"]))
+        limit = draw(st.sampled_from([None, None, None, 1, 2]))
+    return ast.Query(
+        projection=projection,
+        formula=formula,
+        strategy=draw(st.sampled_from(strategies_)),
+        partition_by=partition or (),
+        within=within,
+        consume=consume,
+        limit=limit,
+    )
+
+
+@st.composite
+def matching_streams(
+    draw, types: tuple[str, ...] = MATCH_TYPES, min_size: int = 5, max_size: int = 10, nulls: bool = False
+):
+    """A stream made mostly of ``types`` (the types a query names), values in 0..3, ids 0..1,
+    non-decreasing time ``t``; with ``nulls``, some missing values."""
+    pool = tuple(types) * 4 + TYPES
+    size = draw(st.integers(min_size, max_size))
+    events = []
+    time = 0
+    for _ in range(size):
+        time += draw(st.integers(0, 2))
+        event_type = draw(st.sampled_from(pool))
+        value = draw(st.integers(0, 3))
+        v: object = float(value) + draw(st.sampled_from([0.0, 0.0, 0.0, 0.5])) if event_type == "C" else value
+        s: object = draw(st.sampled_from(STRINGS))
+        # (Hypothesis prefers the first element of sampled_from: the common case goes first.)
+        if nulls and draw(st.sampled_from([False] * 11 + [True])):
+            v = None
+        if nulls and draw(st.sampled_from([False] * 15 + [True])):
+            s = None
+        events.append({"event_type": event_type, "id": draw(st.integers(0, 1)), "v": v, "s": s, "t": time})
+    return events
+
+
+@st.composite
+def cases(draw, queries_: st.SearchStrategy[ast.Query], min_size: int = 5, max_size: int = 10, nulls: bool = False):
+    """A ``Case``: a query, a stream made mostly of its types, random batch cuts and (mostly)
+    a state round trip at a random position."""
+    query = draw(queries_)
+    types = tuple(sorted(positive_types(query.formula))) or MATCH_TYPES
+    events = draw(matching_streams(types, min_size, max_size, nulls))
+    cuts = tuple(draw(st.lists(st.integers(1, max(1, len(events) - 1)), max_size=3)))
+    save_at = draw(st.one_of(st.none(), st.integers(1, max(1, len(events) - 1))))
+    return Case(query, events, cuts, save_at)

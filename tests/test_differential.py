@@ -1,81 +1,103 @@
-"""The engine agrees with the reference evaluator on generated queries and streams."""
+"""The engine agrees with the reference evaluator on generated queries and streams.
+
+Every case runs on each engine path that supports its query (the Python evaluator and the
+compiled kernel), with the stream cut into random batches and the evaluator's state saved and
+loaded into a fresh evaluator in the middle (tests/agreement.py). The generators
+(tests/strategies.py, tests/cross_strategies.py) are tuned so that most cases report complex
+events (tests/test_generators.py checks it). Conditions across events have their own suite,
+tests/test_cross_conditions.py.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ceql
-from ceql.lang import ast, print_query
-from tests.strategies import TEST_DECLARATION, queries, streams
+from ceql.lang import ast
+from tests.agreement import check_case, record
+from tests.cross_strategies import extended_matching_queries
+from tests.strategies import (
+    CORE_OPERATORS,
+    TEST_DECLARATION,
+    cases,
+    queries,
+    shaped_queries,
+    streams,
+)
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
-FAST = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+ALL_STRATEGIES = (None, None, "ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
 
-
-def by_trigger(matches) -> dict[int, Counter]:
-    out: dict[int, Counter] = {}
-    for match in matches:
-        out.setdefault(match.trigger, Counter())[match.key()] += 1
-    return out
-
-
-def check_agreement(query: ast.Query, events: list[dict]) -> None:
-    text = print_query(query)
-    try:
-        compiled = ceql.compile(text, SCHEMA)
-    except ceql.UnsupportedQueryError:
-        assume(False)
-        return
-    engine = by_trigger(compiled.run(events))
-    # LIMIT and ANY let the engine choose: compare with the reference's full candidate set.
-    chooses = query.limit is not None or query.strategy == "ANY"
-    relaxed = dataclasses.replace(
-        query, limit=None, strategy="ALL" if query.strategy == "ANY" else query.strategy
-    )
-    reference = by_trigger(ceql.reference.run(ceql.check(print_query(relaxed), SCHEMA), events))
-    if not chooses:
-        assert engine == reference, text
-        return
-    assert set(engine) == set(reference), text
-    for trigger, candidates in reference.items():
-        got = engine[trigger]
-        assert all(count == 1 for count in got.values()), text
-        assert set(got) <= set(candidates), text
-        expected = len(candidates)
-        if query.strategy == "ANY":
-            expected = 1
-        if query.limit is not None:
-            expected = min(expected, query.limit)
-        assert sum(got.values()) == expected, text
-
-
-@FAST
-@given(queries(depth=3), streams(min_size=3, max_size=9))
-def test_engine_matches_reference(query, events) -> None:
-    check_agreement(query, events)
-
-
-@FAST
-@given(
-    queries(depth=3, operators=("seq", "cseq", "or", "iter", "citer", "as", "filter", "not"), cross=False),
-    streams(min_size=3, max_size=10),
+#: The core operators: sequences (both kinds), OR, iterations (both kinds), AS, unary FILTER, NOT.
+core_cases = cases(shaped_queries(3, CORE_OPERATORS))
+#: Every clause: windows of the three kinds, PARTITION BY, CONSUME BY, strategies, LIMIT,
+#: projection; AND, ALL and UNLESS too.
+clause_cases = cases(
+    shaped_queries(3, CORE_OPERATORS + ("and", "all", "unless"), clauses=True, strategies_=ALL_STRATEGIES),
+    max_size=11,
 )
-def test_engine_matches_reference_core_operators(query, events) -> None:
-    check_agreement(query, events)
+#: Every construct of the semantics, with measures and missing values.
+extended_cases = cases(extended_matching_queries(), nulls=True)
+
+
+def check(case) -> None:
+    outcome = check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at)
+    record(outcome)
+
+
+@FAST
+@given(core_cases)
+def test_core_operators(case) -> None:
+    check(case)
+
+
+@FAST
+@given(clause_cases)
+def test_every_clause(case) -> None:
+    check(case)
+
+
+@FAST
+@given(extended_cases)
+def test_extended_constructs(case) -> None:
+    check(case)
+
+
+@FAST
+@given(queries(depth=3), streams(min_size=3, max_size=9), st.lists(st.integers(1, 8), max_size=2))
+def test_broad_random_queries(query, events, cuts) -> None:
+    """The older, broader generator (four types, nested predicates): fewer matches, other shapes."""
+    record(check_case(query, SCHEMA, events, tuple(cuts), save_at=len(events) // 2))
 
 
 @pytest.mark.slow
 @SLOW
-@given(queries(depth=4), streams(min_size=3, max_size=11))
-def test_engine_matches_reference_many(query, events) -> None:
-    check_agreement(query, events)
+@given(core_cases)
+def test_core_operators_many(case) -> None:
+    check(case)
 
+
+@pytest.mark.slow
+@SLOW
+@given(clause_cases)
+def test_every_clause_many(case) -> None:
+    check(case)
+
+
+@pytest.mark.slow
+@SLOW
+@given(extended_cases)
+def test_extended_constructs_many(case) -> None:
+    check(case)
+
+
+# ------------------------------------------------------------------ equalities as partition keys
 
 AUTO_PARTITION = [
     "SELECT * WHERE A AS x; B AS y FILTER x.id = y.id",
@@ -87,12 +109,12 @@ AUTO_PARTITION = [
 
 
 @pytest.mark.parametrize("text", AUTO_PARTITION)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=streams(min_size=3, max_size=10))
-def test_equalities_linking_every_event_become_partition_keys(text, events) -> None:
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(events=streams(min_size=3, max_size=10), cut=st.integers(1, 9))
+def test_equalities_linking_every_event_become_partition_keys(text, events, cut) -> None:
     query = ceql.compile(text, SCHEMA)
     assert query.plan.auto_partition is not None
-    check_agreement(ceql.parse(text), events)
+    record(check_case(ceql.parse(text), SCHEMA, events, (cut,), save_at=cut))
 
 
 def test_no_partition_key_when_it_could_change_the_result() -> None:
@@ -144,6 +166,6 @@ def linked_queries(draw):
 
 
 @FAST
-@given(linked_queries(), streams(min_size=3, max_size=10))
-def test_linking_equalities_against_the_reference(query, events) -> None:
-    check_agreement(query, events)
+@given(linked_queries(), streams(min_size=3, max_size=10), st.lists(st.integers(1, 9), max_size=2))
+def test_linking_equalities_against_the_reference(query, events, cuts) -> None:
+    record(check_case(query, SCHEMA, events, tuple(cuts), save_at=len(events) // 2))

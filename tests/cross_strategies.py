@@ -1,0 +1,211 @@
+"""Generated conditions across events, in every position (issue 13).
+
+``cross_conditions(own, free)`` builds FILTER conditions that read several events at a time:
+comparisons of two labels with every operator, arithmetic (``+ - * / %`` on ints and doubles:
+``v`` is an int on A, B, D and a double on C), string order, aggregates, PREV, NOT over
+conditions, free labels (named but defined elsewhere in the query), mixed with one-event
+conditions. ``cross_queries`` places them in every position the semantics gives them: inside
+``+`` and ``:+``, OR branches, ALL, AND, the right side of UNLESS, NOT(E FILTER ...) bodies,
+nested filters, PART-BY over labels (query clause) and inside formulas; with the stream
+generator's nulls, missing values reach every comparison.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from ceql.lang import ast
+from tests.strategies import (
+    LABELS,
+    TYPES,
+    WINDOWS_NOT_NULL,
+    shaped_queries,
+    simple_pred,
+)
+
+ARITH_OPS = ("+", "-", "*", "/", "%")
+NUMERIC = ("v", "id")
+#: Every formula operator; FILTER twice, since conditions are what this generator is about.
+CROSS_OPERATORS = (
+    "seq", "cseq", "or", "and", "all", "unless", "iter", "citer", "as", "filter", "filter", "not", "partition",
+)
+CROSS_STRATEGIES = (None, None, None, None, "ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+#: Every operator; the ones that hold on more pairs a little more often (more matches).
+cross_op = st.sampled_from(["=", "!=", "!=", "<", "<=", "<=", ">", ">=", ">="])
+literal = st.one_of(st.builds(ast.Literal, st.integers(0, 3)), st.builds(ast.Literal, st.sampled_from([0.5, 1.5, 2.0])))
+
+
+def numeric_operand(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Expr]:
+    """``x.a``, ``x.a op literal``, ``x.a op y.b``, ``-x.a``: numeric expressions over labels."""
+    attr = st.builds(lambda label, name: ast.Attr(name, label), st.sampled_from(labels), st.sampled_from(NUMERIC))
+    return st.one_of(
+        attr,
+        attr,
+        st.builds(ast.Arith, st.sampled_from(ARITH_OPS), attr, literal),
+        st.builds(ast.Arith, st.sampled_from(ARITH_OPS), attr, attr),
+        st.builds(ast.Arith, st.sampled_from(("+", "-", "*")), literal, attr),
+        st.builds(ast.Neg, attr),
+    )
+
+
+def aggregate(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Expr]:
+    """Aggregates over a label (and COUNT(*))."""
+    label = st.sampled_from(labels)
+    return st.one_of(
+        st.builds(lambda lab: ast.Aggregate("COUNT", lab), label),
+        st.just(ast.Aggregate("COUNT", None)),
+        st.builds(lambda func, lab: ast.Aggregate(func, lab, "v"), st.sampled_from(("SUM", "AVG", "MIN", "MAX")), label),
+        st.builds(lambda func, lab: ast.Aggregate(func, lab, "v"), st.sampled_from(("FIRST", "LAST")), label),
+        st.builds(lambda lab: ast.Aggregate("MAX", lab, "s"), label),
+    )
+
+
+def _pair(draw, labels: tuple[str, ...]) -> tuple[str, str]:
+    """Two labels, different when there are several (a comparison across events)."""
+    first = draw(st.sampled_from(labels))
+    others = [label for label in labels if label != first] or [first]
+    return first, draw(st.sampled_from(others))
+
+
+@st.composite
+def cross_atom(draw, own: tuple[str, ...], free: tuple[str, ...]):
+    """One comparison that reads several events (or a one-event condition, now and then)."""
+    named = own + free
+    kind = draw(st.sampled_from(["pair"] * 5 + ["string", "aggregate", "aggregate", "prev", "free", "unary"]))
+    if kind == "pair":
+        left, right = _pair(draw, named)
+        return ast.Compare(draw(cross_op), draw(numeric_operand((left,))), draw(numeric_operand((right,))))
+    if kind == "string":
+        left, right = _pair(draw, named)
+        return ast.Compare(draw(cross_op), ast.Attr("s", left), ast.Attr("s", right))
+    if kind == "aggregate":
+        func = draw(aggregate(named))
+        if func.attr == "s":
+            other: ast.Expr = ast.Attr("s", draw(st.sampled_from(named)))
+        else:
+            other = draw(
+                st.one_of(literal, literal, numeric_operand(named), aggregate(named).filter(lambda a: a.attr != "s"))
+            )
+        if func.func == "COUNT" and isinstance(other, ast.Literal):
+            # COUNT is small: bounds that hold on some complex events and not on others.
+            return ast.Compare(draw(st.sampled_from(["<=", ">=", "<", ">", "!="])), func, ast.Literal(draw(st.integers(1, 3))))
+        return ast.Compare(draw(cross_op), func, other)
+    if kind == "prev":
+        label = draw(st.sampled_from(own))
+        current: ast.Expr = ast.Attr("v", label)
+        previous: ast.Expr = ast.Prev(label, "v")
+        if draw(st.booleans()):
+            previous = ast.Arith(draw(st.sampled_from(("+", "-"))), previous, draw(literal))
+        return ast.Compare(draw(cross_op), current, previous)
+    if kind == "free" and free:
+        # An own label against a label read from an enclosing scope.
+        return ast.Compare(
+            draw(cross_op),
+            draw(numeric_operand((draw(st.sampled_from(own)),))),
+            draw(numeric_operand((draw(st.sampled_from(free)),))),
+        )
+    return ast.LabelCond(draw(st.sampled_from(own)), draw(simple_pred()))
+
+
+def cross_conditions(own: tuple[str, ...], free: tuple[str, ...] = ()) -> st.SearchStrategy[ast.Cond]:
+    """Conditions across events over the filtered formula's labels ``own`` and the labels
+    ``free`` defined elsewhere: atoms, NOT, AND, OR."""
+    atom = cross_atom(own, free)
+    return st.one_of(
+        atom,
+        atom,
+        atom,
+        st.builds(ast.Not, atom),
+        st.lists(atom, min_size=2, max_size=2).map(lambda p: ast.Or(tuple(p))),
+        st.lists(atom, min_size=2, max_size=2).map(lambda p: ast.And(tuple(p))),
+        st.builds(lambda a, b: ast.Or((ast.Not(a), b)), atom, atom),
+    )
+
+
+@st.composite
+def cross_queries(draw, depth: int = 3, strategies_: tuple[str | None, ...] = CROSS_STRATEGIES):
+    """A query with conditions across events somewhere in its formula (or in its PARTITION BY
+    over labels): when the random formula has none, one is put on the whole formula."""
+    from tests.agreement import has_cross_condition
+
+    free = TYPES + LABELS
+    query = draw(
+        shaped_queries(depth, CROSS_OPERATORS, cross_conditions, clauses=False, strategies_=strategies_, free=free)
+    )
+    formula = query.formula
+    if not has_cross_condition(formula):
+        own = tuple(sorted(_defined(formula)))
+        formula = ast.Filter(formula, draw(cross_conditions(own, ())))
+    within = draw(
+        st.one_of(
+            st.none(),
+            st.none(),
+            st.builds(ast.Within, st.just("events"), st.integers(3, 8)),
+            st.builds(ast.Within, st.just("time"), st.integers(3, 10)),
+        )
+    )
+    partition_labels: tuple = ()
+    labels = sorted(_defined(formula))
+    if draw(st.sampled_from([False] * 5 + [True])):
+        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+    return ast.Query(
+        projection=ast.Projection("star"),
+        formula=formula,
+        strategy=query.strategy,
+        within=within,
+        partition_labels=partition_labels,
+        limit=draw(st.sampled_from([None] * 7 + [1, 2])),
+    )
+
+
+EXTENDED_OPERATORS = CROSS_OPERATORS + ("repeat", "start", "rename", "project")
+
+
+@st.composite
+def extended_matching_queries(draw, depth: int = 3):
+    """Queries over every construct of the semantics (quantifiers, START, renaming, PROJECT,
+    PART-BY in every position, conditions across events) with measures, windows, strategies
+    and LIMIT, tuned to match often."""
+    query = draw(
+        shaped_queries(
+            depth,
+            EXTENDED_OPERATORS,
+            cross_conditions,
+            clauses=True,
+            strategies_=CROSS_STRATEGIES,
+            free=TYPES + LABELS,
+            windows=WINDOWS_NOT_NULL,
+        )
+    )
+    labels = tuple(sorted(_defined(query.formula)))
+    measures: tuple = ()
+    if labels and draw(st.booleans()):
+        from ceql.lang.printer import print_expr
+
+        exprs = draw(st.lists(st.one_of(aggregate(labels), st.builds(ast.Attr, st.sampled_from(NUMERIC), st.sampled_from(labels))), min_size=1, max_size=2))
+        named = {print_expr(expr): ast.Measure(expr, print_expr(expr)) for expr in exprs}
+        measures = tuple(named.values())
+    partition_labels: tuple = ()
+    if labels and not query.partition_by and draw(st.sampled_from([False] * 4 + [True])):
+        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+    projection = ast.Projection(query.projection.kind, query.projection.items, measures)
+    return ast.Query(
+        projection=projection,
+        formula=query.formula,
+        strategy=query.strategy,
+        partition_by=query.partition_by,
+        partition_labels=partition_labels,
+        within=query.within,
+        consume=query.consume,
+        limit=query.limit,
+    )
+
+
+def _defined(formula: ast.Formula) -> frozenset[str]:
+    from ceql.lang import scopes
+
+    return scopes.defined_labels(formula)
+
+

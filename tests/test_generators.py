@@ -1,0 +1,121 @@
+"""The generators of the differential suites produce what they are for (issue 13): complex
+events in at least half of the cases, and conditions across events in most cross cases.
+
+Each family is sampled with a fixed seed (the reference evaluator alone decides the matches);
+``pytest -s tests/test_generators.py`` prints the figures.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+import ceql
+from tests.agreement import compile_valid, has_cross_condition, reference_matches
+from tests.cross_strategies import cross_queries
+from tests.strategies import TEST_DECLARATION, cases
+from tests.test_cross_conditions import cross_cases
+from tests.test_differential import clause_cases, core_cases, extended_cases
+
+SCHEMA = ceql.declare(TEST_DECLARATION)
+SAMPLE = 200
+FAMILIES = {"core": core_cases, "clauses": clause_cases, "extended": extended_cases, "cross": cross_cases}
+
+
+def distribution(family) -> Counter:
+    counts: Counter = Counter()
+
+    @settings(
+        max_examples=SAMPLE,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(family)
+    def sample(case) -> None:
+        compiled = compile_valid(case.query, SCHEMA)
+        counts["cases"] += 1
+        if compiled is None:
+            counts["invalid"] += 1
+            return
+        reference = reference_matches(case.query, SCHEMA, case.events)
+        counts["matches"] += bool(reference)
+        counts["cross"] += has_cross_condition(compiled.checked.formula, compiled.checked.query)
+        counts["registers"] += compiled.plan.registers is not None
+
+    sample()
+    return counts
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_most_generated_cases_match(name) -> None:
+    counts = distribution(FAMILIES[name])
+    valid = counts["cases"] - counts["invalid"]
+    figures = {key: f"{100 * counts[key] / valid:.1f}%" for key in ("matches", "cross", "registers")}
+    print(f"{name}: {counts['cases']} cases, {valid} valid, {figures}")
+    assert valid >= 0.9 * counts["cases"]
+    assert counts["matches"] >= 0.5 * valid
+    if name == "cross":
+        assert counts["cross"] >= 0.85 * valid
+
+
+def test_cross_queries_reach_every_position() -> None:
+    """Over a sample, the cross generator puts conditions across events inside +, OR, ALL,
+    AND, UNLESS right sides, NOT bodies, nested filters and PART-BY."""
+    from ceql.lang import ast, scopes
+    from ceql.lang.visit import walk
+
+    seen: Counter = Counter()
+
+    @settings(max_examples=300, derandomize=True, database=None, phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @given(cross_queries())
+    def sample(query) -> None:
+        def visit(node, context: tuple[str, ...]) -> None:
+            if isinstance(node, ast.Filter):
+                if has_cross_condition(node):
+                    seen.update(set(context))
+                    if "filter" in context:
+                        seen["nested filter"] += 1
+                context = context + ("filter",)
+            if isinstance(node, ast.NotEvent) and node.cond is not None and scopes.free_labels(node):
+                seen["NOT body"] += 1
+            if isinstance(node, ast.PartitionBy):
+                seen["PART-BY in a formula"] += 1
+            kinds = {ast.Iteration: "+", ast.Union_: "OR", ast.AllOf: "ALL", ast.Conjunction: "AND"}
+            for child in ast.children(node):
+                tag = kinds.get(type(node))
+                if isinstance(node, ast.Unless) and child is node.right:
+                    tag = "UNLESS right side"
+                visit(child, context + ((tag,) if tag else ()))
+
+        visit(query.formula, ())
+        if query.partition_labels:
+            seen["PART-BY over labels"] += 1
+        seen["aggregate"] += any(isinstance(n, ast.Aggregate) for n in walk(query.formula))
+        seen["PREV"] += any(isinstance(n, ast.Prev) for n in walk(query.formula))
+
+    sample()
+    print(dict(seen))
+    for position in ("+", "OR", "ALL", "AND", "UNLESS right side", "NOT body", "nested filter", "PART-BY in a formula", "PART-BY over labels", "aggregate", "PREV"):
+        assert seen[position] > 0, position
+
+
+def test_streams_follow_the_query() -> None:
+    """A stream is made mostly of the query's event types (what makes cases match)."""
+    counts: Counter = Counter()
+
+    @settings(max_examples=100, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(cases(cross_queries()))
+    def sample(case) -> None:
+        from tests.strategies import positive_types
+
+        types = positive_types(case.query.formula)
+        counts["events"] += len(case.events)
+        counts["of the query's types"] += sum(e["event_type"] in types for e in case.events)
+
+    sample()
+    assert counts["of the query's types"] >= 0.6 * counts["events"]

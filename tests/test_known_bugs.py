@@ -1,0 +1,89 @@
+"""Engine bugs found by the generated differential suites, as minimal reproductions.
+
+Each test states the semantics (docs/semantics.md) and is a strict xfail: it fails today, and
+when the bug is fixed it passes, which fails the run, so that the xfail mark and the matching
+entry of ``tests.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over the
+bug meanwhile) are removed together.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ceql
+from tests.strategies import TEST_DECLARATION
+
+SCHEMA = ceql.declare(TEST_DECLARATION)
+
+
+def events_of(spec: list[tuple[str, int, int]]) -> list[dict]:
+    """Events from (type, id, v) triples, time = position."""
+    return [
+        {"event_type": t, "id": i, "v": float(v) if t == "C" else v, "s": "a", "t": k} for k, (t, i, v) in enumerate(spec)
+    ]
+
+
+def engine(text: str, events: list[dict], path: str = "python", save_at: int | None = None) -> list[tuple]:
+    query = ceql.compile(text, SCHEMA)
+    evaluator = query.evaluator(engine=path)
+    out = list(evaluator.push_batch(events[:save_at] if save_at else events))
+    if save_at:
+        fresh = query.evaluator(engine=path)
+        fresh.import_state(evaluator.export_state())
+        out += fresh.push_batch(events[save_at:])
+    return sorted((m.trigger, m.positions, dict(m.labels)) for m in out)
+
+
+def reference(text: str, events: list[dict]) -> list[tuple]:
+    return sorted((m.trigger, m.positions, dict(m.labels)) for m in ceql.reference.run(ceql.check(text, SCHEMA), events))
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError, reason="aggregate in NOT(E FILTER ...): AttributeError in predicates")
+def test_aggregate_inside_not() -> None:
+    text = "SELECT * WHERE C ; NOT(B FILTER COUNT(B) = 1) ; B"
+    events = events_of([("C", 0, 0), ("A", 0, 1), ("B", 0, 2), ("B", 0, 0)])
+    assert reference(text, events) == [(2, (0, 2), {}), (3, (0, 3), {})]
+    assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError, reason="PREV in NOT(E FILTER ...): AttributeError in predicates")
+def test_prev_inside_not() -> None:
+    text = "SELECT * WHERE C ; NOT(B FILTER B.v = PREV(B.v)) ; B"
+    events = events_of([("C", 0, 0), ("A", 0, 1), ("B", 0, 2)])
+    assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.xfail(strict=True, reason="STRICT is not applied when the formula has a PARTITION BY inside it")
+def test_strict_with_partition_inside_the_formula() -> None:
+    text = "SELECT STRICT * WHERE (A ; A PARTITION BY [id])"
+    events = events_of([("C", 0, 0), ("A", 0, 1), ("A", 0, 2), ("C", 0, 3), ("A", 0, 3)])
+    # Only (1, 2) is an interval of positions; (1, 4) and (2, 4) are not.
+    assert reference(text, events) == [(2, (1, 2), {})]
+    assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.xfail(strict=True, reason="a renaming onto a label the body defines repeats the complex event")
+def test_renaming_onto_a_defined_label_reports_once() -> None:
+    text = "SELECT * WHERE (A AS y)[A -> y] OR A AS y"
+    events = events_of([("A", 0, 0)])
+    assert reference(text, events) == [(0, (0,), {"y": (0,)})]
+    assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.xfail(strict=True, reason="the compiled kernel's saved state forgets where START is anchored")
+def test_kernel_state_round_trip_keeps_start_anchored() -> None:
+    text = "SELECT * WHERE START(A FILTER A[id > 0])"
+    events = events_of([("A", 0, 0), ("A", 1, 0)])
+    assert reference(text, events) == []
+    assert engine(text, events, "compiled") == []  # without the round trip
+    assert engine(text, events, "compiled", save_at=1) == []
+
+
+@pytest.mark.xfail(strict=True, reason="Python path: a window over an attribute that decreases drops complex events")
+def test_window_over_an_attribute_that_decreases() -> None:
+    text = "SELECT * WHERE A ; A ; A WITHIN 1 [v]"
+    events = events_of([("A", 0, 0), ("A", 0, 1), ("A", 0, 0)])
+    # v(last) - v(first) = 0 < 1: the complex event is inside the window.
+    assert reference(text, events) == [(2, (0, 1, 2), {})]
+    assert engine(text, events, "compiled") == reference(text, events)
+    assert engine(text, events, "python") == reference(text, events)
