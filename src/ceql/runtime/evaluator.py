@@ -133,11 +133,6 @@ class Evaluator:
             return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
         return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
 
-    def process_at(self, table: pa.Table, positions: np.ndarray, payload: Any = None) -> Iterator[tuple]:
-        """``process_table`` with positions (kept for the Spark code until it moves over)."""
-        self._python_path()
-        return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
-
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of its events (``payload``: a list, one item per row, or a function of the row index)."""

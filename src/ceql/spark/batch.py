@@ -1,47 +1,47 @@
-"""ceql on Spark DataFrames, batch: exact and parallel where the query allows it.
+"""ceql on Spark DataFrames, batch: a lazy transformation, exact, parallel where the query allows.
 
-Plans (``explain_plan`` says which one a query gets):
+Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them):
 - **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): rows are
-  grouped by key and each key's sub-stream is evaluated in parallel (``applyInArrow``);
-- **sharded**: no PARTITION BY, a WITHIN window over a non-decreasing measure, CONSUME BY NONE and
-  no NOT(...) (which may look before the window): the stream is cut into shards of the measure;
-  each shard also gets the window's worth of events before it and reports only the complex events
-  triggered inside it, so shards run in parallel and the union is exact;
-- **single**: anything else runs in one ordered task (``mapInArrow`` on one partition).
+  grouped by key and each key's sub-stream is sorted and evaluated in its own task
+  (``groupBy(...).applyInArrow``);
+- **sharded**: no PARTITION BY, a WITHIN window over a non-decreasing measure and nothing that
+  reads outside the window (``query.facts.shardable``): the stream is cut into shards of the
+  measure, each also given the window's worth of events before it, and each reports only the
+  complex events triggered by its own rows, so shards run in parallel and the union is exact;
+- **single**: anything else runs in one ordered task (``mapInArrow`` on one sorted partition).
 
-Positions are global: rows are sorted by ``order_by`` (or the primary_time, else the input order)
-with the input order as tie-break, and numbered scalably (a per-partition count and offsets).
+The stream order is ``order_by`` (else the primary_time, then ``tie_break``), then the input
+order. Global positions (``positions=True``, or ``WITHIN n EVENTS`` in a parallel plan) are
+computed inside the plan: rows are range-sorted, each sorted partition counts its rows, and a
+small window over the counts gives every partition its offset; nothing runs until an action.
 """
 
 from __future__ import annotations
 
 import functools
-import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ceql.compile.catalog import Catalog
-from ceql.compile.compiler import has_not
 from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError
-from ceql.io.writers import MATCH_FIELDS, append_match
-from ceql.lang.schema import Schema
+from ceql.lang.schema import TIME_UNITS, Schema
+from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
+from ceql.spark.output import Collector, OutputSpec, output_spec
 
 POS = "__ceql_pos"
 SEQ = "__ceql_seq"
+TIME = "__ceql_time"
 SHARD = "__ceql_shard"
-MEASURE = "__ceql_measure"
+HOME = "__ceql_home"
+KEY = "__ceql_key"
+_PID, _MID, _OFFSET = "__ceql_pid", "__ceql_mid", "__ceql_offset"
 _ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id keeps the row index in its low 33 bits
-
-
-def _declare(schema_or_declaration: Schema | str) -> Schema:
-    import ceql
-
-    if isinstance(schema_or_declaration, Schema):
-        return schema_or_declaration
-    return ceql.declare(schema_or_declaration)
+_FLUSH_ROWS = 10_000
 
 
 @functools.lru_cache(maxsize=32)
@@ -56,316 +56,312 @@ def _compiled(query_text: str, schema_blob: bytes):
 
 def plan_kind(query) -> str:
     """Which batch plan a compiled query gets: partitioned, sharded or single."""
-    parsed = query.checked.query
-    plan = query.plan
-    if plan.partition_groups and plan.consume != "ANY":
+    facts = query.facts
+    if facts.partition_groups and facts.consume != "ANY":
         return "partitioned"
-    if (
-        not plan.partition_groups
-        and parsed.within is not None
-        and plan.monotone
-        and plan.consume == "NONE"
-        and not has_not(parsed.formula)
-        and _every_type_has_measure(query)
-    ):
+    if facts.shardable and _every_type_has_measure(query):
         return "sharded"
     return "single"
 
 
 def _every_type_has_measure(query) -> bool:
     """Shards are cut on the window measure, so every event (of any type) must have one."""
-    within = query.checked.query.within
+    facts = query.facts
     types = query.checked.schema.event_types.values()
-    if within.kind == "events":
+    if facts.window_kind == "events":
         return True
-    if within.kind == "time":
+    if facts.window_kind == "time":
         return all(d.time_attribute for d in types)
-    return all(d.attribute(within.attribute or "") is not None for d in types)
+    return all(d.attribute(facts.window_attribute or "") is not None for d in types)
 
 
 def explain_plan(query) -> str:
-    kind = plan_kind(query)
+    """One line: the plan a query gets on Spark and why it is exact."""
     return {
         "partitioned": "partitioned: each PARTITION BY key is evaluated in parallel",
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
         "single": "single: one ordered task (the query's semantics do not allow splitting it)",
-    }[kind]
+    }[plan_kind(query)]
 
 
-def output_schema(schema: Schema, with_events: bool):
-    """The Spark schema of the result rows."""
-    from pyspark.sql import types as T
+@dataclass(frozen=True)
+class _Job:
+    """What a task needs (sent with it, so small and picklable)."""
 
-    fields = [
-        T.StructField("query", T.StringType()),
-        T.StructField("trigger", T.LongType()),
-        T.StructField("positions", T.ArrayType(T.LongType())),
-        T.StructField("labels", T.MapType(T.StringType(), T.ArrayType(T.LongType()))),
-        T.StructField("partition", T.ArrayType(T.StringType())),
-    ]
-    if with_events:
-        fields.append(T.StructField("events", T.ArrayType(event_struct(schema))))
-    return T.StructType(fields)
+    text: str
+    blob: bytes
+    spec: OutputSpec
+    sort_keys: tuple[str, ...]
+    global_positions: bool
+    max_matches: int | None
+    sharded: bool = False
 
 
-def event_struct(schema: Schema):
-    """The Spark type of an event in the output: its position, then the typed columns of the
-    schema's catalog (the same types as every other path)."""
-    from pyspark.sql import types as T
+def matcher(query, declaration: Schema | str | None = None, **options: Any) -> Callable:
+    """``find`` as a function of the DataFrame, for ``df.transform(matcher(query, ...))``."""
 
-    return T.StructType([T.StructField("position", T.LongType()), *Catalog.of_schema(schema).spark_fields()])
+    def transform(df):
+        return find(df, query, declaration, **options)
 
-
-def _arrow_output_schema(schema: Schema, with_events: bool) -> pa.Schema:
-    fields = list(MATCH_FIELDS)
-    if with_events:
-        from pyspark.sql.pandas.types import to_arrow_type
-
-        fields.append(("events", pa.list_(to_arrow_type(event_struct(schema)))))
-    return pa.schema(fields)
-
-
-class _Collector:
-    """Turns matches into Arrow record batches of the output schema."""
-
-    def __init__(
-        self, name: str, arrow_schema: pa.Schema, with_events: bool, event_fields: list[str]
-    ) -> None:
-        self.name = name
-        self.arrow_schema = arrow_schema
-        self.with_events = with_events
-        self.event_fields = event_fields
-        self.rows: dict[str, list] = {f: [] for f in arrow_schema.names}
-
-    def add(self, match, events: list | None) -> None:
-        append_match(self.rows, self.name, match)
-        if self.with_events:
-            self.rows["events"].append(events)
-
-    def __len__(self) -> int:
-        return len(self.rows["trigger"])
-
-    def flush(self) -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_pydict(self.rows, schema=self.arrow_schema)
-        self.rows = {f: [] for f in self.arrow_schema.names}
-        return batch
-
-
-def _event_rows(table: pa.Table, fields: list[str]):
-    """A function of a row index -> the event as a dict of the output's event struct."""
-    columns = {name: table.column(name) for name in fields if name in table.column_names}
-    positions = table.column(POS)
-
-    def row(index: int) -> dict[str, Any]:
-        out = {name: column[index].as_py() for name, column in columns.items()}
-        out["position"] = positions[index].as_py()
-        return out
-
-    return row
+    return transform
 
 
 def find(
     df,
     query,
-    schema_or_declaration: Schema | str,
+    declaration: Schema | str | None = None,
+    *,
     event_type: str = "event_type",
+    time_column: str | None = None,
+    time_unit: str | None = None,
     order_by: list[str] | str | None = None,
+    tie_break: list[str] | str | None = None,
+    id_columns: list[str] | None = None,
     with_events: bool = False,
+    positions: bool = False,
     name: str = "query",
     shards: int | None = None,
     max_matches: int | None = None,
-    **streaming_options: Any,
+    allowed_lateness: str | None = None,
 ):
-    """Find the complex events of ``query`` in the events of a Spark DataFrame.
+    """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
-    ``df`` has a column with the event type (``event_type``) and the declared attributes. The
-    result has one row per complex event: query, trigger, positions, labels, partition and,
-    with ``with_events``, the events. A streaming DataFrame gives a streaming result (see
-    ``ceql.spark.streaming``). With ``max_matches``, a task (a partition key's group, a shard,
+    A lazy transformation: nothing runs until an action on the result. ``df`` has a string
+    column with the event type (``event_type``) and the attributes the query reads. Without a
+    ``declaration`` (CEQL text or a Schema) it is derived from ``df.schema``: each event type
+    the query names has every column, ``time_column`` (in ``time_unit`` if integers) is the
+    primary_time. Events are in the order of ``order_by`` (else the primary_time then
+    ``tie_break``), then the input order. Each result row carries the ``id_columns`` of its
+    events (``events`` and per label ``ids``; default: every column with ``with_events``, else
+    the order columns), typed measure columns, and with ``positions=True`` the positions of the
+    local engine (see docs/spark.md for the schema). A streaming DataFrame gives a streaming
+    result (see ``ceql.spark.streaming``). With ``max_matches``, a task (a key's group, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     import pickle
 
-    import ceql
-
-    schema = _declare(schema_or_declaration)
-    compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
-    if event_type != "event_type":
-        df = df.withColumnRenamed(event_type, "event_type")
-    catalog = compiled.plan.catalog
-    missing = sorted(catalog.required - set(df.columns))
-    if missing:  # a misspelt column would otherwise match nothing, silently
-        raise CeqlError(catalog.missing_message(missing))
-    if df.isStreaming and shards is None:
+    compiled, df, settings = prepare_stream(
+        df,
+        query,
+        declaration,
+        event_type=event_type,
+        time_column=time_column,
+        time_unit=time_unit,
+        order_by=order_by,
+        tie_break=tie_break,
+        id_columns=id_columns,
+        with_events=with_events,
+        name=name,
+        allowed_lateness=allowed_lateness,
+        max_matches=max_matches,
+    )
+    if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
-        return find_streaming(
-            df, compiled, schema, order_by=order_by, with_events=with_events, name=name, **streaming_options
-        )
-    if streaming_options:
-        raise CeqlError(f"options only for streaming DataFrames: {', '.join(streaming_options)}")
-    numbered = number_rows(df, schema, order_by)
+        if order_by or positions or shards:
+            raise CeqlError("a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch")
+        return find_streaming(df, compiled, **settings)
+    order_by, tie_break, id_columns = _names(order_by), settings["tie_break"], settings["id_columns"]
+    if allowed_lateness is not None:
+        raise CeqlError("allowed_lateness is for streaming DataFrames")
+    if not id_columns:
+        positions = True  # nothing else identifies the events of a match
+    spec, out_schema = output_spec(compiled, df.schema, name=name, id_columns=id_columns, positions=positions)
     kind = plan_kind(compiled)
-    blob = pickle.dumps(schema)
-    text = compiled.text
-    out_schema = output_schema(schema, with_events)
-    arrow_schema = _arrow_output_schema(schema, with_events)
-    event_fields = [f.name for f in event_struct(schema).fields if f.name != "position"]
+    facts = compiled.facts
+    global_positions = positions or (facts.window_kind == "events" and kind != "single")
+    keyed, sort_keys = _with_order_keys(df, compiled.checked.schema, order_by, tie_break)
+    if global_positions and kind != "single":
+        keyed = number_rows(keyed, sort_keys)
+        sort_keys = (POS,)
+    job = _Job(
+        text=compiled.text,
+        blob=pickle.dumps(compiled.checked.schema),
+        spec=spec,
+        sort_keys=tuple(sort_keys),
+        global_positions=global_positions and kind != "single",
+        max_matches=max_matches,
+        sharded=kind == "sharded",
+    )
+
+    # Plain closures: Spark infers the kind of UDF from the function's signature.
+    def evaluate_group(table):
+        return _evaluate_group(table, job=job)
+
+    def evaluate_stream(batches):
+        return _evaluate_stream(batches, job=job)
+
     if kind == "partitioned":
-        keyed, key_columns = _with_partition_keys(numbered, compiled)
-
-        def evaluate_group(table: pa.Table) -> pa.Table:
-            return _evaluate_table(
-                table, text, blob, name, arrow_schema, with_events, event_fields, max_matches=max_matches
-            )
-
-        return keyed.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
+        grouped, key_columns = _with_partition_keys(keyed, compiled)
+        return grouped.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
     if kind == "sharded":
-        sharded, size = _with_shards(numbered, compiled, shards)
-        window = compiled.plan.window
-
-        def evaluate_shard(table: pa.Table) -> pa.Table:
-            return _evaluate_table(
-                table,
-                text,
-                blob,
-                name,
-                arrow_schema,
-                with_events,
-                event_fields,
-                shard_size=size,
-                window=window,
-                max_matches=max_matches,
-            )
-
-        return sharded.groupBy(SHARD).applyInArrow(evaluate_shard, out_schema)
-
-    def evaluate_all(batches):
-        query_object = _compiled(text, blob)
-        evaluator = query_object.evaluator()
-        collector = _Collector(name, arrow_schema, with_events, event_fields)
-
-        def matches():
-            for batch in batches:
-                table = pa.Table.from_batches([batch])
-                payload = _event_rows(table, event_fields) if with_events else None
-                yield from evaluator.process_at(table, table.column(POS).to_numpy(), payload)
-
-        for match, payloads in limit_matches(matches(), max_matches):
-            collector.add(match, payloads if with_events else None)
-            if len(collector) >= 10_000:
-                yield collector.flush()
-        if len(collector):
-            yield collector.flush()
-
-    single = numbered.repartition(1).sortWithinPartitions(POS)
-    return single.mapInArrow(evaluate_all, out_schema)
+        sharded = _with_shards(keyed, compiled, shards)
+        return sharded.groupBy(SHARD).applyInArrow(evaluate_group, out_schema)
+    single = keyed.repartition(1).sortWithinPartitions(*sort_keys)
+    return single.mapInArrow(evaluate_stream, out_schema)
 
 
-def _evaluate_table(
-    table: pa.Table,
-    text: str,
-    blob: bytes,
-    name: str,
-    arrow_schema: pa.Schema,
-    with_events: bool,
-    event_fields: list[str],
-    shard_size: float | None = None,
-    window: float | None = None,
+def prepare_stream(
+    df,
+    query,
+    declaration: Schema | str | None = None,
+    *,
+    event_type: str = "event_type",
+    time_column: str | None = None,
+    time_unit: str | None = None,
+    order_by: list[str] | str | None = None,
+    tie_break: list[str] | str | None = None,
+    id_columns: list[str] | None = None,
+    with_events: bool = False,
+    name: str = "query",
+    allowed_lateness: str | None = None,
     max_matches: int | None = None,
-) -> pa.Table:
-    """Evaluate one group (a partition key, or a shard) sorted by position."""
-    query_object = _compiled(text, blob)
-    order = np.argsort(table.column(POS).to_numpy(), kind="stable")
-    table = table.take(pa.array(order))
-    evaluator = query_object.evaluator()
-    collector = _Collector(name, arrow_schema, with_events, event_fields)
-    payload = _event_rows(table, event_fields) if with_events else None
-    positions = table.column(POS).to_numpy()
-    keep_from = keep_to = None
-    trigger_measure: dict[int, float] = {}
-    if shard_size is not None:
-        shard = table.column(SHARD)[0].as_py()
-        keep_from, keep_to = shard * shard_size, (shard + 1) * shard_size
-        measures = table.column(MEASURE).to_numpy()
-        trigger_measure = dict(zip(positions.tolist(), measures.tolist()))
-    found = evaluator.process_at(table, positions, payload)
-    if keep_from is not None:  # matches triggered outside the shard are another shard's
-        found = (item for item in found if keep_from <= trigger_measure[item[0].trigger] < keep_to)
-    for match, payloads in limit_matches(found, max_matches):
-        collector.add(match, payloads if with_events else None)
-    batch = collector.flush()
-    return pa.Table.from_batches([batch], schema=arrow_schema)
+):
+    """What batch and streaming share: the compiled query, the DataFrame with an ``event_type``
+    column, and the settings (``tie_break``, ``id_columns``, ...) checked against its columns."""
+    import ceql
+
+    order_by = _names(order_by)
+    tie_break = _names(tie_break)
+    if declaration is None and isinstance(query, ceql.Query):
+        schema = query.checked.schema
+    elif declaration is None:
+        from pyspark.sql import functions as F
+
+        schema = schema_from_dataframe(df, query, event_type=event_type, time_column=time_column, time_unit=time_unit)
+        # The stream is the rows of the event types the query names (nothing declares others).
+        df = df.where(F.col(event_type).isin(list(schema.event_types)))
+    else:
+        schema = declare(declaration)
+        if time_column is not None:
+            raise CeqlError("time_column= is for a declaration derived from the DataFrame: declare a primary_time")
+    compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
+    check_columns(df, compiled.facts.catalog, event_type)
+    for what, names in (("order_by", order_by), ("tie_break", tie_break), ("id_columns", id_columns or [])):
+        unknown = [c for c in names if c not in df.columns]
+        if unknown:
+            raise CeqlError(
+                f"{what} names no column of the DataFrame: {', '.join(unknown)} (columns: {', '.join(df.columns)})"
+            )
+    user_columns = list(df.columns)
+    df = _with_event_type(df, event_type)
+    if id_columns is None:
+        if with_events:
+            id_columns = user_columns
+        else:
+            id_columns = order_by or [c for c in [_time_column(compiled), *tie_break] if c is not None]
+    settings = {
+        "tie_break": tie_break,
+        "id_columns": list(id_columns),
+        "name": name,
+        "allowed_lateness": allowed_lateness,
+        "max_matches": max_matches,
+    }
+    return compiled, df, settings
 
 
-def time_expression(schema: Schema):
-    """A Spark column with each row's primary_time (null for types without one), or None."""
+def _names(value: list[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _time_column(query) -> str | None:
+    """The primary_time column when every event type uses the same one (an id column)."""
+    columns = set(query.facts.time_attributes.values())
+    return columns.pop() if len(columns) == 1 else None
+
+
+def _with_event_type(df, event_type: str):
+    """The evaluator reads the event type from ``event_type``: copy the user's column there."""
     from pyspark.sql import functions as F
 
-    times = {name: d.time_attribute for name, d in schema.event_types.items() if d.time_attribute}
-    if not times:
-        return None
+    check_event_type_column(df, event_type)
+    if event_type == "event_type":
+        return df
+    if "event_type" in df.columns:
+        raise CeqlError(f"event_type={event_type!r}, but the DataFrame also has a column 'event_type': rename one")
+    return df.withColumn("event_type", F.col(event_type))
+
+
+def time_ns(schema: Schema, df):
+    """A Spark column with each row's primary_time in nanoseconds (null for types without one):
+    integer columns scaled by their declared unit, timestamps, and ISO-8601 text (to the
+    microsecond; equal microseconds keep the input order)."""
+    from pyspark.sql import functions as F
+
+    kinds = {f.name: f.dataType.typeName() for f in df.schema.fields}
     expression = None
-    for type_name, attribute in times.items():
-        branch = F.col(attribute).cast("long")
-        expression = (
-            F.when(F.col("event_type") == type_name, branch)
-            if expression is None
-            else expression.when(F.col("event_type") == type_name, branch)
-        )
+    for type_name, decl in schema.event_types.items():
+        attribute = decl.time_attribute
+        if attribute is None or attribute not in kinds:
+            continue
+        kind = kinds[attribute]
+        if kind in ("timestamp", "timestamp_ntz"):
+            value = F.unix_micros(F.col(attribute).cast("timestamp")) * F.lit(1000)
+        elif kind == "string":
+            value = F.unix_micros(F.to_timestamp(F.col(attribute))) * F.lit(1000)
+        else:
+            unit = TIME_UNITS[decl.attribute(attribute).time_unit]
+            value = F.col(attribute).cast("long") * F.lit(unit)
+        condition = F.col("event_type") == type_name
+        expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     return expression
 
 
-def number_rows(df, schema: Schema, order_by: list[str] | str | None):
-    """The DataFrame with a global position column, computed scalably and materialised."""
+def _with_order_keys(df, schema: Schema, order_by: list[str], tie_break: list[str]):
+    """The DataFrame with the columns that give the stream order, and their names."""
     from pyspark.sql import functions as F
 
-    df = df.withColumn(SEQ, F.monotonically_increasing_id())
-    if isinstance(order_by, str):
-        order_by = [order_by]
+    df = df.withColumn(SEQ, F.monotonically_increasing_id())  # the input order, as a tie-break
     if order_by:
-        keys = [F.col(c) for c in order_by] + [F.col(SEQ)]
-    else:
-        time = time_expression(schema)
-        keys = [time, F.col(SEQ)] if time is not None else [F.col(SEQ)]
-    ordered = df.orderBy(*keys)
-    ordered = ordered.withColumn("__ceql_pid", F.spark_partition_id()).withColumn(
-        "__ceql_mid", F.monotonically_increasing_id()
+        return df, [*order_by, SEQ]
+    time = time_ns(schema, df)
+    if time is None:
+        return df, [*tie_break, SEQ]
+    # Types without a time come first, as Spark sorts nulls (and the group sort must agree).
+    time = F.coalesce(time, F.lit(-(2**63)))
+    return df.withColumn(TIME, time), [TIME, *tie_break, SEQ]
+
+
+def number_rows(df, sort_keys: list[str]):
+    """``df`` with a global position ``__ceql_pos`` in the order of ``sort_keys``, lazily: a
+    range sort, each partition's count, and a running sum of the counts as its offset."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ordered = (
+        df.orderBy(*sort_keys)
+        .withColumn(_PID, F.spark_partition_id())
+        .withColumn(_MID, F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_MASK)))
     )
-    # Materialise so that the partitioning used for the offsets is the one that is numbered.
-    ordered = ordered.localCheckpoint(eager=True)
-    counts = ordered.groupBy("__ceql_pid").count().collect()
-    offsets: dict[int, int] = {}
-    total = 0
-    for row in sorted(counts, key=lambda r: r["__ceql_pid"]):
-        offsets[row["__ceql_pid"]] = total
-        total += row["count"]
-    size = max(offsets) + 1 if offsets else 1
-    table = F.array(*[F.lit(offsets.get(i, 0)).cast("long") for i in range(size)])
-    position = F.element_at(table, F.col("__ceql_pid") + 1) + (
-        F.col("__ceql_mid").bitwiseAND(F.lit(_ROW_MASK))
+    earlier = Window.orderBy(_PID).rowsBetween(Window.unboundedPreceding, -1)
+    offsets = (
+        ordered.groupBy(_PID)
+        .count()
+        .select(_PID, F.coalesce(F.sum("count").over(earlier), F.lit(0)).cast("long").alias(_OFFSET))
     )
-    return ordered.withColumn(POS, position).drop("__ceql_pid", "__ceql_mid", SEQ)
+    numbered = ordered.join(F.broadcast(offsets), _PID)
+    return numbered.withColumn(POS, F.col(_OFFSET) + F.col(_MID)).drop(_PID, _MID, _OFFSET)
 
 
 def _with_partition_keys(df, query):
-    """Add one key column per PARTITION BY attribute position (per-type choice of list) and
-    drop the rows that belong to no sub-stream."""
+    """One key column per PARTITION BY attribute position (per-type choice of attribute), and
+    only the rows that belong to a sub-stream."""
     from pyspark.sql import functions as F
 
-    plan = query.plan
-    groups = plan.partition_groups
+    facts = query.facts
+    groups = facts.partition_groups
+    same = len(set(groups)) == 1  # one attribute list for every type: group on the columns as they are
     columns = []
     for index in range(len(groups[0])):
         expression = None
-        for type_name, group in plan.partition_types.items():
-            branch = F.col(group[index]).cast("string")
+        for type_name, group in facts.partition_types.items():
+            branch = F.col(group[index]) if same else F.col(group[index]).cast("string")
             condition = F.col("event_type") == type_name
-            expression = (
-                F.when(condition, branch) if expression is None else expression.when(condition, branch)
-            )
-        key = f"__ceql_key{index}"
-        df = df.withColumn(key, expression if expression is not None else F.lit(None).cast("string"))
+            expression = F.when(condition, branch) if expression is None else expression.when(condition, branch)
+        key = f"{KEY}{index}"
+        df = df.withColumn(key, expression)
         columns.append(key)
     condition = None
     for key in columns:
@@ -375,26 +371,92 @@ def _with_partition_keys(df, query):
 
 
 def _with_shards(df, query, shards: int | None):
-    """Assign each row to the shard of its measure and to every later shard whose window reaches
-    back to it."""
+    """Each row in the shard of its measure (its home) and in every later shard whose window
+    reaches back to it. Whole-number measures use exact integer arithmetic; a row's home is
+    computed once, so a shard's own triggers are decided by the same number Spark used."""
     from pyspark.sql import functions as F
 
-    plan = query.plan
-    window = plan.window
-    if plan.window_kind == "events":
-        measure = F.col(POS).cast("double")
+    facts = query.facts
+    schema = query.checked.schema
+    if facts.window_kind == "events":
+        measure, integral, slack = F.col(POS), True, 0
+    elif facts.window_kind == "time":
+        measure, integral = time_ns(schema, df), True
+        slack = 2000 if any(k == "string" for _, k in df.dtypes) else 0  # ISO text: microseconds
     else:
-        attribute = query.checked.query.within.attribute
-        measure = (
-            F.col(attribute).cast("double")
-            if plan.window_kind == "attribute"
-            else time_expression(query.checked.schema).cast("double")
-        )
-    df = df.withColumn(MEASURE, measure)
-    bounds = df.agg(F.min(MEASURE).alias("lo"), F.max(MEASURE).alias("hi")).collect()[0]
-    lo, hi = bounds["lo"] or 0.0, bounds["hi"] or 0.0
+        column = facts.window_attribute
+        integral = dict(df.dtypes)[column] in ("bigint", "int", "smallint", "tinyint")
+        measure, slack = F.col(column).cast("long" if integral else "double"), 0
+    window = facts.window
     parallelism = shards or max(2, df.sparkSession.sparkContext.defaultParallelism * 2)
-    size = max(float(window), math.ceil((hi - lo + 1) / parallelism))
-    first = F.floor(F.col(MEASURE) / F.lit(size))
-    last = F.floor((F.col(MEASURE) + F.lit(float(window))) / F.lit(size))
-    return df.withColumn(SHARD, F.explode(F.sequence(first, last))), size
+    df = df.withColumn("__ceql_m", measure)
+    bounds = df.agg(F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi"))
+    if integral:
+        span = F.ceil((F.col("__ceql_hi") - F.col("__ceql_lo") + 1) / F.lit(parallelism)).cast("long")
+        size = F.greatest(F.lit(int(np.ceil(window))), span, F.lit(1))
+        offset = F.col("__ceql_m") - F.col("__ceql_lo")
+        home = F.floor(offset / size).cast("long")
+        last = F.floor((offset + F.lit(int(np.ceil(window)) + slack)) / size).cast("long")
+    else:
+        span = (F.col("__ceql_hi") - F.col("__ceql_lo")) / F.lit(parallelism)
+        size = F.greatest(F.lit(float(window)), span, F.lit(1e-9))
+        offset = F.col("__ceql_m") - F.col("__ceql_lo")
+        home = F.floor(offset / size).cast("long")
+        last = F.floor((offset + F.lit(float(window)) * F.lit(1 + 1e-9)) / size + F.lit(1e-9)).cast("long")
+    joined = df.crossJoin(F.broadcast(bounds))
+    placed = joined.withColumn(HOME, home).withColumn("__ceql_last", last)
+    return placed.withColumn(SHARD, F.explode(F.sequence(F.col(HOME), F.col("__ceql_last")))).drop(
+        "__ceql_last", "__ceql_lo", "__ceql_hi", "__ceql_m"
+    )
+
+
+# ---------------------------------------------------------------------- on the workers
+
+
+def _sorted(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+    return table.take(order)
+
+
+def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
+    """Evaluate one group (a partition key, or a shard) in stream order."""
+    table = _sorted(table, job.sort_keys)
+    evaluator = _compiled(job.text, job.blob).evaluator()
+    collector = Collector(job.spec)
+    first = collector.add_ids(table)
+    positions = table.column(POS).to_numpy() if job.global_positions else None
+    found: Iterator = evaluator.process_table(table, positions=positions, payload=lambda i: first + i)
+    if job.sharded:  # a shard reports only the matches its own rows trigger
+        shard = table.column(SHARD)[0].as_py()
+        home = table.column(HOME).to_numpy()
+
+        def row(trigger: int) -> int:
+            return trigger if positions is None else int(np.searchsorted(positions, trigger))
+
+        found = (item for item in found if home[row(item[0].trigger)] == shard)
+    batches = []
+    for match, rows in limit_matches(found, job.max_matches):
+        collector.add(match, rows)
+        if len(collector) >= _FLUSH_ROWS:
+            batches.append(collector.flush())
+    batches.append(collector.flush())
+    return pa.Table.from_batches(batches, schema=job.spec.arrow_schema)
+
+
+def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
+    """The single plan: one task reads the whole stream in order; positions are its row count."""
+    evaluator = _compiled(job.text, job.blob).evaluator()
+    collector = Collector(job.spec)
+
+    def matches():
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            first = collector.add_ids(table)
+            yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+
+    for match, rows in limit_matches(matches(), job.max_matches):
+        collector.add(match, rows)
+        if len(collector) >= _FLUSH_ROWS:
+            yield collector.flush()
+    if len(collector):
+        yield collector.flush()

@@ -1,146 +1,169 @@
-"""ceql on Spark Structured Streaming: ``transformWithStateInPandas`` keyed by partition key.
+"""ceql on Spark Structured Streaming (``transformWithStateInPandas``, one key per PARTITION BY
+value, or one key for the whole stream).
 
-Each key's events are buffered in list state and released to the evaluator in (time, position)
-order when the event-time watermark passes them (an event-time timer per distinct time); the
-evaluator's state is kept as plain bytes in value state, and both are cleared when the key holds
-no live run. The watermark's delay is the allowed lateness (``CREATE QUARANTINE FIXED_TIME`` or
-the ``allowed_lateness`` option): events later than that are dropped by Spark before they reach
-the operator is late: earlier events were already evaluated, so it cannot take its place any
-more; it is reported in the output as a record whose query is ``<name>:late`` (trigger and
-positions give its stream position), so nothing vanishes. Matches of a time instant are complete
-when the watermark passes it, so the last instant of a finished input is released when a later
-event arrives (or the query restarts).
-Positions are those of the whole stream, taken from ``position_column`` (an input sequence
-number), so that streaming results equal batch results. With a checkpoint, a restarted query
-resumes with no lost and no duplicated matches (state, timers and output commit together).
+Order. The stream order is (primary_time, ``tie_break``): a column the source already has that
+orders events with equal times (an event id, or Kafka's partition and offset, used by default
+when the input has them). No global sequence number is needed: matches identify their events by
+their id columns. A key's events are buffered in state and released to the evaluator in that
+order once the event-time watermark (the latest time seen minus the allowed lateness) passes
+them, so every event that is not late is evaluated in its place.
+
+End of input. The watermark of a micro-batch is the latest time seen before it, so a finished
+input (``trigger(availableNow=True)``, or a file source with no new files) gets one more
+micro-batch in which the watermark reaches the last time: with no allowed lateness, the matches
+of the last instant come out too. With an allowed lateness L, the events of the last L of event
+time wait for a later event (they might still be overtaken).
+
+Late events. An event is late when an event of its key that comes after it in the stream order
+was already evaluated (it arrived after the watermark had passed its time). It cannot take its
+place any more; it is never mixed into the matches: ``find`` on a stream fails with an error
+naming it, and ``write_stream`` writes it to its own output (``late_path``) with the columns it
+came with.
+
+Restarts. State, timers and the output commit together in Spark's checkpoint: a query
+restarted from its checkpoint (after a crash or a kill) loses and duplicates nothing.
+``write_stream`` writes each micro-batch's matches and late events to directories named after
+the batch id, replaced when Spark replays a batch, so its outputs are exactly-once as well.
 """
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ceql.errors import CeqlError
+from ceql.errors import CeqlError, LimitError
 from ceql.lang.schema import Schema
-from ceql.spark.batch import _arrow_output_schema, _Collector, _compiled, event_struct, output_schema
+from ceql.spark.batch import _compiled, time_ns
+from ceql.spark.output import Collector, OutputSpec, output_spec, plain_rows
 
 # transformWithStateInPandas renames columns that start with underscores: plain names here.
-TIME = "ceql_time_ms"
-SPOS = "ceql_position"
+TIME = "ceql_time_ns"
+MILLIS = "ceql_time_ms"
 TS = "ceql_event_time"
+KEY = "ceql_key"
+LATE = "late"
+KAFKA_ORDER = ["partition", "offset"]
+
+
+class LateEventError(CeqlError):
+    """An event of a stream arrived after events that come after it had been evaluated."""
 
 
 def _processor_class():
     from pyspark.sql.streaming import StatefulProcessor
-    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+    from pyspark.sql.types import BinaryType, StructField, StructType
 
     class CeqlProcessor(StatefulProcessor):
-        """Buffers a key's events and evaluates them in order as the watermark passes."""
+        """Buffers a key's events and evaluates them in stream order as the watermark passes."""
 
-        def __init__(
-            self,
-            text: str,
-            blob: bytes,
-            name: str,
-            with_events: bool,
-            columns: list[str],
-            buffer_schema,
-            event_fields: list[str],
-            arrow_schema: pa.Schema,
-        ) -> None:
-            self.text, self.blob, self.name = text, blob, name
-            self.with_events = with_events
-            self.columns = columns
-            self.buffer_schema = buffer_schema
-            self.event_fields = event_fields
-            self.arrow_schema = arrow_schema
+        def __init__(self, setup: dict[str, Any]) -> None:
+            self.setup = setup
 
         def init(self, handle) -> None:
             self.handle = handle
-            self.buffer = handle.getListState("buffer", self.buffer_schema)
-            self.state = handle.getValueState("evaluator", StructType([StructField("blob", BinaryType())]))
-            self.registered = handle.getValueState("timers", StructType([StructField("latest", LongType())]))
+            self.state = handle.getValueState("ceql", StructType([StructField("blob", BinaryType())]))
 
-        def handleInputRows(self, key, rows, timerValues):
-            watermark = timerValues.getCurrentWatermarkInMs()
-            late_positions: list[int] = []
-            for frame in rows:
-                frame = frame[self.columns]
-                shifted = frame[TIME].astype("int64") + 1  # shifted like the watermark column
-                late = (shifted <= watermark).to_numpy()
-                if late.any():
-                    # Behind the watermark: earlier events were already evaluated, so this one
-                    # cannot take its place any more. It goes to the output as a late record.
-                    late_positions.extend(int(p) for p in frame[SPOS][late])
-                    frame, shifted = frame[~late], shifted[~late]
-                if not len(frame):
-                    continue
-                self.buffer.appendList(list(frame.itertuples(index=False, name=None)))
-                for millis in sorted(set(shifted.tolist())):
-                    self.handle.registerTimer(millis)
-            if not late_positions:
-                return iter([])
-            late_rows = pd.DataFrame(
-                {
-                    "query": [f"{self.name}:late"] * len(late_positions),
-                    "trigger": late_positions,
-                    "positions": [[p] for p in late_positions],
-                    "labels": [{} for _ in late_positions],
-                    "partition": [None] * len(late_positions),
-                }
-            )
-            if self.with_events:
-                late_rows["events"] = [None] * len(late_positions)
-            return iter([late_rows])
-
-        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            limit = expiredTimerInfo.getExpiryTimeInMs() - 1  # timers are shifted by 1 ms
-            buffered = list(self.buffer.get()) if self.buffer.exists() else []
-            ready = [r for r in buffered if r[-1] <= limit]
-            rest = [r for r in buffered if r[-1] > limit]
-            if not ready:
-                return iter([])
-            position = self.columns.index(SPOS)
-            ready.sort(key=lambda r: (r[-1], r[position]))  # (time, stream position)
-            query = _compiled(self.text, self.blob)
-            evaluator = query.evaluator()
+        # -- state: the buffer (Arrow IPC), the evaluator, the last evaluated event, the timers
+        def _load(self) -> dict[str, Any]:
             if self.state.exists():
-                evaluator.import_state(self.state.get()[0])
-            frame = pd.DataFrame(ready, columns=self.columns)
-            table = pa.Table.from_pandas(frame.drop(columns=[TIME, SPOS]), preserve_index=False)
-            positions = frame[SPOS].to_numpy(dtype=np.int64)
-            payload = None
-            if self.with_events:
-                values = frame.to_dict("records")
+                return pickle.loads(self.state.get()[0])
+            return {"buffer": None, "evaluator": None, "frontier": None, "timers": []}
 
-                def payload(index: int) -> dict[str, Any]:
-                    row = {
-                        k: (None if _missing(v) else v)
-                        for k, v in values[index].items()
-                        if k in self.event_fields
-                    }
-                    row["position"] = int(positions[index])
-                    return row
+        def _save(self, data: dict[str, Any]) -> None:
+            self.state.update((pickle.dumps(data, protocol=5),))
 
-            collector = _Collector(self.name, self.arrow_schema, self.with_events, self.event_fields)
-            for match, events in evaluator.process_at(table, positions, payload):
-                collector.add(match, events if self.with_events else None)
-            if rest:
-                self.buffer.put(rest)
-            else:
-                self.buffer.clear()
-            if evaluator.partitions:
-                self.state.update((evaluator.export_state(),))
-            else:
-                self.state.clear()  # no live run: nothing to keep for this key
-            output = collector.flush().to_pandas()
-            if not len(output):
+        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+            setup = self.setup
+            data = self._load()
+            frames = [frame for frame in rows if len(frame)]
+            if not frames:
                 return iter([])
-            output["labels"] = output["labels"].apply(dict)  # pandas maps are dicts
-            return iter([output])
+            frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            table = pa.Table.from_pandas(frame[setup["columns"]], schema=setup["input_schema"], preserve_index=False)
+            order = _order(table, setup["order"])
+            table = table.take(pa.array(order))
+            late_mask = _behind(table, setup["order"], data["frontier"])
+            outputs = []
+            if late_mask.any():
+                late = table.filter(pa.array(late_mask))
+                if setup["late"] == "fail":
+                    first = late.slice(0, 1).to_pylist()[0]
+                    shown = {k: v for k, v in first.items() if k in setup["user_columns"]}
+                    raise LateEventError(
+                        f"late event {shown}: events after it in (time, tie-break) order were already "
+                        "evaluated; allow lateness (allowed_lateness=...) or write late events to their "
+                        "own output with ceql.spark.write_stream(..., late_path=...)"
+                    )
+                outputs.append(_late_frame(late, setup))
+                table = table.filter(pa.array(~late_mask))
+            buffered = _read_ipc(data["buffer"])
+            data["buffer"] = _write_ipc(pa.concat_tables([buffered, table]) if buffered is not None else table)
+            outputs.extend(self._release(data, timerValues.getCurrentWatermarkInMs()))
+            self._save(data)
+            return iter(outputs)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+            data = self._load()
+            fired = expiredTimerInfo.getExpiryTimeInMs()
+            data["timers"] = [t for t in data["timers"] if t != fired]
+            outputs = self._release(data, timerValues.getCurrentWatermarkInMs())
+            self._save(data)
+            return iter(outputs)
+
+        def _release(self, data: dict[str, Any], watermark: int) -> list[pd.DataFrame]:
+            """Evaluate the buffered events the watermark has passed, in order; set a timer for
+            the next one."""
+            setup = self.setup
+            table = _read_ipc(data["buffer"])
+            if table is None or not table.num_rows:
+                return []
+            millis = table.column(MILLIS).to_numpy()
+            ready = millis + 1 <= watermark  # event times are shifted by 1 ms, like the watermark
+            outputs = []
+            if ready.any():
+                now = table.filter(pa.array(ready))
+                rest = table.filter(pa.array(~ready))
+                now = now.take(pa.array(_order(now, setup["order"])))
+                outputs = self._evaluate(data, now)
+                last = now.slice(now.num_rows - 1, 1).select(setup["order"]).to_pylist()[0]
+                data["frontier"] = tuple(last[c] for c in setup["order"])
+                table = rest
+            data["buffer"] = _write_ipc(table) if table.num_rows else None
+            if table.num_rows:
+                due = int(table.column(MILLIS).to_numpy().min()) + 1
+                if due not in data["timers"]:
+                    self.handle.registerTimer(due)
+                    data["timers"].append(due)
+            return outputs
+
+        def _evaluate(self, data: dict[str, Any], table: pa.Table) -> list[pd.DataFrame]:
+            setup = self.setup
+            evaluator = _compiled(setup["text"], setup["blob"]).evaluator()
+            if data["evaluator"] is not None:
+                evaluator.import_state(data["evaluator"])
+            spec: OutputSpec = setup["spec"]
+            values = plain_rows(table, spec.id_columns) if spec.has_ids else None
+            collector = Collector(spec)
+            found = evaluator.process_table(table, payload=values)
+            for count, (match, events) in enumerate(found, 1):
+                if setup["max_matches"] and count > setup["max_matches"]:
+                    raise LimitError(f"more than {setup['max_matches']} matches in one micro-batch of one key")
+                if spec.has_ids:
+                    collector.add_values(match, events)
+                else:
+                    collector.add(match, [])
+            data["evaluator"] = evaluator.export_state()
+            if not len(collector):
+                return []
+            frame = collector.flush().to_pandas()
+            if setup["late"] == "rows":
+                frame[LATE] = None
+            return [frame]
 
         def close(self) -> None:
             pass
@@ -148,11 +171,62 @@ def _processor_class():
     return CeqlProcessor
 
 
-def _missing(value: Any) -> bool:
-    try:
-        return value is None or (isinstance(value, float) and np.isnan(value))
-    except TypeError:
-        return False
+def _order(table: pa.Table, columns: list[str]) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start").to_numpy()
+
+
+def _behind(table: pa.Table, columns: list[str], frontier: tuple | None) -> np.ndarray:
+    """Which rows come at or before ``frontier`` in (time, tie-break) order (late rows)."""
+    late = np.zeros(table.num_rows, dtype=bool)
+    if frontier is None:
+        return late
+    time = table.column(TIME).to_numpy(zero_copy_only=False)
+    late[time < frontier[0]] = True
+    ties = np.flatnonzero(time == frontier[0])
+    if len(ties):
+        rows = table.take(pa.array(ties)).select(columns).to_pylist()
+        for index, row in zip(ties, rows):
+            key = tuple(row[c] for c in columns)
+            late[index] = _at_or_before(key, frontier)
+    return late
+
+
+def _at_or_before(key: tuple, frontier: tuple) -> bool:
+    for value, bound in zip(key, frontier):
+        if value is None or bound is None:  # nulls sort first
+            if value is None and bound is not None:
+                return True
+            if value is not None and bound is None:
+                return False
+            continue
+        if value != bound:
+            return value < bound
+    return True
+
+
+def _late_frame(late: pa.Table, setup: dict[str, Any]) -> pd.DataFrame:
+    """Late events as output rows: no match columns, the event in ``late``."""
+    events = late.select(setup["user_columns"]).to_pylist()
+    frame = setup["spec"].arrow_schema.empty_table().to_pandas()
+    frame = pd.DataFrame({name: [None] * len(events) for name in frame.columns})
+    frame["query"] = setup["spec"].name
+    frame[LATE] = events
+    return frame
+
+
+def _read_ipc(blob: bytes | None) -> pa.Table | None:
+    if blob is None:
+        return None
+    return pa.ipc.open_stream(blob).read_all()
+
+
+def _write_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def lateness_ms(schema: Schema, allowed_lateness: str | None) -> int:
@@ -170,79 +244,129 @@ def lateness_ms(schema: Schema, allowed_lateness: str | None) -> int:
     return (ns or 0) // 1_000_000
 
 
-def prepare(df, query, schema: Schema, position_column: str, allowed_lateness: str | None):
-    """The input with the event-time column, the watermark, positions and the grouping key."""
-    from pyspark.sql import functions as F
-
-    from ceql.spark.batch import time_expression
-
-    time = time_expression(schema)
-    if time is None:
-        raise CeqlError("streaming needs event time: declare a primary_time attribute")
-    if position_column not in df.columns:
-        raise CeqlError(
-            f"streaming needs the position of each event in the whole stream: column {position_column!r} "
-            "(an input sequence number; set position_column=...)"
-        )
-    # One millisecond more than the allowed lateness: Spark treats rows at the watermark as late,
-    # but events with the same time as the latest one seen are still in order.
-    delay = lateness_ms(schema, allowed_lateness) + 1
-    df = df.withColumn(SPOS, F.col(position_column).cast("long"))
-    df = df.withColumn(TIME, (time / F.lit(1_000_000)).cast("long"))
-    # Spark's first watermark is the epoch and rows at the watermark count as late: shift the
-    # watermark column by 1 ms so that events at time 0 are kept (the evaluator uses real times).
-    df = df.withColumn(TS, F.timestamp_millis(F.col(TIME) + F.lit(1)))
-    df = df.withWatermark(TS, f"{delay} milliseconds")
-    plan = query.plan
-    if query.checked.query.partition_by and plan.consume != "ANY":
-        from ceql.spark.batch import _with_partition_keys
-
-        df, keys = _with_partition_keys(df, query)
-    else:
-        df = df.withColumn("__ceql_key0", F.lit("all"))
-        keys = ["__ceql_key0"]
-    return df, keys
-
-
 def find_streaming(
     df,
     query,
-    schema: Schema,
-    order_by=None,
-    with_events: bool = False,
+    *,
+    tie_break: list[str],
+    id_columns: list[str],
     name: str = "query",
-    position_column: str = "seq",
     allowed_lateness: str | None = None,
+    late: str = "fail",
+    max_matches: int | None = None,
 ):
-    """The streaming form of ``ceql.spark.find`` (see the module docstring)."""
-    import pickle
-
+    """The streaming form of ``ceql.spark.find`` (see the module docstring). ``late="fail"``
+    stops the query at a late event; ``late="rows"`` (used by ``write_stream``) adds a ``late``
+    column: null on match rows, the late event on rows that are not matches."""
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-    if order_by:
-        raise CeqlError("streaming orders events by time and position_column; order_by is for batch")
-    prepared, keys = prepare(df, query, schema, position_column, allowed_lateness)
-    event_fields = [f.name for f in event_struct(schema).fields if f.name != "position"]
-    columns = (
-        ["event_type"]
-        + [c for c in event_fields if c != "event_type" and c in prepared.columns]
-        + [SPOS, TIME]
-    )
-    kinds = {f.name: f.dataType for f in prepared.schema.fields}
-    buffer_schema = T.StructType([T.StructField(c, kinds[c]) for c in columns])
-    processor = _processor_class()(
-        query.text,
-        pickle.dumps(schema),
-        name,
-        with_events,
-        columns,
-        buffer_schema,
-        event_fields,
-        _arrow_output_schema(schema, with_events),
-    )
+    schema = query.checked.schema
+    facts = query.facts
+    user_columns = [c for c in df.columns if c != "event_type" or c in id_columns]
+    if not tie_break:
+        if all(c in df.columns for c in KAFKA_ORDER):
+            tie_break = KAFKA_ORDER
+        else:
+            raise CeqlError(
+                "a stream needs tie_break=[...]: the column(s) that order events with equal times "
+                "(an event id or sequence number; Kafka's partition and offset are used when present)"
+            )
+    time = time_ns(schema, df)
+    if time is None or set(facts.time_attributes) != set(schema.event_types):
+        raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
+    partitioned = bool(facts.partition_groups) and facts.consume != "ANY"
+    if partitioned and facts.window_kind == "events":
+        raise CeqlError(
+            "WITHIN n EVENTS with PARTITION BY counts events of the whole stream, which a stream split "
+            "by key does not see: use a time window, or run it in batch"
+        )
+    delay = lateness_ms(schema, allowed_lateness)
+    prepared = df.withColumn(TIME, time).withColumn(MILLIS, F.floor(F.col(TIME) / F.lit(1_000_000)).cast("long"))
+    # Spark's first watermark is 0 and registering a timer at the watermark is an error: shift
+    # the event-time column by 1 ms (the evaluator reads the real times).
+    prepared = prepared.withColumn(TS, F.timestamp_millis(F.col(MILLIS) + F.lit(1)))
+    # The watermark column is dropped before the stateful operator so that Spark does not drop
+    # late rows silently: the processor decides lateness and reports every late event.
+    prepared = prepared.withWatermark(TS, f"{delay} milliseconds").drop(TS)
+    if partitioned:
+        from ceql.spark.batch import _with_partition_keys
+
+        prepared, keys = _with_partition_keys(prepared, query)
+        renamed = {k: f"{KEY}{i}" for i, k in enumerate(keys)}
+        for old, new in renamed.items():
+            prepared = prepared.withColumnRenamed(old, new)
+        keys = list(renamed.values())
+    else:
+        prepared = prepared.withColumn(f"{KEY}0", F.lit(0))
+        keys = [f"{KEY}0"]
+    columns = list(dict.fromkeys([*df.columns, TIME, MILLIS]))
+    input_fields = {f.name: f for f in prepared.schema.fields}
+    input_schema = to_arrow_schema(T.StructType([input_fields[c] for c in columns]))
+    spec, out_schema = output_spec(query, df.schema, name=name, id_columns=id_columns, positions=False)
+    if late == "rows":
+        late_type = T.StructType([input_fields[c] for c in user_columns])
+        out_schema = T.StructType([*out_schema.fields, T.StructField(LATE, late_type)])
+    setup = {
+        "text": query.text,
+        "blob": pickle.dumps(schema),
+        "spec": spec,
+        "columns": columns,
+        "input_schema": input_schema,
+        "order": [TIME, *tie_break],
+        "late": late,
+        "user_columns": user_columns,
+        "max_matches": max_matches,
+    }
     return prepared.groupBy(*keys).transformWithStateInPandas(
-        statefulProcessor=processor,
-        outputStructType=output_schema(schema, with_events),
+        statefulProcessor=_processor_class()(setup),
+        outputStructType=out_schema,
         outputMode="Append",
         timeMode="EventTime",
+    )
+
+
+def write_stream(
+    df,
+    query,
+    declaration=None,
+    *,
+    path: str,
+    late_path: str,
+    checkpoint: str,
+    output_format: str = "parquet",
+    trigger: dict[str, Any] | None = None,
+    **options: Any,
+):
+    """Start a streaming query that writes the matches of ``query`` to ``path`` and the late
+    events to ``late_path`` (both exactly once: each micro-batch goes to ``batch=<id>``
+    subdirectories, rewritten if Spark replays the batch after a restart). ``options`` are those
+    of ``find``; ``trigger`` those of ``DataStreamWriter.trigger`` (default: ``availableNow``).
+    Returns the ``StreamingQuery``."""
+    from ceql.spark.batch import prepare_stream
+
+    if not df.isStreaming:
+        raise CeqlError("write_stream needs a streaming DataFrame (spark.readStream...); use find for batch")
+    compiled, prepared, settings = prepare_stream(df, query, declaration, **options)
+    records = find_streaming(prepared, compiled, late="rows", **settings)
+
+    def write(batch, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        batch.persist()
+        try:
+            matches = batch.where(F.col(LATE).isNull()).drop(LATE)
+            late = batch.where(F.col(LATE).isNotNull()).select("query", f"{LATE}.*")
+            for frame, folder in ((matches, path), (late, late_path)):
+                target = f"{folder.rstrip('/')}/batch={batch_id}"
+                frame.write.mode("overwrite").format(output_format).save(target)
+        finally:
+            batch.unpersist()
+
+    return (
+        records.writeStream.foreachBatch(write)
+        .option("checkpointLocation", checkpoint)
+        .trigger(**(trigger or {"availableNow": True}))
+        .start()
     )
