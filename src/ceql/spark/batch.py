@@ -159,7 +159,9 @@ def find(
         from ceql.spark.streaming import find_streaming
 
         if order_by or positions or shards:
-            raise CeqlError("a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch")
+            raise CeqlError(
+                "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
+            )
         return find_streaming(df, compiled, **settings)
     order_by, tie_break, id_columns = _names(order_by), settings["tie_break"], settings["id_columns"]
     if allowed_lateness is not None:
@@ -228,13 +230,17 @@ def prepare_stream(
     elif declaration is None:
         from pyspark.sql import functions as F
 
-        schema = schema_from_dataframe(df, query, event_type=event_type, time_column=time_column, time_unit=time_unit)
+        schema = schema_from_dataframe(
+            df, query, event_type=event_type, time_column=time_column, time_unit=time_unit
+        )
         # The stream is the rows of the event types the query names (nothing declares others).
         df = df.where(F.col(event_type).isin(list(schema.event_types)))
     else:
         schema = declare(declaration)
         if time_column is not None:
-            raise CeqlError("time_column= is for a declaration derived from the DataFrame: declare a primary_time")
+            raise CeqlError(
+                "time_column= is for a declaration derived from the DataFrame: declare a primary_time"
+            )
     compiled = query if isinstance(query, ceql.Query) else ceql.compile(query, schema)
     check_columns(df, compiled.facts.catalog, event_type)
     for what, names in (("order_by", order_by), ("tie_break", tie_break), ("id_columns", id_columns or [])):
@@ -280,7 +286,9 @@ def _with_event_type(df, event_type: str):
     if event_type == "event_type":
         return df
     if "event_type" in df.columns:
-        raise CeqlError(f"event_type={event_type!r}, but the DataFrame also has a column 'event_type': rename one")
+        raise CeqlError(
+            f"event_type={event_type!r}, but the DataFrame also has a column 'event_type': rename one"
+        )
     return df.withColumn("event_type", F.col(event_type))
 
 
@@ -359,7 +367,9 @@ def _with_partition_keys(df, query):
         for type_name, group in facts.partition_types.items():
             branch = F.col(group[index]) if same else F.col(group[index]).cast("string")
             condition = F.col("event_type") == type_name
-            expression = F.when(condition, branch) if expression is None else expression.when(condition, branch)
+            expression = (
+                F.when(condition, branch) if expression is None else expression.when(condition, branch)
+            )
         key = f"{KEY}{index}"
         df = df.withColumn(key, expression)
         columns.append(key)
@@ -414,8 +424,15 @@ def _with_shards(df, query, shards: int | None):
 
 
 def _sorted(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
-    return table.take(order)
+    return table.take(sort_order(table, keys))
+
+
+def sort_order(table: pa.Table, keys) -> pa.Array:
+    """Row order by ``keys``, nulls first as Spark sorts them."""
+    try:  # pyarrow >= 25: null placement per key
+        return pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in keys])
+    except (TypeError, ValueError):
+        return pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys], null_placement="at_start")
 
 
 def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:

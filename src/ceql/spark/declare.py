@@ -71,7 +71,9 @@ def schema_from_dataframe(
     one gets an error naming it)."""
     check_event_type_column(df, event_type)
     if time_column is not None and time_column not in df.columns:
-        raise CeqlError(f"time_column={time_column!r} is not a column of the DataFrame ({', '.join(df.columns)})")
+        raise CeqlError(
+            f"time_column={time_column!r} is not a column of the DataFrame ({', '.join(df.columns)})"
+        )
     if time_unit is not None and time_unit not in TIME_UNITS:
         raise CeqlError(f"time_unit must be one of {', '.join(TIME_UNITS)}, not {time_unit!r}")
     attributes: list[Attribute] = []
@@ -82,7 +84,9 @@ def schema_from_dataframe(
             continue
         if field.name == time_column:
             if kind not in _TIME_TYPES:
-                raise CeqlError(f"time_column {time_column!r} has type {kind}: use integers, timestamps or ISO-8601 text")
+                raise CeqlError(
+                    f"time_column {time_column!r} has type {kind}: use integers, timestamps or ISO-8601 text"
+                )
             unit = time_unit if kind in ("long", "integer") else None
             attributes.append(Attribute(field.name, "primary_time", unit))
         elif kind in _SPARK_TYPES:

@@ -43,7 +43,9 @@ class OutputSpec:
         return bool(self.id_columns)
 
 
-def output_spec(query, df_schema, *, name: str, id_columns: list[str], positions: bool) -> tuple[OutputSpec, object]:
+def output_spec(
+    query, df_schema, *, name: str, id_columns: list[str], positions: bool
+) -> tuple[OutputSpec, object]:
     """The output spec and Spark schema of ``find`` on a DataFrame with ``df_schema``."""
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
@@ -76,7 +78,9 @@ def output_spec(query, df_schema, *, name: str, id_columns: list[str], positions
     kinds = query.checked.measure_types or {}
     for measure in facts.measures:
         if measure in RESERVED:
-            raise UnsupportedQueryError(f"measure name {measure!r} clashes with an output column; rename it with AS")
+            raise UnsupportedQueryError(
+                f"measure name {measure!r} clashes with an output column; rename it with AS"
+            )
         kind = measure_type(kinds.get(measure))
         spark_type = from_arrow_type(kind) if kind is not None else T.StringType()
         fields.append(T.StructField(measure, spark_type))
@@ -87,7 +91,9 @@ def output_spec(query, df_schema, *, name: str, id_columns: list[str], positions
         fields.append(T.StructField("events", T.ArrayType(event)))
         labels = reported_labels(query.plan)
         if labels:
-            fields.append(T.StructField("ids", T.StructType([T.StructField(x, T.ArrayType(event)) for x in labels])))
+            fields.append(
+                T.StructField("ids", T.StructType([T.StructField(x, T.ArrayType(event)) for x in labels]))
+            )
     schema = T.StructType(fields)
     spec = OutputSpec(
         name=name,
@@ -150,7 +156,8 @@ class Collector:
         if spec.partition == "struct":
             kind = schema.field("partition").type
             values = [
-                dict(zip(spec.partition_fields, m.partition)) if m.partition is not None else None for m in matches
+                dict(zip(spec.partition_fields, m.partition)) if m.partition is not None else None
+                for m in matches
             ]
             columns["partition"] = pa.array(values, kind)
         elif spec.partition == "strings":
@@ -170,7 +177,9 @@ class Collector:
                     [row for row, position in zip(r, m.positions) if position in set(m.labels.get(label, ()))]
                     for m, r in zip(matches, rows)
                 ]
-                columns.setdefault("ids", {})[label] = _lists(table, picked, schema.field("ids").type.field(label).type)
+                columns.setdefault("ids", {})[label] = _lists(
+                    table, picked, schema.field("ids").type.field(label).type
+                )
             if spec.labels:
                 ids = columns.pop("ids")
                 columns["ids"] = pa.StructArray.from_arrays(

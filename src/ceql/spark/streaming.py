@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ceql.errors import CeqlError, LimitError
 from ceql.lang.schema import Schema
-from ceql.spark.batch import _compiled, time_ns
+from ceql.spark.batch import _compiled, sort_order, time_ns
 from ceql.spark.output import Collector, OutputSpec, output_spec, plain_rows
 
 # transformWithStateInPandas renames columns that start with underscores: plain names here.
@@ -84,7 +84,9 @@ def _processor_class():
             if not frames:
                 return iter([])
             frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            table = pa.Table.from_pandas(frame[setup["columns"]], schema=setup["input_schema"], preserve_index=False)
+            table = pa.Table.from_pandas(
+                frame[setup["columns"]], schema=setup["input_schema"], preserve_index=False
+            )
             order = _order(table, setup["order"])
             table = table.take(pa.array(order))
             late_mask = _behind(table, setup["order"], data["frontier"])
@@ -102,7 +104,9 @@ def _processor_class():
                 outputs.append(_late_frame(late, setup))
                 table = table.filter(pa.array(~late_mask))
             buffered = _read_ipc(data["buffer"])
-            data["buffer"] = _write_ipc(pa.concat_tables([buffered, table]) if buffered is not None else table)
+            data["buffer"] = _write_ipc(
+                pa.concat_tables([buffered, table]) if buffered is not None else table
+            )
             outputs.extend(self._release(data, timerValues.getCurrentWatermarkInMs()))
             self._save(data)
             return iter(outputs)
@@ -152,7 +156,9 @@ def _processor_class():
             found = evaluator.process_table(table, payload=values)
             for count, (match, events) in enumerate(found, 1):
                 if setup["max_matches"] and count > setup["max_matches"]:
-                    raise LimitError(f"more than {setup['max_matches']} matches in one micro-batch of one key")
+                    raise LimitError(
+                        f"more than {setup['max_matches']} matches in one micro-batch of one key"
+                    )
                 if spec.has_ids:
                     collector.add_values(match, events)
                 else:
@@ -172,9 +178,7 @@ def _processor_class():
 
 
 def _order(table: pa.Table, columns: list[str]) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start").to_numpy()
+    return sort_order(table, columns).to_numpy()
 
 
 def _behind(table: pa.Table, columns: list[str], frontier: tuple | None) -> np.ndarray:
@@ -274,7 +278,7 @@ def find_streaming(
                 "(an event id or sequence number; Kafka's partition and offset are used when present)"
             )
     time = time_ns(schema, df)
-    if time is None or set(facts.time_attributes) != set(schema.event_types):
+    if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
     partitioned = bool(facts.partition_groups) and facts.consume != "ANY"
     if partitioned and facts.window_kind == "events":
@@ -283,7 +287,9 @@ def find_streaming(
             "by key does not see: use a time window, or run it in batch"
         )
     delay = lateness_ms(schema, allowed_lateness)
-    prepared = df.withColumn(TIME, time).withColumn(MILLIS, F.floor(F.col(TIME) / F.lit(1_000_000)).cast("long"))
+    prepared = df.withColumn(TIME, time).withColumn(
+        MILLIS, F.floor(F.col(TIME) / F.lit(1_000_000)).cast("long")
+    )
     # Spark's first watermark is 0 and registering a timer at the watermark is an error: shift
     # the event-time column by 1 ms (the evaluator reads the real times).
     prepared = prepared.withColumn(TS, F.timestamp_millis(F.col(MILLIS) + F.lit(1)))
