@@ -1,53 +1,61 @@
-"""Spark Structured Streaming: same results as batch and local, exactly once across a restart."""
+"""Spark Structured Streaming: ordered by (time, tie-break) with no sequence column, the same
+matches as batch (the last instant of a finished input included), late events in their own
+output, exactly once across a killed and restarted driver."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 import ceql
-from ceql.spark import find
+from ceql.spark import find, write_stream
 from tests.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
+ROOT = Path(__file__).resolve().parents[1]
+SECOND = 10**9
 
 
 def _events(n: int, seed: int) -> list[dict]:
+    """Events in stream order: times in ns, often equal (the tie-break ``seq`` orders them)."""
     rng = random.Random(seed)
-    events, time = [], 0
+    events, now = [], 0
     for index in range(n):
-        time += rng.randint(0, 2) * 10**9
+        now += rng.randint(0, 2) * SECOND
         events.append(
             {
                 "event_type": rng.choice("ABCD"),
                 "id": rng.randint(0, 1),
                 "v": rng.randint(0, 4),
                 "s": rng.choice("ab"),
-                "t": time,
+                "t": now,
                 "seq": index,
             }
         )
     return events
 
 
-def _closing_event(events: list[dict]) -> dict:
-    """An event far later than the others: it moves the watermark past them (ends the input)."""
-    return {"event_type": "D", "id": 9, "v": 0, "s": "z", "t": events[-1]["t"] + 10**12, "seq": len(events)}
-
-
-def _write_files(directory, events, per_file: int, start: int = 0) -> None:
-    """Files in stream order; the file source takes them by modification time, so set it."""
+def _write_files(directory: Path, events: list[dict], per_file: int, start: int = 0) -> None:
+    """Files in arrival order; the file source takes them by modification time, so set it.
+    Within a file the rows are shuffled: only (time, seq) orders them."""
     for number in range(0, len(events), per_file):
         index = start + number // per_file
+        chunk = events[number : number + per_file]
+        random.Random(index).shuffle(chunk)
         path = directory / f"part{index:04d}.jsonl"
-        path.write_text("".join(json.dumps(e) + "\n" for e in events[number : number + per_file]))
+        path.write_text("".join(json.dumps(e) + "\n" for e in chunk))
         os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
 
 
-def _input_schema():
+def input_schema():
     from pyspark.sql import types as T
 
     return T.StructType(
@@ -62,98 +70,146 @@ def _input_schema():
     )
 
 
-def _run_stream(spark, source, text, output, checkpoint) -> None:
-    stream = spark.readStream.schema(_input_schema()).option("maxFilesPerTrigger", 1).json(str(source))
-    query = (
-        find(stream, text, SCHEMA)
-        .writeStream.format("parquet")
-        .option("path", str(output))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+def _stream(spark, source: Path):
+    return spark.readStream.schema(input_schema()).option("maxFilesPerTrigger", 1).json(str(source))
 
 
-def _keys(rows) -> list[tuple]:
-    return sorted(
-        (r.trigger, tuple(r.positions), tuple(sorted((k, tuple(v)) for k, v in r.labels.items())))
-        for r in rows
-    )
+def _ids(rows) -> list[tuple]:
+    """Matches by their events' ids and per-label ids: positions play no part."""
+    found = []
+    for row in rows:
+        labels = tuple(sorted((k, tuple(e.seq for e in v)) for k, v in row.ids.asDict().items())) if row.ids else ()
+        found.append((tuple(e.seq for e in row.events), labels))
+    return sorted(found)
+
+
+def _local(text: str, events: list[dict]) -> list[tuple]:
+    found = []
+    for m in ceql.compile(text, SCHEMA).run(events):
+        labels = tuple(sorted((k, tuple(events[p]["seq"] for p in v)) for k, v in m.labels.items()))
+        found.append((tuple(events[p]["seq"] for p in m.positions), labels))
+    return sorted(found)
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "SELECT * WHERE A AS x; B AS y PARTITION BY [id] WITHIN 5 SECONDS",
-        "SELECT * WHERE A AS x; B+ AS y; C WITHIN 6 SECONDS",
-        "SELECT * WHERE A AS x; C AS y PARTITION BY [id] WITHIN 8 EVENTS CONSUME BY PARTITION",
-        "SELECT * WHERE A AS x; B AS y WITHIN 4000000000 [t] CONSUME BY ANY",
+        "SELECT * WHERE A AS x; B+ AS y PARTITION BY [id] WITHIN 5 SECONDS",
+        "SELECT * WHERE A AS x; B AS y; C AS z WITHIN 8 EVENTS",
         "SELECT * WHERE A AS x; B AS y PARTITION BY [id] CONSUME BY ANY",
     ],
 )
-def test_streaming_equals_batch_local_and_reference(spark, tmp_path, text) -> None:
+def test_streaming_equals_batch_and_local_including_the_last_instant(spark, tmp_path, text) -> None:
     events = _events(60, seed=len(text))
+    for event, kind in zip(events[-3:], "ABC"):  # the last instant triggers matches: they must come out
+        event.update(event_type=kind, id=0, t=events[-1]["t"])
     source = tmp_path / "in"
     source.mkdir()
-    _write_files(source, events + [_closing_event(events)], per_file=15)
-    _run_stream(spark, source, text, tmp_path / "out", tmp_path / "checkpoint")
-    streamed = _keys(spark.read.parquet(str(tmp_path / "out")).collect())
-    batch = _keys(
-        find(spark.read.schema(_input_schema()).json(str(source)), text, SCHEMA, order_by="seq")
-        .where(f"trigger < {len(events)}")
-        .collect()
+    _write_files(source, events, per_file=30)
+    query = (
+        find(_stream(spark, source), text, SCHEMA, tie_break="seq", id_columns=["seq"])
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
     )
-    query = ceql.compile(text, SCHEMA)
-    local = sorted((m.trigger, m.positions, tuple(sorted(m.labels.items()))) for m in query.run(events))
-    reference = sorted(
-        (m.trigger, m.positions, tuple(sorted(m.labels.items()))) for m in ceql.reference.run(query, events)
-    )
-    assert local, "the stream must produce matches"
-    assert streamed == batch, (len(streamed), len(batch))
-    assert batch == local == reference
+    query.awaitTermination()
+    streamed = _ids(spark.read.parquet(str(tmp_path / "out")).collect())
+    batch_frame = spark.read.schema(input_schema()).json(str(source))
+    batch = _ids(find(batch_frame, text, SCHEMA, tie_break="seq", id_columns=["seq"]).collect())
+    local = _local(text, events)
+    last = {e["seq"] for e in events if e["t"] == events[-1]["t"]}
+    assert any(max(ids) in last for ids, _ in local), "the last instant must trigger a match"
+    assert streamed == batch == local
 
 
-def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, tmp_path) -> None:
-    text = "SELECT * WHERE A AS x; B AS y PARTITION BY [id] WITHIN 6 SECONDS"
-    events = _events(80, seed=7)
-    source, output, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
-    source.mkdir()
-    _write_files(source, events[:40], per_file=10)
-    _run_stream(spark, source, text, output, checkpoint)  # stops after the first files
-    first = spark.read.parquet(str(output)).count()
-    _write_files(source, events[40:] + [_closing_event(events)], per_file=10, start=4)  # more files arrive
-    _run_stream(spark, source, text, output, checkpoint)  # restarted from the checkpoint
-    rows = spark.read.parquet(str(output)).collect()
-    expected = sorted(
-        (m.trigger, m.positions, tuple(sorted(m.labels.items())))
-        for m in ceql.compile(text, SCHEMA).run(events)
-    )
-    assert 0 < first < len(rows)
-    assert _keys(rows) == expected  # the union is the batch result, with no duplicates
-
-
-def test_late_events_are_routed_to_the_output_not_dropped(spark, tmp_path) -> None:
-    second = 10**9
-    batches = [
-        [("A", 0, 0), ("B", 0, 5 * second)],
-        [("A", 0, 20 * second), ("B", 0, 3 * second), ("B", 0, 21 * second)],  # the B at 3 s is late
-        [("D", 0, 100 * second)],
+def test_late_events_go_to_their_own_output_never_to_the_matches(spark, tmp_path) -> None:
+    arrivals = [  # (type, time in s): one file, one micro-batch each
+        [("A", 0), ("B", 5)],
+        [("A", 20), ("B", 21)],
+        [("B", 3)],  # after the watermark passed 5 s: late
+        [("B", 22), ("A", 1)],  # the A at 1 s is late too
     ]
     source = tmp_path / "in"
     source.mkdir()
     seq = 0
-    for index, rows in enumerate(batches):
-        events = []
-        for kind, key, time in rows:
-            events.append({"event_type": kind, "id": key, "v": 1, "s": "a", "t": time, "seq": seq})
+    for index, rows in enumerate(arrivals):
+        batch = []
+        for kind, second in rows:
+            batch.append({"event_type": kind, "id": 0, "v": 1, "s": "a", "t": second * SECOND, "seq": seq})
             seq += 1
-        path = source / f"part{index}.jsonl"
-        path.write_text("".join(json.dumps(e) + "\n" for e in events))
-        os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
-    _run_stream(spark, source, "SELECT * WHERE A; B", tmp_path / "out", tmp_path / "checkpoint")
-    rows = spark.read.parquet(str(tmp_path / "out")).collect()
-    late = sorted(tuple(r.positions) for r in rows if r.query.endswith(":late"))
-    matches = sorted(tuple(r.positions) for r in rows if not r.query.endswith(":late"))
-    assert late == [(3,)]
-    assert matches == [(0, 1), (0, 4), (2, 4)]
+        _write_files(source, batch, per_file=len(batch), start=index)
+    out, late = tmp_path / "out", tmp_path / "late"
+    running = write_stream(
+        _stream(spark, source),
+        "SELECT * WHERE A; B",
+        SCHEMA,
+        tie_break="seq",
+        id_columns=["seq"],
+        path=str(out),
+        late_path=str(late),
+        checkpoint=str(tmp_path / "checkpoint"),
+    )
+    running.awaitTermination()
+    matches = sorted(tuple(e.seq for e in r.events) for r in spark.read.parquet(str(out)).collect())
+    assert matches == [(0, 1), (0, 3), (0, 5), (2, 3), (2, 5)]
+    late_rows = spark.read.parquet(str(late)).collect()
+    assert sorted((r.seq, r.event_type, r.t) for r in late_rows) == [(4, "B", 3 * SECOND), (6, "A", SECOND)]
+    # ``find`` alone has no side output: a late event stops the query, naming the event.
+    failing = (
+        find(_stream(spark, source), "SELECT * WHERE A; B", SCHEMA, tie_break="seq")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint2"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match="late event") as caught:
+        failing.awaitTermination()
+    assert "'seq': 4" in str(caught.value)
+
+
+def test_streams_need_a_tie_break_and_whole_stream_event_windows_need_one_key(spark, tmp_path) -> None:
+    (tmp_path / "in").mkdir()
+    stream = _stream(spark, tmp_path / "in")
+    with pytest.raises(ceql.CeqlError, match=r"a stream needs tie_break="):
+        find(stream, "SELECT * WHERE A; B", SCHEMA)
+    with pytest.raises(ceql.CeqlError, match=r"WITHIN n EVENTS with PARTITION BY"):
+        find(stream, "SELECT * WHERE A; B PARTITION BY [id] WITHIN 5 EVENTS", SCHEMA, tie_break="seq")
+
+
+def _job(source: Path, out: Path, late: Path, checkpoint: Path, text: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.spark_stream_job", str(source), str(out), str(late), str(checkpoint), text],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: the kill takes the JVM with it
+    )
+
+
+def test_killed_driver_restarts_from_the_checkpoint_without_loss_or_duplicates(spark, tmp_path) -> None:
+    text = "SELECT * WHERE A AS x; B+ AS y PARTITION BY [id] WITHIN 6 SECONDS"
+    events = _events(120, seed=7)
+    source, out, late, checkpoint = (tmp_path / name for name in ("in", "out", "late", "checkpoint"))
+    source.mkdir()
+    _write_files(source, events, per_file=10)
+    job = _job(source, out, late, checkpoint, text)
+    commits = checkpoint / "commits"
+    deadline = time.monotonic() + 240
+    while not (commits.exists() and len([p for p in commits.iterdir() if p.name.isdigit()]) >= 2):
+        assert job.poll() is None, job.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the job did not commit two micro-batches"
+        time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGKILL)  # the driver dies mid-stream, its JVM with it
+    job.wait()
+    done = sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    assert done and done[-1] < 12, "the kill must come before the end of the input"
+    restarted = _job(source, out, late, checkpoint, text)
+    _, err = restarted.communicate(timeout=300)
+    assert restarted.returncode == 0, err.decode()[-2000:]
+    rows = spark.read.parquet(str(out)).collect()
+    assert _ids(rows) == _local(text, events)  # no loss, and no duplicates (a list, not a set)
+    assert spark.read.parquet(str(late)).count() == 0

@@ -164,7 +164,7 @@ def find(
             )
         return find_streaming(df, compiled, **settings)
     order_by, tie_break, id_columns = _names(order_by), settings["tie_break"], settings["id_columns"]
-    if allowed_lateness is not None:
+    if settings["allowed_lateness"] is not None:
         raise CeqlError("allowed_lateness is for streaming DataFrames")
     if not id_columns:
         positions = True  # nothing else identifies the events of a match
@@ -262,6 +262,7 @@ def prepare_stream(
         "name": name,
         "allowed_lateness": allowed_lateness,
         "max_matches": max_matches,
+        "user_columns": user_columns,
     }
     return compiled, df, settings
 

@@ -254,6 +254,7 @@ def find_streaming(
     *,
     tie_break: list[str],
     id_columns: list[str],
+    user_columns: list[str],
     name: str = "query",
     allowed_lateness: str | None = None,
     late: str = "fail",
@@ -268,7 +269,6 @@ def find_streaming(
 
     schema = query.checked.schema
     facts = query.facts
-    user_columns = [c for c in df.columns if c != "event_type" or c in id_columns]
     if not tie_break:
         if all(c in df.columns for c in KAFKA_ORDER):
             tie_break = KAFKA_ORDER
