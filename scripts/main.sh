@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: the Spark pipeline (local mode) over the bundled sample stock data.
+# The main job: the Spark pipeline over the bundled sample stock data (local mode, or a cluster
+# with --master spark://127.0.0.1:7077 after `bash scripts/cluster.sh start`).
 # Installs what it needs (Python packages into .venv, Java when missing), then runs two queries
 # in one pass and prints a short summary; results go to out/matches (Parquet).
 set -euo pipefail

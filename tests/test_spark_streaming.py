@@ -190,6 +190,7 @@ def _job(source: Path, out: Path, late: Path, checkpoint: Path, text: str) -> su
     )
 
 
+@pytest.mark.slow  # two driver processes with their own JVMs
 def test_killed_driver_restarts_from_the_checkpoint_without_loss_or_duplicates(spark, tmp_path) -> None:
     text = "SELECT * WHERE A AS x; B+ AS y PARTITION BY [id] WITHIN 6 SECONDS"
     events = _events(120, seed=7)

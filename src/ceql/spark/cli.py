@@ -218,7 +218,9 @@ def run_spark(args: argparse.Namespace) -> int:
     spark = session(args.master)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
-    parsed = read_events(spark, paths, schema, args.input_format, catalog, read_options(args), notices)
+    # Executors of a cluster run in their own directories: give them absolute paths.
+    absolute = [os.path.abspath(p) for p in paths]
+    parsed = read_events(spark, absolute, schema, args.input_format, catalog, read_options(args), notices)
     parsed = parsed.localCheckpoint(eager=True)  # read the input once
     for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
         notices.warn(row[REASON], row[REASON])
@@ -264,11 +266,13 @@ def run_spark(args: argparse.Namespace) -> int:
                 query,
                 schema,
                 order_by=order_by,
-                with_events=args.with_events,
+                id_columns=[EVENT_TYPE, *catalog.columns] if args.with_events else [],
+                positions=True,
                 name=name,
                 max_matches=limit,
             )
-            results = found if results is None else results.unionByName(found)
+            found = _file_layout(found, args.with_events)
+            results = found if results is None else results.unionByName(found, allowMissingColumns=True)
         folder = outputs.folder(args.output)
         try:
             write = results.write.mode("errorifexists")
@@ -300,6 +304,35 @@ def run_spark(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _file_layout(found, with_events: bool):
+    """The columns of the local engine's output files: query, trigger, positions, labels,
+    partition (as text), the events with their positions, then the measures."""
+    from pyspark.sql import functions as F
+
+    fields = {f.name: f.dataType for f in found.schema.fields}
+    if "partition" not in fields:
+        partition = F.lit(None).cast("array<string>")
+    elif fields["partition"].typeName() == "struct":
+        parts = [F.col("partition").getField(f.name).cast("string") for f in fields["partition"].fields]
+        partition = F.when(F.col("partition").isNull(), F.lit(None)).otherwise(F.array(*parts))
+    else:
+        partition = F.col("partition")
+    columns = [F.col(c) for c in ("query", "trigger", "positions", "labels")] + [partition.alias("partition")]
+    if with_events:
+        names = [f.name for f in fields["events"].elementType.fields]
+        columns.append(
+            F.transform(
+                "events",
+                lambda e, i: F.struct(
+                    F.element_at("positions", i + 1).alias("position"), *[e.getField(n).alias(n) for n in names]
+                ),
+            ).alias("events")
+        )
+    reserved = {"query", "trigger", "positions", "labels", "partition", "events", "ids"}
+    columns += [F.col(f"`{name}`") for name in fields if name not in reserved]
+    return found.select(*columns)
 
 
 def _too_many(limit: int):
