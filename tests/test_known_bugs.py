@@ -1,14 +1,12 @@
 """Engine bugs found by the generated differential suites, as minimal reproductions.
 
-Each test states the semantics (docs/semantics.md) and is a strict xfail: it fails today, and
-when the bug is fixed it passes, which fails the run, so that the xfail mark and the matching
-entry of ``tests.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over the
-bug meanwhile) are removed together.
+Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
+an entry of ``tests.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
+it meanwhile); when it is fixed, both go and the test stays as a regression. All of these are
+fixed.
 """
 
 from __future__ import annotations
-
-import pytest
 
 import ceql
 from tests.strategies import TEST_DECLARATION
@@ -38,7 +36,6 @@ def reference(text: str, events: list[dict]) -> list[tuple]:
     return sorted((m.trigger, m.positions, dict(m.labels)) for m in ceql.reference.run(ceql.check(text, SCHEMA), events))
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="aggregate in NOT(E FILTER ...): AttributeError in predicates")
 def test_aggregate_inside_not() -> None:
     text = "SELECT * WHERE C ; NOT(B FILTER COUNT(B) = 1) ; B"
     events = events_of([("C", 0, 0), ("A", 0, 1), ("B", 0, 2), ("B", 0, 0)])
@@ -46,14 +43,12 @@ def test_aggregate_inside_not() -> None:
     assert engine(text, events) == reference(text, events)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="PREV in NOT(E FILTER ...): AttributeError in predicates")
 def test_prev_inside_not() -> None:
     text = "SELECT * WHERE C ; NOT(B FILTER B.v = PREV(B.v)) ; B"
     events = events_of([("C", 0, 0), ("A", 0, 1), ("B", 0, 2)])
     assert engine(text, events) == reference(text, events)
 
 
-@pytest.mark.xfail(strict=True, reason="STRICT is not applied when the formula has a PARTITION BY inside it")
 def test_strict_with_partition_inside_the_formula() -> None:
     text = "SELECT STRICT * WHERE (A ; A PARTITION BY [id])"
     events = events_of([("C", 0, 0), ("A", 0, 1), ("A", 0, 2), ("C", 0, 3), ("A", 0, 3)])
@@ -62,7 +57,6 @@ def test_strict_with_partition_inside_the_formula() -> None:
     assert engine(text, events) == reference(text, events)
 
 
-@pytest.mark.xfail(strict=True, reason="a renaming onto a label the body defines repeats the complex event")
 def test_renaming_onto_a_defined_label_reports_once() -> None:
     text = "SELECT * WHERE (A AS y)[A -> y] OR A AS y"
     events = events_of([("A", 0, 0)])
@@ -70,7 +64,6 @@ def test_renaming_onto_a_defined_label_reports_once() -> None:
     assert engine(text, events) == reference(text, events)
 
 
-@pytest.mark.xfail(strict=True, reason="the compiled kernel's saved state forgets where START is anchored")
 def test_kernel_state_round_trip_keeps_start_anchored() -> None:
     text = "SELECT * WHERE START(A FILTER A[id > 0])"
     events = events_of([("A", 0, 0), ("A", 1, 0)])
@@ -79,7 +72,6 @@ def test_kernel_state_round_trip_keeps_start_anchored() -> None:
     assert engine(text, events, "compiled", save_at=1) == []
 
 
-@pytest.mark.xfail(strict=True, reason="Python path: a window over an attribute that decreases drops complex events")
 def test_window_over_an_attribute_that_decreases() -> None:
     text = "SELECT * WHERE A ; A ; A WITHIN 1 [v]"
     events = events_of([("A", 0, 0), ("A", 0, 1), ("A", 0, 0)])

@@ -72,7 +72,7 @@ class Output:
         plan = self.plan
         paths: Iterable = self._paths(finals)
         if plan.repeats:
-            paths = _distinct(paths)
+            paths = _distinct(paths, self.reported_labels)
         if plan.strict_filter:
             paths = (p for p in paths if _is_interval(p))
         strategy = plan.strategy
@@ -148,14 +148,17 @@ class Output:
         return Match(trigger, tuple(positions), frozen, partition, values or {})
 
 
-def _distinct(paths: Iterable) -> Iterator:
-    """Each complex event once (positions and labels), whichever derivations reach it."""
+def _distinct(paths: Iterable, reported: frozenset[str]) -> Iterator:
+    """Each complex event once (its positions and reported labels), whichever derivations
+    reach it: private labels and labels not reported (event types) do not count."""
     seen = set()
     for path in paths:
         identity = []
         node = path
         while node is not None:
-            identity.append((node[0], tuple(label for label in node[1] if label[0] != "\x00")))
+            public = [label for label in node[1] if label[0] != "\x00"]
+            if public:
+                identity.append((node[0], tuple(label for label in public if label in reported)))
             node = node[3]
         identity = tuple(identity)
         if identity in seen:
