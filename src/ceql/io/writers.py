@@ -53,7 +53,7 @@ class TimeDisplay:
     def __init__(self, catalog: Any = None, measure_kinds: dict[str, dict[str, str]] | None = None) -> None:
         self.catalog = catalog
         self.measure_kinds = measure_kinds or {}  # query -> measure name -> type name
-        self._seen = -1
+        self._seen: tuple = ()
         self._columns: frozenset[str] = frozenset()
 
     @property
@@ -62,8 +62,9 @@ class TimeDisplay:
         catalog = self.catalog
         if catalog is None:
             return frozenset()
-        if len(catalog.time_inputs) != self._seen:
-            self._seen = len(catalog.time_inputs)
+        seen = tuple(catalog.time_inputs.items())
+        if seen != self._seen:
+            self._seen = seen
             self._columns = frozenset(
                 name for name, column in catalog.columns.items() if column.is_time and catalog.shows_timestamps(name)
             )
