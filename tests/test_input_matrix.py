@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ceql.cli import main
+from ceql.compile.catalog import format_time_ns
 
 DECLARATION = """CREATE STREAM S {
   EVENT A { id:int, name:string, price:double, ok:boolean, ts:primary_time },
@@ -27,6 +28,8 @@ DECLARATION = """CREATE STREAM S {
 QUERY = "SELECT * FROM S WHERE (A AS a FILTER a[id != 0]) OR (B AS b FILTER b[id != 0])"
 MAX_LINE = 2000
 NAN, INF = float("nan"), float("inf")
+# An accepted event that no complex event reports (a null is a missing value: docs/semantics.md).
+NO_MATCH = ("no match",)
 LONG = "y" * 3000
 ISO_NS = 1_704_067_200_000_000_000  # 2024-01-01T00:00:00Z
 
@@ -53,7 +56,7 @@ CSV_LINES = [
     ("A,9,x,1,true,yesterday,", "bad time", "column ts: cannot read 'yesterday' as a time"),
     ("Z,10,x,1,true,9000,", "unknown event type", "unknown event type 'Z'"),
     (",11,x,1,true,9000,", "no event type", "event has no event_type"),
-    ("A,,x,1,true,9000,", "empty int field", "missing field id"),
+    ("A,,x,1,true,9000,", "empty int field: a missing value, id != 0 is false", NO_MATCH),
     ("A,12,\udcff,1,true,9000,", "bad UTF-8", "the line is not valid UTF-8"),
     ('A,13,"open,1,true,9000,', "quote not closed on its line", "3 fields where the header has 7"),
     (f"A,14,{LONG},1,true,9000,", "line too long", f"line is longer than the limit of {MAX_LINE} bytes"),
@@ -82,7 +85,7 @@ JSONL_LINES = [
      "column price: '1e400' is beyond the range of a double"),
     ('{"event_type":5,"id":6,"ts":6000}', "event_type not a string", "event_type: cannot read integer 5 as a string"),
     ('{"event_type":"A","name":"x","ts":7000}', "a key the query reads is missing", "missing field id"),
-    ('{"event_type":"A","id":null,"ts":7000}', "null value", "missing field id"),
+    ('{"event_type":"A","id":null,"ts":7000}', "null: a missing value, id != 0 is false", NO_MATCH),
     (DEEP, "deeply nested JSON", "invalid JSON: it nests too deeply"),
     ("[1, 2]", "not an object", "a JSON object is expected, not an array"),
     ("{bad", "invalid JSON", "invalid JSON: Expecting property name"),
@@ -156,22 +159,26 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
     footless = tmp_path / "footless.parquet"
     footless.write_bytes(bytes(data[:-12]))
     us_ns = 1000
+
+    def stamp(ns: int) -> str:  # Parquet gave timestamps: outputs show timestamps
+        return format_time_ns(ns)
+
     expected = [
-        ("main.parquet", 1, ("A", 1, "x", 1.5, True, 1 * us_ns)),
-        ("main.parquet", 2, "missing field id"),
-        ("main.parquet", 3, ("A", 3, "x", NAN, True, 3 * us_ns)),
+        ("main.parquet", 1, ("A", 1, "x", 1.5, True, stamp(1 * us_ns))),
+        ("main.parquet", 2, NO_MATCH),  # a null id: read, and id != 0 is false on it
+        ("main.parquet", 3, ("A", 3, "x", NAN, True, stamp(3 * us_ns))),
         ("main.parquet", 4, "unknown event type 'Z'"),
-        ("main.parquet", 5, ("B", 5, None, None, None, 9 * us_ns)),
+        ("main.parquet", 5, ("B", 5, None, None, None, stamp(9 * us_ns))),
         ("main.parquet", 6, "out of order: time 8000 after 9000"),
-        ("main.parquet", 7, ("A", 7, "x", 2.0, False, 10 * us_ns)),
+        ("main.parquet", 7, ("A", 7, "x", 2.0, False, stamp(10 * us_ns))),
         ("nested.parquet", 1, "column id: 18446744073709551615 is beyond the int64 range"),
-        ("nested.parquet", 2, ("B", 21, None, None, None, 21 * us_ns)),
+        ("nested.parquet", 2, ("B", 21, None, None, None, stamp(21 * us_ns))),
     ]
     for row in range(1, rows + 1):
         outcome = (
             "cannot read the Parquet file here (row group 1)"
             if 11 <= row <= 20
-            else ("B", 99 + row, None, None, None, 10**6 + row - 1)
+            else ("B", 99 + row, None, None, None, 10**6 + row - 1)  # integer times: integers
         )
         expected.append(("corrupt.parquet", row, outcome))
     expected.append(("footless.parquet", None, "cannot read the Parquet file: "))
@@ -258,7 +265,11 @@ def _check(outcome: Outcome, expected: list[tuple], policy: str) -> None:
         assert f"{name}, {unit} {line}: {reason}" in outcome.stderr, outcome.stderr
         return
     assert outcome.code == 0, outcome.stderr
-    positions = [(position, *map(_same, values)) for position, (_, _, values) in enumerate(accepted)]
+    positions = [
+        (position, *map(_same, values))
+        for position, (_, _, values) in enumerate(accepted)
+        if values is not NO_MATCH
+    ]
     assert outcome.events == positions
     if policy == "dead-letter":
         got = [(name, line, reason) for name, line, reason, _ in outcome.dead]

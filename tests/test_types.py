@@ -270,7 +270,6 @@ def test_values_near_2_63_stay_exact_on_every_api_input() -> None:
         (_a(v="1e400"), "row 0: column v: '1e400' is beyond the range of a double"),
         (_a(t="yesterday"), "row 0: column t: cannot read 'yesterday' as a time"),
         ({"event_type": "A", "v": 1.0, "s": "x", "t": 1}, "row 0: missing field id"),
-        (_a(id=None), "row 0: missing field id"),
         ({"event_type": "Z"}, "row 0: unknown event type 'Z'"),
         ({"event_type": 5}, "row 0: event_type: cannot read integer 5 as a string"),
         ({"id": 1}, "row 0: event has no event_type"),
@@ -382,5 +381,19 @@ def test_typed_events_reads_every_declared_column() -> None:
         {"event_type": "A", "id": BIG, "t": EPOCH_NS, "s": None, "x": None},  # s left out: null
         {"event_type": "B", "id": None, "t": None, "s": None, "x": 1.0},
     ]
-    with pytest.raises(ceql.EventError, match="row 0: missing field s"):
-        typed_events(schema, [{"event_type": "A", "id": 1, "t": 1, "s": None}])  # there, but null
+    # There, but null: a missing value (docs/semantics.md 3.2); a null time is a bad row.
+    assert typed_events(schema, [{"event_type": "A", "id": 1, "t": 1, "s": None}]).column("s").to_pylist() == [None]
+    with pytest.raises(ceql.EventError, match="row 0: missing field t"):
+        typed_events(schema, [{"event_type": "A", "id": 1, "t": None}])
+
+
+def test_a_null_is_a_missing_value_not_a_bad_row() -> None:
+    """A null reaches the engine: every comparison on it is false, NOT makes it true."""
+    events = [_a(id=None), _b(), _a(id=5, v=None), _b()]  # small ids: pandas makes them floats
+    frame = pd.DataFrame(events)
+    assert [m.positions for m in QUERY.run(events)] == []
+    assert [m.positions for m in QUERY.run(pa.Table.from_pylist(events))] == []
+    negated = ceql.compile("SELECT * FROM S WHERE A AS a FILTER NOT a[id = 1]", SCHEMA)
+    assert [m.positions for m in negated.run(events)] == [(0,), (2,)]
+    assert [m.positions for m in negated.run(frame)] == [(0,), (2,)]
+    assert [m.positions for m in ceql.reference.run(negated.checked, events)] == [(0,), (2,)]

@@ -1,4 +1,4 @@
-"""Can one complex event be reported twice? (Only through private labels.)
+"""Can one complex event be reported twice? (Through private labels, or labels not reported.)
 
 The automaton is determinized over its full label sets, public and private, so one sequence of
 full label sets has one run. Private labels (registers.py) record a derivation: which events an
@@ -18,13 +18,21 @@ from ceql.errors import UnsupportedQueryError
 MAX_PAIRS = 20_000
 
 
-def _public(labels: frozenset[str]) -> frozenset[str]:
-    return frozenset(label for label in labels if label[0] != "\x00")
+def may_repeat(
+    machine: automata.Machine, reported: frozenset[str] | None = None, limit: int = MAX_PAIRS
+) -> bool:
+    """True unless the machine provably reports every complex event through one run.
 
-
-def may_repeat(machine: automata.Machine, limit: int = MAX_PAIRS) -> bool:
-    """True unless the machine provably reports every complex event through one run."""
+    ``reported``: the labels a complex event reports (None: every public label). Labels that are
+    not reported (event-type labels, which a renaming or a projection may remove on one branch
+    and not on another) distinguish runs without distinguishing what they report."""
     cache: dict = {}
+
+    def _public(labels: frozenset[str]) -> tuple:
+        public = frozenset(label for label in labels if label[0] != "\x00")
+        if reported is None:
+            return public
+        return (public & reported, bool(public))
 
     def moves(state):
         found = cache.get(state)

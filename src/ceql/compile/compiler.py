@@ -249,7 +249,9 @@ class _Compiler(Visitor):
     def visit_NotEvent(self, node: ast.NotEvent) -> automata.Machine:
         matched = guards.type_is(node.atom.name)
         if node.cond is not None:
-            if cond_labels(node.cond) - {node.atom.name}:
+            reads_more = any(isinstance(n, (ast.Aggregate, ast.Prev)) for n in walk(node.cond))
+            if reads_more or cond_labels(node.cond) - {node.atom.name}:
+                # Other labels, an aggregate or PREV: decided on registers, not per event.
                 return self.condition_site(None, node.atom, node.cond, {node.atom.name}, negated_event=True)
             pid = self.predicates.intern(unary_pred(node.cond))
             matched = matched | guards.pred(pid)

@@ -220,9 +220,12 @@ def _silent_reads(formula: ast.Formula) -> bool:
 def _pass_repeats(b: _Building) -> str:
     compiled = b.fields["compiled"]
     b.fields["silent_reads"] = _silent_reads(b.formula)
-    if not compiled.sites:
+    relabels = any(isinstance(node, (ast.Rename, ast.Project)) for node in walk(b.formula, formulas_only=True))
+    if not compiled.sites and not relabels:
         return "one run per complex event"
-    repeats = may_repeat(compiled.machine)
+    # Event-type labels are not reported: two runs that differ only there report one complex
+    # event (a renaming or a projection removes them on one branch and not on another).
+    repeats = may_repeat(compiled.machine, b.checked.as_labels)
     b.fields["repeats"] = repeats
     if repeats:
         b.notes.append(
@@ -294,6 +297,11 @@ def _pass_columns(b: _Building) -> str:
         needed.update(group)
     catalog = Catalog.for_query(schema, needed)
     b.fields["catalog"] = catalog
+    predicates = b.fields["compiled"].predicates
+    for name, column in catalog.columns.items():
+        ints = frozenset(t for t, a in column.declared.items() if a.type == "int")
+        if column.storage == "double" and ints:
+            predicates.int_types[name] = ints
     return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
 
 

@@ -82,7 +82,8 @@ def type_rows(
 
     ``event_types`` and each of ``columns`` are an Arrow array or a list of Python values, one
     item per row. ``absent`` marks, per column, rows where the field was not there at all (JSON
-    objects without the key): that is missing for a required column, and null otherwise. A
+    objects without the key): that is a bad row for a required column, and null otherwise. A
+    null is a missing value, except in a time column (a bad row). A
     required column that is not among ``columns`` while some row's event type declares it is an
     EventError naming it; a column no event type declares is ignored (``notices`` warns once).
     """
@@ -138,11 +139,18 @@ def type_rows(
         else:  # e.g. times in ms for one event type and in s for another: row by row groups
             values, missing, codes, reason_of = _by_event_type(raw, targets, known, type_index, n)
         valued = ~missing & ~unknown & ~needs  # values where the row's type does not declare it
-        if absent is not None and name in absent and name not in catalog.required:
-            # A field left out of a row is null when no query reads it; a field that is there
-            # but empty (JSON null) is still a missing value.
-            missing = missing & ~absent[name]
-        flag(needs & missing, lambda i, name=name: f"missing field {name}")
+        # A null (JSON null, an empty CSV field, an Arrow/pandas null) is a missing value: it
+        # reaches the engine, where every comparison on it is false (docs/semantics.md 3.2).
+        # A time cannot be missing (it orders the stream and measures windows), and a field
+        # left out of a row (a JSON object or dict without the key) that a query reads is a bad
+        # row: it is more likely a misspelt or truncated record than a value.
+        if column.is_time:
+            rejected = missing
+        elif absent is not None and name in absent and name in catalog.required:
+            rejected = absent[name]
+        else:
+            rejected = np.zeros(n, dtype=bool)
+        flag(needs & rejected, lambda i, name=name: f"missing field {name}")
         flag(needs & (codes != 0), lambda i, name=name, reason_of=reason_of: f"column {name}: {reason_of(i)}")
         if notices is not None:
             if column.storage == "string" and valued.any():  # an empty CSV field is no value here
@@ -150,7 +158,8 @@ def type_rows(
                     pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
                 )
             _warn_undeclared(notices, name, valued, type_index, known, schema_types)
-        if column.is_time and name not in catalog.time_inputs and (needs & ~bad).any():
+        seen_kind = catalog.time_inputs.get(name, "")
+        if column.is_time and not seen_kind.startswith("integer") and (needs & ~bad).any():
             catalog.note_time_input(name, _time_kind(raw, targets))
         keep = needs & ~bad
         if not keep.all():
@@ -242,17 +251,16 @@ class BatchBuilder:
         return typed.table
 
     def from_rows(self, rows: list[Mapping[str, Any]], first_row: int = 0) -> pa.Table:
-        """A typed table from event dicts (missing keys are missing values)."""
+        """A typed table from event dicts (a None is a missing value; a key left out is a
+        bad row when a query reads it, else a missing value)."""
         for index, row in enumerate(rows):
             if not isinstance(row, Mapping):
                 raise EventError(f"an event must be a dict, not {type(row).__name__}", first_row + index)
         columns: dict[str, list] = {}
         absent: dict[str, np.ndarray] = {}
         for name in self.catalog.columns:
-            if name in self.catalog.required:
-                columns[name] = [row.get(name) for row in rows]
-                continue
-            values = [row.get(name, _ABSENT) for row in rows]  # optional: left out is null
+            # Left out: a bad row if a query reads the field, else null (type_rows decides).
+            values = [row.get(name, _ABSENT) for row in rows]
             if _ABSENT in values:
                 absent[name] = np.fromiter((v is _ABSENT for v in values), dtype=bool, count=len(values))
                 values = [None if v is _ABSENT else v for v in values]

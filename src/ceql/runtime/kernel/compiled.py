@@ -45,7 +45,8 @@ C_ANY = 4  # strategy ANY: one complex event per trigger
 C_LIMIT = 5  # LIMIT n, -1 without
 C_INIT = 6  # the initial determinized state
 C_LABELS = 7  # 1: write each event's label-set id next to its position
-C_SIZE = 8
+C_ANCHORED = 8  # 1: runs may all die (START): a sub-stream left with none stays empty
+C_SIZE = 9
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 
@@ -571,7 +572,7 @@ def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, o
                 act[slot, kept, 0] = act[slot, j, 0]
                 act[slot, kept, 1] = r
                 kept += 1
-        if kept == 0:
+        if kept == 0 and cfg[C_ANCHORED] == 0:
             act[slot, 0, 0] = init
             act[slot, 0, 1] = 0
             kept = 1

@@ -98,6 +98,7 @@ class KernelEvaluator:
         whole_triggers: never split the complex events of one trigger over two output chunks
             (when a projection may make some of them equal, duplicates are removed per chunk).
         labels: also output each event's label-set id.
+        anchored: runs may all die (START): a sub-stream left without runs stays so.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class KernelEvaluator:
         partitioned: bool = False,
         whole_triggers: bool = False,
         labels: bool = True,
+        anchored: bool = False,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -130,6 +132,7 @@ class KernelEvaluator:
         self.cfg[k.C_LIMIT] = -1 if limit is None else limit
         self.cfg[k.C_INIT] = det.initial
         self.cfg[k.C_LABELS] = int(self.labels)
+        self.cfg[k.C_ANCHORED] = int(anchored)
         self.whole_triggers = whole_triggers
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._reset()

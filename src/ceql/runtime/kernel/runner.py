@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
+from ceql.lang import ast
+from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
@@ -194,6 +196,8 @@ class PlanKernel:
             partitioned=self.partitioned,
             whole_triggers=self.projection.merges,
             labels=self.projection.needs_labels,
+            # START: a (sub-)stream whose runs all died stays without runs.
+            anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
         )
         self.keys = KeyCodes(plan) if self.partitioned else None
         # Matches name their partition unless the key was derived from an equality.
