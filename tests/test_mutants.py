@@ -297,3 +297,53 @@ ONCE = [
 @pytest.mark.parametrize("text, spec, expected", ONCE)
 def test_one_complex_event_through_two_alternatives_is_reported_once(text, spec, expected) -> None:
     assert_exact(text, spec, expected)
+
+
+# Integer arithmetic across events (compile/values.py, arith): `*`, `/` truncating toward zero,
+# `%` with the sign of the dividend, `/` and `%` on doubles, a missing operand, division by zero.
+# The integers are in `id` (an int in every event type); C's v is a double.
+
+
+def id_events(spec: str) -> list[dict]:
+    """``"A-7 B3 B"``: one event per token, type then id (none: a null id), v 0, t = position."""
+    return [
+        {"event_type": token[0], "id": int(token[1:]) if token[1:] else None, "v": 0, "s": "a", "t": k}
+        for k, token in enumerate(spec.split())
+    ]
+
+
+ARITHMETIC = [
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id * 2 = y.id", "A3 B5 B6", [(2, (0, 2))]),
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id - y.id * 2 = 1", "A7 B3 B4", [(1, (0, 1))]),
+    # -7 / 2 is -3 (not -4, not -3.5).
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id / 2 = y.id", "A-7 B-4 B-3", [(2, (0, 2))]),
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id / 2 < y.id", "A-7 B-4 B-3 B-2", [(3, (0, 3))]),
+    # -7 % 3 is -1.
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id % 3 = y.id", "A-7 B2 B-1", [(2, (0, 2))]),
+    # A double operand: 5 / 2.0 is 2.5.
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id / 2.0 > y.id", "A5 B2 B3", [(1, (0, 1))]),
+    # A null id makes (x.id + 1) * 2 missing: no match for the first A.
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER (x.id + 1) * 2 < y.id", "A B9 A1 B9", [(3, (2, 3))]),
+    # Division by zero is missing (false), not an error.
+    ("SELECT * WHERE (A AS x ; B AS y) FILTER x.id / y.id > 0 OR y.id = 5", "A4 B0 B2 B5", [(2, (0, 2)), (3, (0, 3))]),
+]
+
+DOUBLE_ARITHMETIC = [
+    # 5.0 / 2 is 2.5 > 2; -7.5 % 2 is -1.5 (fmod), < -1 only.
+    ("SELECT * WHERE (C AS x ; B AS y) FILTER x.v / 2 > y.v", "C5 B2 B3", [(1, (0, 1))]),
+    ("SELECT * WHERE (C AS x ; B AS y) FILTER x.v % 2 < y.v", "C-7.5 B-2 B-1", [(2, (0, 2))]),
+]
+
+
+@pytest.mark.parametrize("text, spec, expected", ARITHMETIC)
+def test_integer_arithmetic_across_events(text, spec, expected) -> None:
+    events = id_events(spec)
+    query = ceql.compile(text, SCHEMA)
+    assert supports(ceql.reference.run(query, events)) == expected, "the reference disagrees with the hand result"
+    for engine in ("python", "compiled"):
+        assert supports(query.run(events, engine=engine)) == expected, (engine, text)
+
+
+@pytest.mark.parametrize("text, spec, expected", DOUBLE_ARITHMETIC)
+def test_double_arithmetic_across_events(text, spec, expected) -> None:
+    assert_exact(text, spec, expected)
