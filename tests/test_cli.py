@@ -132,7 +132,7 @@ def test_several_queries_in_one_pass(tmp_path) -> None:
     assert [r["positions"] for r in records if r["query"] == "q2"] == [[2]]
 
 
-BAD = ROWS[:2] + ["FOO,9,X,1,1.0,9", "BUY,x,RIMM,1,1.0,9", "SELL,7,INTC,,1.0,9"] + ROWS[2:]
+BAD = ROWS[:2] + ["FOO,9,X,1,1.0,9", "BUY,x,RIMM,1,1.0,9", "SELL,7,INTC,1,1.0"] + ROWS[2:]
 
 
 def test_bad_input_fail(tmp_path) -> None:
@@ -145,7 +145,7 @@ def test_bad_input_fail(tmp_path) -> None:
 def test_bad_input_skip_counts(tmp_path) -> None:
     result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path, BAD)), "--on-error", "skip")
     assert result.returncode == 0
-    assert "8 events read, 3 rejected (1 bad value, 1 missing field, 1 unknown event type)" in result.stderr
+    assert "8 events read, 3 rejected (1 bad value, 1 unknown event type, 1 wrong field count)" in result.stderr, result.stderr
     assert sorted(_matches(result.stdout)) == EXPECTED
 
 
@@ -169,8 +169,17 @@ def test_bad_input_dead_letter(tmp_path) -> None:
     assert [(r["line"], r["reason"], r["input"]) for r in rejected] == [
         (4, "unknown event type 'FOO'", "FOO,9,X,1,1.0,9"),
         (5, "column id: cannot read 'x' as an integer", "BUY,x,RIMM,1,1.0,9"),
-        (6, "missing field volume", "SELL,7,INTC,,1.0,9"),
+        (6, "5 fields where the header has 6", "SELL,7,INTC,1,1.0"),
     ]
+
+
+def test_an_empty_field_is_a_missing_value(tmp_path) -> None:
+    """An empty int field is a missing value, not a bad row: every comparison on it is false."""
+    rows = ROWS[:1] + ["BUY,1,RIMM,,2.5,2"] + ROWS[1:]
+    query = "SELECT * FROM S WHERE SELL AS x; BUY AS y FILTER y[volume > 0] WITHIN 3 EVENTS"
+    result = ceql("run", "-d", str(DECL), "-q", query, "-i", str(_csv(tmp_path, rows)))
+    assert result.returncode == 0 and "6 events read, 0 rejected" in result.stderr, result.stderr
+    assert sorted(_matches(result.stdout)) == [(2, (0, 2)), (5, (4, 5))]
 
 
 def _timed(tmp_path: Path, times: list[int]) -> Path:
@@ -252,3 +261,32 @@ def test_bad_declaration_and_check_and_explain(tmp_path) -> None:
     dot = ceql("explain", "-d", str(DECL), "-q", QUERY, "--dot")
     assert dot.stdout.startswith("digraph ceql {")
     assert "usage" in ceql("--help").stdout.lower()
+
+
+def test_engine_bounds_from_the_command_line(tmp_path) -> None:
+    """--max-classes, --max-states and --max-work reach the evaluator; each stops with an error
+    naming its bound (exit 2, no output file); 0 lifts a bound; --evaluator picks the path."""
+    decl = tmp_path / "decl.core"
+    decl.write_text("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    events = tmp_path / "events.csv"
+    events.write_text("event_type,x,t\n" + "".join(f"A,{i % 5},{i}\n" for i in range(60)))
+    base = ["run", "-d", str(decl), "-i", str(events), "--quiet"]
+    correlated = "SELECT * FROM S WHERE (A AS a ; A AS b) FILTER a.t + 30 < b.t"
+    out = tmp_path / "out.jsonl"
+    result = ceql(*base, "-q", correlated, "-o", str(out), "--max-classes", "3")
+    assert result.returncode == 2 and "more than 3 live partial-match classes" in result.stderr
+    assert "--max-classes" in result.stderr and not out.exists()
+    result = ceql(*base, "-q", correlated, "-o", str(out), "--max-classes", "0")
+    assert result.returncode == 0, result.stderr
+    assert len(out.read_text().splitlines()) == sum(1 for a in range(60) for b in range(a + 1, 60) if a + 30 < b)
+    alls = " ALL ".join(f"(A FILTER A[x = {k}])" for k in range(4))
+    for flag in ("--max-states", "--max-work"):
+        result = ceql(*base, "-q", f"SELECT * FROM S WHERE {alls} WITHIN 10 EVENTS", flag, "5")
+        assert result.returncode == 2 and "grew past its bounds" in result.stderr, result.stderr
+        assert "the ALL in the query" in result.stderr
+    plain = "SELECT * FROM S WHERE A AS a ; A AS b FILTER a[x = 0] AND b[x = 1] WITHIN 3 EVENTS"
+    found = {
+        path: sorted(_matches(ceql(*base, "-q", plain, "--evaluator", path).stdout))
+        for path in ("python", "compiled", "auto")
+    }
+    assert found["python"] == found["compiled"] == found["auto"] and found["python"]

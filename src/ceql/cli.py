@@ -12,8 +12,10 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from ceql import __version__
+from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
 from ceql.compile.limits import DEFAULT_MAX_MATCHES
 from ceql.errors import CeqlError, QueryError
+from ceql.runtime.runs import DEFAULT_MAX_CLASSES
 
 EXIT_USER_ERROR = 2
 
@@ -123,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
     from ceql.io.ordering import Orderer
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import EventReader, resolve_inputs
-    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
+    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter, TimeDisplay
 
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
@@ -147,6 +149,10 @@ def _run(args: argparse.Namespace) -> int:
             else None
         )
         policy = ErrorPolicy(args.on_error, dead_letter)
+        # The run's catalog learns, while reading, which times came as timestamps or ISO text:
+        # outputs show those as timestamps (TimeDisplay), the others as the integers they were.
+        catalog = run_catalog(schema, queries)
+        times = TimeDisplay(catalog, {name: dict(query.checked.measure_types) for name, query in queries})
         tag = len(queries) > 1
         if fmt == "parquet":
             writer = ParquetWriter(
@@ -155,6 +161,7 @@ def _run(args: argparse.Namespace) -> int:
                 tag,
                 measures=_measure_types(queries),
                 attributes=_attribute_types(schema),
+                times=times,
             )
         else:
             output = (
@@ -170,13 +177,13 @@ def _run(args: argparse.Namespace) -> int:
                         name, within.kind if within else None, within.attribute if within else None
                     )
             else:
-                writer = JsonLinesWriter(output, args.with_events, tag)
+                writer = JsonLinesWriter(output, args.with_events, tag, times)
         for name, query in queries:
             writer.restrict(name, _restrictions(query))
         need_events = writer.with_events
-        reader = EventReader(run_catalog(schema, queries), policy, warnings_to_stderr(), read_options(args))
+        reader = EventReader(catalog, policy, warnings_to_stderr(), read_options(args))
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
-        evaluators = [(name, query.evaluator()) for name, query in queries]
+        evaluators = [(name, query.evaluator(**_engine_options(args))) for name, query in queries]
         counts = {name: 0 for name, _ in queries}
         written = 0
         progress = _progress(args, paths)
@@ -438,6 +445,36 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"stop with an error after N matches (default {DEFAULT_MAX_MATCHES:,}; 0: no limit)",
     )
+    bounds = run.add_argument_group("bounds of the local engine (docs/limits.md; 0: no limit)")
+    bounds.add_argument(
+        "--max-classes",
+        type=_count,
+        default=DEFAULT_MAX_CLASSES,
+        metavar="N",
+        help=f"live partial-match classes per partition key (default {DEFAULT_MAX_CLASSES:,})",
+    )
+    bounds.add_argument(
+        "--max-states",
+        type=_count,
+        default=DEFAULT_MAX_STATES,
+        metavar="N",
+        help=f"states of the lazily determinized automaton (default {DEFAULT_MAX_STATES:,})",
+    )
+    bounds.add_argument(
+        "--max-work",
+        type=_count,
+        default=DEFAULT_MAX_WORK,
+        metavar="N",
+        help=f"transitions computed while determinizing (default {DEFAULT_MAX_WORK:,})",
+    )
+    bounds.add_argument(
+        "--evaluator",
+        choices=["auto", "python", "compiled"],
+        default="auto",
+        help="auto (default): the compiled kernel for large inputs of the queries it evaluates; "
+        "python: always the Python evaluator; compiled: the kernel from the first event "
+        "(falls back to Python for queries it does not evaluate; `ceql explain` says which)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     run.add_argument(
         "--engine",
@@ -463,6 +500,17 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--overwrite", action="store_true", help="replace an existing --svg file")
     explain.set_defaults(func=cmd_explain)
     return parser
+
+
+def _engine_options(args: argparse.Namespace) -> dict:
+    """The evaluator options of ``ceql run`` (a bound of 0 is no bound)."""
+    unbounded = sys.maxsize
+    return {
+        "engine": args.evaluator,
+        "max_classes": args.max_classes or unbounded,
+        "max_states": args.max_states or unbounded,
+        "max_work": args.max_work or unbounded,
+    }
 
 
 def _count(text: str) -> int:
