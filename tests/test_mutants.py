@@ -185,6 +185,23 @@ AGGREGATE_BOUNDS = [
         "A B1 B2 B9 C",
         [(4, (0, 1, 2, 3, 4)), (4, (0, 1, 2, 4)), (4, (0, 1, 3, 4)), (4, (0, 2, 3, 4))],
     ),
+    # Bounds written constant first (mirrored): <=, >=, =, != as well as < and >.
+    (
+        "SELECT * WHERE (A ; B+ AS y ; C) FILTER 3 <= COUNT(y) OR 1 >= MAX(y.v) OR 2 = MIN(y.v) OR 9 != COUNT(y)",
+        "A B1 B2 C",
+        [(3, (0, 1, 2, 3)), (3, (0, 1, 3)), (3, (0, 2, 3))],
+    ),
+    (
+        "SELECT * WHERE (A ; B+ AS y ; C) FILTER 2 <= COUNT(y) OR 5 > MAX(y.v)",
+        "A B5 B6 B1 C",
+        [(4, (0, 1, 2, 3, 4)), (4, (0, 1, 2, 4)), (4, (0, 1, 3, 4)), (4, (0, 2, 3, 4)), (4, (0, 3, 4))],
+    ),
+    # COUNT >= 3, or B3 among them, or at least two all above 5.
+    (
+        "SELECT * WHERE (A ; B+ AS y ; C) FILTER NOT (2 >= COUNT(y)) OR 3 = MIN(y.v) OR 1 != COUNT(y) AND y.v > 5",
+        "A B3 B9 B7 C",
+        [(4, (0, 1, 2, 3, 4)), (4, (0, 1, 2, 4)), (4, (0, 1, 3, 4)), (4, (0, 1, 4)), (4, (0, 2, 3, 4))],
+    ),
     # AVG (a sum and a count), SUM skipping a null, FIRST and LAST.
     (
         "SELECT * WHERE (A ; B+ AS y ; C) FILTER AVG(y.v) > 2",
