@@ -27,11 +27,17 @@ EVENT_ID = re.compile(r"\(id: \d+ attributes: \[(-?\d+)")
 def load_events(path: str, info) -> list:
     """pycer events from a CSV in the declaration's attribute order."""
     lookup = {e.name: (e.id, [a.value_type for a in e.attributes_info]) for e in info.events_info}
+    times = {
+        name: next((i for i, t in enumerate(types) if t == pycer.PRIMARY_TIME), None)
+        for name, (_, types) in lookup.items()
+    }
     convert = {
         pycer.INT64: lambda s: pycer.PyIntValue(int(s)),
         pycer.DOUBLE: lambda s: pycer.PyDoubleValue(float(s)),
         pycer.STRING_VIEW: pycer.PyStringValue,
         pycer.BOOL: lambda s: pycer.PyBoolValue(s.lower() == "true"),
+        # A primary_time attribute is an integer; it is also given as the event's own time.
+        pycer.PRIMARY_TIME: lambda s: pycer.PyIntValue(int(s)),
     }
     events = []
     with open(path, newline="") as handle:
@@ -39,7 +45,12 @@ def load_events(path: str, info) -> list:
         next(reader)
         for row in reader:
             type_id, types = lookup[row[0]]
-            events.append(pycer.PyEvent(type_id, [convert[t](v) for t, v in zip(types, row[1:])]))
+            values = [convert[t](v) for t, v in zip(types, row[1:])]
+            time_index = times[row[0]]
+            if time_index is None:
+                events.append(pycer.PyEvent(type_id, values))
+            else:
+                events.append(pycer.PyEvent(type_id, values, pycer.PyIntValue(int(row[1 + time_index]))))
     return events
 
 
