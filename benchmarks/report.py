@@ -67,7 +67,7 @@ def _notes(row: dict, by_query: dict[str, dict]) -> str:
     if row.get("compile_seconds", 0) >= 0.1:
         notes.append(f"compile {row['compile_seconds']:.2f} s")
     if "first_call_seconds" in row:
-        notes.append(f"first call (JIT from cache) {row['first_call_seconds']:.2f} s, not in the time")
+        notes.append(f"JIT load {row['first_call_seconds']:.2f} s (untimed)")
     name = row.get("measures_of", "")
     for base, label in ((by_query.get(name), "kernel"), (by_query.get(f"{name}, Python path"), "Python")):
         if base and row.get("seconds") and base.get("seconds"):
