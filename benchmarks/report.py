@@ -41,13 +41,22 @@ def _competitor_cells(row: dict, kind: str) -> list[str]:
         return [f"error: {entry['error']}", "", ""]
     theirs = entry["seconds"]
     label = seconds(theirs)
+    extra = [f"{entry['threads']} threads"] if kind == "duckdb" else []
     if kind == "flink":
-        label += f" ({entry['startup_seconds']:.1f} start-up)"
-    if kind == "duckdb":
-        cpu = f", {seconds(entry['cpu_seconds'])} CPU s" if "cpu_seconds" in entry else ""
-        label += f" ({entry['threads']} threads{cpu})"
+        extra.append(f"{entry['startup_seconds']:.1f} start-up")
+    if "cpu_seconds" in entry:
+        extra.append(f"{seconds(entry['cpu_seconds'])} CPU s")
+    if extra:
+        label += f" ({', '.join(extra)})"
+    # On a shared machine wall time mostly measures the other processes: the speed-up is the
+    # ratio of CPU times (work done, all threads) when both sides have one, wall time otherwise.
     ours = row.get("seconds")
-    ratio = f"{theirs / ours:,.1f}x" if ours else "-"
+    if row.get("cpu_seconds") and "cpu_seconds" in entry:
+        ratio = f"{entry['cpu_seconds'] / row['cpu_seconds']:,.1f}x"
+        if ours:
+            ratio += f" (wall {theirs / ours:,.1f}x)"
+    else:
+        ratio = f"{theirs / ours:,.1f}x (wall)" if ours else "-"
     same = entry.get("same", "")
     if same == "equal":
         same = f"equal ({fmt(entry.get('complex_events'))})"

@@ -204,6 +204,6 @@ def test_report_table_has_the_path_and_cpu_columns() -> None:
     assert "| CPU s |" in header and "| path |" in header
     assert (
         "| 0.400 |" in line
-        and "1.000 (2 threads, 1.800 CPU s) | 2.0x | equal" in line
+        and "1.000 (2 threads, 1.800 CPU s) | 4.5x (wall 2.0x) | equal" in line
         and "| kernel |" in line
     )
