@@ -281,7 +281,7 @@ def tweets(events: int = 200_000, seed: int = 7, reach: int = 30_000) -> pa.Tabl
         {
             "event_type": pa.array(np.where(is_reply, "R", "T")),
             "id": pa.array(position),
-            "tweet": pa.array(np.where(is_reply, target, -1)),
+            "tweet": pa.array(target, mask=~is_reply),  # tweets have none (null)
             "user": pa.array(rng.integers(0, 5_000, size=events)),
         }
     )

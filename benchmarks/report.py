@@ -67,21 +67,24 @@ def _notes(row: dict, by_query: dict[str, dict]) -> str:
     notes = [row["note"]] if row.get("note") else []
     if "update_seconds" in row:
         notes.append(
-            f"update {row['update_seconds'] * 1000:.1f} ms, {fmt(row['ces_per_s'])} CEs/s enumerated, "
+            f"update {row['update_seconds'] * 1000:.1f} ms, {fmt(row['ces_per_s'])} CEs/s enumerated "
+            f"({fmt(row.get('ces_per_cpu_s'))} per CPU s), "
             f"{row['memory_before_last_mb']:.1f} MB before the last event"
         )
     if "tail_events" in row and row.get("seconds"):
-        per = row["seconds"] / row["tail_events"] * 1000
-        notes.append(f"{per:.3f} ms per B-event ({fmt(row['complex_events'] // row['tail_events'])} per B)")
+        per = row.get("cpu_seconds", row["seconds"]) / row["tail_events"] * 1000
+        notes.append(
+            f"{per:.3f} CPU ms per B-event ({fmt(row['complex_events'] // row['tail_events'])} per B)"
+        )
     if row.get("compile_seconds", 0) >= 0.1:
         notes.append(f"compile {row['compile_seconds']:.2f} s")
     if "first_call_seconds" in row:
         notes.append(f"JIT load {row['first_call_seconds']:.2f} s (untimed)")
     name = row.get("measures_of", "")
     for base, label in ((by_query.get(name), "kernel"), (by_query.get(f"{name}, Python path"), "Python")):
-        if base and row.get("seconds") and base.get("seconds"):
+        if base and row.get("cpu_seconds") and base.get("cpu_seconds"):
             notes.append(
-                f"measures cost {100 * (row['seconds'] / base['seconds'] - 1):+.0f}% vs {label} path"
+                f"measures cost {100 * (row['cpu_seconds'] / base['cpu_seconds'] - 1):+.0f}% CPU vs {label} path"
             )
     return "; ".join(notes)
 
