@@ -20,7 +20,8 @@ from tests.test_cross_conditions import cross_cases
 from tests.test_differential import clause_cases, core_cases, extended_cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
-SAMPLE = 200
+pytestmark = pytest.mark.property
+SAMPLE = 100
 FAMILIES = {"core": core_cases, "clauses": clause_cases, "extended": extended_cases, "cross": cross_cases}
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ceql.cli import main
+from ceql.compile.catalog import format_time_ns
 
 DECLARATION = """CREATE STREAM S {
   EVENT A { id:int, name:string, price:double, ok:boolean, ts:primary_time },
@@ -158,22 +159,26 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
     footless = tmp_path / "footless.parquet"
     footless.write_bytes(bytes(data[:-12]))
     us_ns = 1000
+
+    def stamp(ns: int) -> str:  # Parquet gave timestamps: outputs show timestamps
+        return format_time_ns(ns)
+
     expected = [
-        ("main.parquet", 1, ("A", 1, "x", 1.5, True, 1 * us_ns)),
+        ("main.parquet", 1, ("A", 1, "x", 1.5, True, stamp(1 * us_ns))),
         ("main.parquet", 2, NO_MATCH),  # a null id: read, and id != 0 is false on it
-        ("main.parquet", 3, ("A", 3, "x", NAN, True, 3 * us_ns)),
+        ("main.parquet", 3, ("A", 3, "x", NAN, True, stamp(3 * us_ns))),
         ("main.parquet", 4, "unknown event type 'Z'"),
-        ("main.parquet", 5, ("B", 5, None, None, None, 9 * us_ns)),
+        ("main.parquet", 5, ("B", 5, None, None, None, stamp(9 * us_ns))),
         ("main.parquet", 6, "out of order: time 8000 after 9000"),
-        ("main.parquet", 7, ("A", 7, "x", 2.0, False, 10 * us_ns)),
+        ("main.parquet", 7, ("A", 7, "x", 2.0, False, stamp(10 * us_ns))),
         ("nested.parquet", 1, "column id: 18446744073709551615 is beyond the int64 range"),
-        ("nested.parquet", 2, ("B", 21, None, None, None, 21 * us_ns)),
+        ("nested.parquet", 2, ("B", 21, None, None, None, stamp(21 * us_ns))),
     ]
     for row in range(1, rows + 1):
         outcome = (
             "cannot read the Parquet file here (row group 1)"
             if 11 <= row <= 20
-            else ("B", 99 + row, None, None, None, 10**6 + row - 1)
+            else ("B", 99 + row, None, None, None, 10**6 + row - 1)  # integer times: integers
         )
         expected.append(("corrupt.parquet", row, outcome))
     expected.append(("footless.parquet", None, "cannot read the Parquet file: "))

@@ -8,6 +8,8 @@ fixed.
 
 from __future__ import annotations
 
+import pytest
+
 import ceql
 from tests.strategies import TEST_DECLARATION
 
@@ -79,3 +81,24 @@ def test_window_over_an_attribute_that_decreases() -> None:
     assert reference(text, events) == [(2, (0, 1, 2), {})]
     assert engine(text, events, "compiled") == reference(text, events)
     assert engine(text, events, "python") == reference(text, events)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE A AS x:+ FILTER A.v >= x.v / 2",  # found by the 10,000-case cross run
+        "SELECT * WHERE (A AS y : A AS x) FILTER y.v >= x.v / 2",
+        "SELECT * WHERE (A OR C) AS x FILTER x[v / 2 > 0]",
+        "SELECT * WHERE (A OR C) AS x FILTER x[v / 2 = -1 OR v % 2 = -1]",
+        "SELECT x.v / 2 AS half, x.v % 2 AS odd WHERE (A OR C) AS x",
+    ],
+)
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_ints_of_a_name_also_declared_double_stay_ints(text: str, path: str) -> None:
+    """v is int for A and double for C (stored as double): on A's rows / and % are integer
+    operations, as in the reference (1 / 2 = 0, -3 / 2 = -1, -3 % 2 = -1)."""
+    events = events_of([("A", 0, 0), ("A", 0, 0), ("A", 0, 1), ("A", 0, -3), ("C", 0, 1), ("C", 0, -3), ("A", 0, 3)])
+    query = ceql.compile(text, SCHEMA)
+    expected = sorted((m.trigger, m.positions, tuple(sorted(m.measures.items()))) for m in ceql.reference.run(query, events))
+    got = sorted((m.trigger, m.positions, tuple(sorted(m.measures.items()))) for m in query.run(events, engine=path))
+    assert got == expected and expected

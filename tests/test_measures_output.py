@@ -50,3 +50,44 @@ def test_measures_and_typed_events_from_the_cli(tmp_path, capsys) -> None:
     event_fields = {f.name: str(f.type) for f in table.schema.field("events").type.value_type}
     assert event_fields["price"] == "double" and event_fields["id"] == "int64"
     assert table.column("n").to_pylist() == [1, 1, 2]
+
+
+def test_times_are_shown_as_the_input_gave_them(tmp_path) -> None:
+    """ISO-8601 (or timestamp) input times come out as timestamps, in --with-events and in
+    timestamp measures, on JSON Lines (ISO text) and Parquet (timestamp[ns, UTC]); integer
+    input times stay integers. Durations (differences of times) are nanoseconds either way."""
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    decl = tmp_path / "decl.core"
+    decl.write_text("CREATE STREAM S { EVENT A { id:int, ts:primary_time }, EVENT B { id:int, ts:primary_time } }")
+    query = "SELECT a.ts AS start, b.ts - a.ts AS gap FROM S WHERE A AS a ; B AS b WITHIN 10 SECONDS"
+    iso = tmp_path / "iso.csv"
+    iso.write_text("event_type,id,ts\nA,1,2024-01-01T00:00:00Z\nB,1,2024-01-01T00:00:01.5Z\n")
+    ints = tmp_path / "ints.csv"
+    ints.write_text("event_type,id,ts\nA,1,1704067200000000000\nB,1,1704067201500000000\n")
+
+    def run(path, *extra):
+        args = [sys.executable, "-m", "ceql", "run", "-d", str(decl), "-q", query, "-i", str(path)]
+        result = subprocess.run([*args, "--with-events", "--quiet", *extra], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    (record,) = map(json.loads, run(iso).splitlines())
+    assert record["measures"] == {"start": "2024-01-01T00:00:00Z", "gap": 1_500_000_000}
+    assert [e["ts"] for e in record["events"]] == ["2024-01-01T00:00:00Z", "2024-01-01T00:00:01.5Z"]
+    (record,) = map(json.loads, run(ints).splitlines())
+    assert record["measures"] == {"start": 1704067200000000000, "gap": 1_500_000_000}
+    assert [e["ts"] for e in record["events"]] == [1704067200000000000, 1704067201500000000]
+    out = tmp_path / "out.parquet"
+    run(iso, "-f", "parquet", "-o", str(out))
+    table = pq.read_table(out)
+    assert str(table.schema.field("start").type) == "timestamp[ns, tz=UTC]"
+    assert table.schema.field("gap").type == "int64"
+    (row,) = table.to_pylist()
+    assert [e["ts"].isoformat() for e in row["events"]] == ["2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01.500000+00:00"]
+    run(ints, "-f", "parquet", "-o", str(out), "--overwrite")
+    assert pq.read_table(out).schema.field("start").type == "int64"

@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
     from ceql.io.ordering import Orderer
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import EventReader, resolve_inputs
-    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter
+    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter, TimeDisplay
 
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
@@ -149,6 +149,10 @@ def _run(args: argparse.Namespace) -> int:
             else None
         )
         policy = ErrorPolicy(args.on_error, dead_letter)
+        # The run's catalog learns, while reading, which times came as timestamps or ISO text:
+        # outputs show those as timestamps (TimeDisplay), the others as the integers they were.
+        catalog = run_catalog(schema, queries)
+        times = TimeDisplay(catalog, {name: dict(query.checked.measure_types) for name, query in queries})
         tag = len(queries) > 1
         if fmt == "parquet":
             writer = ParquetWriter(
@@ -157,6 +161,7 @@ def _run(args: argparse.Namespace) -> int:
                 tag,
                 measures=_measure_types(queries),
                 attributes=_attribute_types(schema),
+                times=times,
             )
         else:
             output = (
@@ -172,11 +177,11 @@ def _run(args: argparse.Namespace) -> int:
                         name, within.kind if within else None, within.attribute if within else None
                     )
             else:
-                writer = JsonLinesWriter(output, args.with_events, tag)
+                writer = JsonLinesWriter(output, args.with_events, tag, times)
         for name, query in queries:
             writer.restrict(name, _restrictions(query))
         need_events = writer.with_events
-        reader = EventReader(run_catalog(schema, queries), policy, warnings_to_stderr(), read_options(args))
+        reader = EventReader(catalog, policy, warnings_to_stderr(), read_options(args))
         chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator(**_engine_options(args))) for name, query in queries]
         counts = {name: 0 for name, _ in queries}

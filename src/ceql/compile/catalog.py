@@ -242,8 +242,10 @@ class Catalog:
     # ------------------------------------------------------------------ how times came in
 
     def note_time_input(self, name: str, kind: str) -> None:
-        """Record how the input gave a time column (the first kind seen is kept)."""
-        self.time_inputs.setdefault(name, kind)
+        """Record how the input gave a time column: the first kind seen, unless integers come
+        later (an input that mixes integer times with timestamps shows them all as integers)."""
+        if kind.startswith("integer") or name not in self.time_inputs:
+            self.time_inputs[name] = kind
 
     def shows_timestamps(self, name: str) -> bool:
         """Whether times of this column came as timestamps or ISO-8601 text (so outputs may

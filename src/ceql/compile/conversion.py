@@ -205,7 +205,8 @@ def convert_python(values: list, target: Target) -> Converted:
         for local, index in enumerate(indexes):
             if converted.codes[local] != OK:
                 owner[index] = (converted, local)
-    kinds = sorted({c.input_kind for _, c in parts if c.input_kind})
+    # Integers among the values win: outputs then show every time as an integer.
+    kinds = sorted({c.input_kind for _, c in parts if c.input_kind}, key=lambda k: not k.startswith("integer"))
 
     def shown(index: int) -> str:
         converted, local = owner[index]

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from ceql.lang import ast
 from ceql.lang.printer import print_pred
+from ceql.lang.visit import walk
 
 _COMPARE = {
     "=": pc.equal,
@@ -48,6 +49,9 @@ class PredicateSet:
         self.preds: list[ast.Pred] = []
         self.texts: list[str] = []
         self._ids: dict[str, int] = {}
+        # Attribute names stored as double that some event types declare int -> those types
+        # (set from the query's catalog): their rows are evaluated on int values.
+        self.int_types: dict[str, frozenset[str]] = {}
 
     def intern(self, pred: ast.Pred) -> int:
         """The id of ``pred`` (equal predicates share an id)."""
@@ -65,7 +69,42 @@ class PredicateSet:
 
     def evaluate(self, table: pa.Table) -> list[np.ndarray]:
         """One boolean numpy array per predicate, for every row of ``table``."""
-        return [_to_bool(_pred(pred, table)) for pred in self.preds]
+        results = []
+        as_ints: pa.Table | None = None
+        for pred in self.preds:
+            result = _to_bool(_pred(pred, table))
+            mixed = [name for name in _attribute_names(pred) if name in self.int_types]
+            if mixed and table.num_rows:
+                # An attribute declared int by some event types and double by others is stored
+                # as double; on the rows of the int types the predicate reads ints (exact / and
+                # %), as the reference does.
+                if as_ints is None:
+                    as_ints = self._int_view(table)
+                types = table.column("event_type")
+                rows = np.ones(table.num_rows, dtype=bool)
+                for name in mixed:
+                    declared = pa.array(sorted(self.int_types[name]), pa.string())
+                    rows &= _to_bool(pc.is_in(types, value_set=declared))
+                if rows.any():
+                    result = np.where(rows, _to_bool(_pred(pred, as_ints)), result)
+            results.append(result)
+        return results
+
+    def _int_view(self, table: pa.Table) -> pa.Table:
+        """``table`` with the mixed columns as int64 (null where a value is not integral)."""
+        for name in self.int_types:
+            if name not in table.column_names:
+                continue
+            column = table.column(name)
+            integral = pc.and_(pc.is_finite(column), pc.equal(pc.floor(column), column))
+            values = pc.cast(pc.if_else(integral, column, pa.scalar(None, column.type)), pa.int64(), safe=False)
+            table = table.set_column(table.schema.get_field_index(name), name, values)
+        return table
+
+
+def _attribute_names(pred: ast.Node) -> set[str]:
+    """The attribute names a one-event predicate reads."""
+    return {node.name for node in walk(pred) if isinstance(node, ast.Attr)}
 
 
 def _to_bool(array) -> np.ndarray:

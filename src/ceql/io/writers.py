@@ -8,6 +8,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ceql.compile.catalog import format_time_ns
 from ceql.lang.schema import Schema
 from ceql.match import Match
 
@@ -43,13 +44,56 @@ class EventRef:
         return {k: v for k, v in row.items() if v is not None}
 
 
+class TimeDisplay:
+    """Which time columns an output shows as timestamps: those the input gave as timestamps or
+    ISO-8601 text (the catalog learns it while the input is read), the others as the integers
+    they were. Measures of type timestamp (``x.ts``, ``MAX(x.ts)``) follow: shown as timestamps
+    when some time column is."""
+
+    def __init__(self, catalog: Any = None, measure_kinds: dict[str, dict[str, str]] | None = None) -> None:
+        self.catalog = catalog
+        self.measure_kinds = measure_kinds or {}  # query -> measure name -> type name
+        self._seen: tuple = ()
+        self._columns: frozenset[str] = frozenset()
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """The time columns shown as timestamps (so far: the catalog may learn more)."""
+        catalog = self.catalog
+        if catalog is None:
+            return frozenset()
+        seen = tuple(catalog.time_inputs.items())
+        if seen != self._seen:
+            self._seen = seen
+            self._columns = frozenset(
+                name for name, column in catalog.columns.items() if column.is_time and catalog.shows_timestamps(name)
+            )
+        return self._columns
+
+    def measures(self, query: str) -> list[str]:
+        """The measures of ``query`` shown as timestamps."""
+        if not self.columns:
+            return []
+        kinds = self.measure_kinds.get(query, {})
+        return [name for name, kind in kinds.items() if kind in ("timestamp", "list<timestamp>")]
+
+
+def _as_timestamp(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return format_time_ns(value)
+    if isinstance(value, (list, tuple)):
+        return [_as_timestamp(v) for v in value]
+    return value
+
+
 class Writer:
     """Base class: ``write(query_name, match, events)`` then ``close()``."""
 
-    def __init__(self, with_events: bool, tag_queries: bool) -> None:
+    def __init__(self, with_events: bool, tag_queries: bool, times: TimeDisplay | None = None) -> None:
         self.with_events = with_events
         self.tag_queries = tag_queries
         self.count = 0
+        self.times = times or TimeDisplay()
         # Per query: its SELECT items, label -> the attributes ``label[a, b]`` reports (None: all).
         self.restrictions: dict[str, dict[str, tuple[str, ...] | None]] = {}
 
@@ -64,6 +108,15 @@ class Writer:
             allowed = _allowed(restrictions, match, position, event)
             out.append(_event_record(position, event, allowed))
         return out
+
+    def _text_times(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Time values as ISO-8601 text where the input gave timestamps (JSON output)."""
+        shown = self.times.columns
+        if shown:
+            for record in records:
+                for name in shown & record.keys():
+                    record[name] = _as_timestamp(record[name])
+        return records
 
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         raise NotImplementedError
@@ -102,16 +155,22 @@ def _event_record(position: int, event: EventRef | None, allowed: set[str] | Non
 
 
 class JsonLinesWriter(Writer):
-    def __init__(self, stream: TextIO, with_events: bool, tag_queries: bool) -> None:
-        super().__init__(with_events, tag_queries)
+    def __init__(
+        self, stream: TextIO, with_events: bool, tag_queries: bool, times: TimeDisplay | None = None
+    ) -> None:
+        super().__init__(with_events, tag_queries, times)
         self.stream = stream
 
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         record = match.to_dict()
         if self.tag_queries:
             record = {"query": query, **record}
+        if "measures" in record:
+            for name in self.times.measures(query):
+                if name in record["measures"]:
+                    record["measures"][name] = _as_timestamp(record["measures"][name])
         if self.with_events and events is not None:
-            record["events"] = self._records(query, match, events)
+            record["events"] = self._text_times(self._records(query, match, events))
         self.stream.write(json.dumps(record, default=str) + "\n")
         self.count += 1
 
@@ -130,27 +189,47 @@ class ParquetWriter(Writer):
         tag_queries: bool,
         measures: dict[str, pa.DataType] | None = None,
         attributes: dict[str, pa.DataType] | None = None,
+        times: TimeDisplay | None = None,
     ) -> None:
-        super().__init__(with_events, tag_queries)
-        fields = list(MATCH_FIELDS)
+        super().__init__(with_events, tag_queries, times)
+        self.path = path
         self.measures = dict(measures or {})
-        taken = {name for name, _ in fields} | {"events"}
-        for name, kind in self.measures.items():
+        taken = {name for name, _ in MATCH_FIELDS} | {"events"}
+        for name in self.measures:
             if name in taken:
                 raise ValueError(f"measure {name!r} clashes with an output column; rename it with AS")
+        self.attributes = {name: kind for name, kind in (attributes or {}).items() if name != "event_type"}
+        # The file's schema is fixed at the first write to it, once the input has been read
+        # far enough to know which times came as timestamps.
+        self.writer: pq.ParquetWriter | None = None
+        self.schema: pa.Schema | None = None
+        self.rows: dict[str, list] = self._empty()
+
+    def _empty(self) -> dict[str, list]:
+        names = [name for name, _ in MATCH_FIELDS] + list(self.measures)
+        return {name: [] for name in names + (["events"] if self.with_events else [])}
+
+    def _schema(self) -> pa.Schema:
+        stamp = pa.timestamp("ns", tz="UTC")
+        shown = self.times.columns
+        fields = list(MATCH_FIELDS)
+        for name, kind in self.measures.items():
+            if pa.types.is_timestamp(kind) and not shown:
+                kind = pa.int64()  # the input's times were integers: so are these
+            elif pa.types.is_timestamp(kind):
+                kind = stamp
+            elif pa.types.is_list(kind) and pa.types.is_timestamp(kind.value_type):
+                kind = pa.list_(stamp if shown else pa.int64())
             fields.append((name, kind))
-        if with_events:
+        if self.with_events:
             event_fields = [
                 ("position", pa.int64()),
                 ("source", pa.string()),
                 ("row", pa.int64()),
                 ("event_type", pa.string()),
-            ] + [(name, kind) for name, kind in (attributes or {}).items() if name != "event_type"]
-            self.event_type = pa.struct(event_fields)
-            fields.append(("events", pa.list_(self.event_type)))
-        self.schema = pa.schema(fields)
-        self.writer = pq.ParquetWriter(path, self.schema)
-        self.rows: dict[str, list] = {name: [] for name in self.schema.names}
+            ] + [(name, stamp if name in shown else kind) for name, kind in self.attributes.items()]
+            fields.append(("events", pa.list_(pa.struct(event_fields))))
+        return pa.schema(fields)
 
     def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
         rows = self.rows
@@ -165,12 +244,16 @@ class ParquetWriter(Writer):
             self._flush()
 
     def _flush(self) -> None:
+        if self.writer is None:
+            self.schema = self._schema()
+            self.writer = pq.ParquetWriter(self.path, self.schema)
         if self.rows["trigger"]:
             self.writer.write_table(pa.table(self.rows, schema=self.schema))
-            self.rows = {name: [] for name in self.schema.names}
+            self.rows = self._empty()
 
     def close(self) -> None:
         self._flush()
+        assert self.writer is not None
         self.writer.close()
 
 

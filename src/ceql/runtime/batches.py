@@ -158,7 +158,8 @@ def type_rows(
                     pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
                 )
             _warn_undeclared(notices, name, valued, type_index, known, schema_types)
-        if column.is_time and name not in catalog.time_inputs and (needs & ~bad).any():
+        seen_kind = catalog.time_inputs.get(name, "")
+        if column.is_time and not seen_kind.startswith("integer") and (needs & ~bad).any():
             catalog.note_time_input(name, _time_kind(raw, targets))
         keep = needs & ~bad
         if not keep.all():

@@ -42,6 +42,15 @@ class Ingest:
         self.needs_local = plan.strict_filter
         self.has_registers = plan.registers is not None
         self.keep_values = self.has_registers or plan.measures is not None
+        # Value attributes stored as double whose name some event types declare int.
+        catalog = plan.catalog
+        self._int_types: dict[str, frozenset[str]] = {}
+        for name in plan.value_attributes if catalog is not None else ():
+            column = catalog.columns.get(name)
+            if column is not None and column.storage == "double":
+                ints = frozenset(t for t, a in column.declared.items() if a.type == "int")
+                if ints:
+                    self._int_types[name] = ints
 
     # ------------------------------------------------------------------ symbols
 
@@ -150,11 +159,24 @@ class Ingest:
     def event_values(self, table: pa.Table, rows: np.ndarray) -> list[tuple]:
         take = pa.array(rows, pa.int64())
         columns = []
+        types = None
         for name in self.plan.value_attributes:
-            if name in table.column_names:
-                columns.append(table.column(name).take(take).to_pylist())
-            else:
+            if name not in table.column_names:
                 columns.append([None] * len(rows))
+                continue
+            values = table.column(name).take(take).to_pylist()
+            integral = self._int_types.get(name)
+            if integral:
+                # A name declared int by some event types and double by others is stored as
+                # double: its values are ints again for the types that declare it int (so
+                # that / and % on them are integer operations, as in the reference).
+                if types is None:
+                    types = table.column("event_type").take(take).to_pylist()
+                values = [
+                    int(v) if t in integral and isinstance(v, float) and v.is_integer() else v
+                    for v, t in zip(values, types)
+                ]
+            columns.append(values)
         return list(zip(*columns)) if columns else [()] * len(rows)
 
     # ------------------------------------------------------------------ a batch

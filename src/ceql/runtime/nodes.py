@@ -37,20 +37,20 @@ PATH_POS, PATH_LABELS, PATH_DATA, PATH_REST = 0, 1, 2, 3
 
 def output(pos: int, labels: frozenset, child: tuple, m: float, data=None) -> tuple:
     """A node for the CEs of ``child`` extended with the event at ``pos``."""
-    if child[1]:
-        mf = child[0] if child[0] > m else m
-        minf = child[2] if child[2] < m else m
+    if child[HAS_EMPTY]:
+        mf = child[MAX_FIRST] if child[MAX_FIRST] > m else m
+        minf = child[MIN_FIRST] if child[MIN_FIRST] < m else m
     else:
-        mf, minf = child[0], child[2]
+        mf, minf = child[MAX_FIRST], child[MIN_FIRST]
     return (mf, False, minf, pos, labels, child, m, data)
 
 
 def union(a: tuple, b: tuple) -> tuple:
     """A node for the CEs of a and b."""
     return (
-        a[0] if a[0] > b[0] else b[0],
-        a[1] or b[1],
-        a[2] if a[2] < b[2] else b[2],
+        a[MAX_FIRST] if a[MAX_FIRST] > b[MAX_FIRST] else b[MAX_FIRST],
+        a[HAS_EMPTY] or b[HAS_EMPTY],
+        a[MIN_FIRST] if a[MIN_FIRST] < b[MIN_FIRST] else b[MIN_FIRST],
         a,
         b,
     )
@@ -78,15 +78,15 @@ def enumerate_paths(root: tuple, window: float | None, newest_first: bool = Fals
                 break
             if size == 5:  # union
                 if newest_first:
-                    b, a = node[3], node[4]
+                    b, a = node[LEFT], node[RIGHT]
                 else:
-                    a, b = node[3], node[4]
+                    a, b = node[LEFT], node[RIGHT]
                 if limit is None:
                     push((b, path, None, empty_ok))
                     node = a
                     continue
-                a_ok = a[0] > limit or (a[1] and empty_ok)
-                if b[0] > limit or (b[1] and empty_ok):
+                a_ok = a[MAX_FIRST] > limit or (a[HAS_EMPTY] and empty_ok)
+                if b[MAX_FIRST] > limit or (b[HAS_EMPTY] and empty_ok):
                     if a_ok:
                         push((b, path, limit, empty_ok))
                         node = a
@@ -98,14 +98,14 @@ def enumerate_paths(root: tuple, window: float | None, newest_first: bool = Fals
                     continue
                 break
             # output
-            pos, m, child = node[3], node[6], node[5]
+            pos, m, child = node[POS], node[MEASURE], node[CHILD]
             if limit is None and window is not None:
                 limit = m - window  # this is the CE's last event
             if limit is not None:
                 empty_ok = m > limit
-                if not (child[0] > limit or (child[1] and empty_ok)):
+                if not (child[MAX_FIRST] > limit or (child[HAS_EMPTY] and empty_ok)):
                     break
-            path = (pos, node[4], node[7], path)
+            path = (pos, node[LABELS], node[DATA], path)
             node = child
 
 
@@ -120,9 +120,9 @@ def prune(roots: list[tuple], limit: float) -> list[tuple | None]:
         """The result if known without looking at children, else False."""
         if len(node) == 3:
             return node if empty_ok else None
-        if node[0] <= limit and not (node[1] and empty_ok):
+        if node[MAX_FIRST] <= limit and not (node[HAS_EMPTY] and empty_ok):
             return None
-        if node[2] > limit and (empty_ok or not node[1]):
+        if node[MIN_FIRST] > limit and (empty_ok or not node[HAS_EMPTY]):
             return node  # everything inside survives
         return memo.get((id(node), empty_ok), False)
 
@@ -140,7 +140,7 @@ def prune(roots: list[tuple], limit: float) -> list[tuple | None]:
             if key in memo:
                 continue
             if len(node) == 5:
-                a, b = node[3], node[4]
+                a, b = node[LEFT], node[RIGHT]
                 ra, rb = settled(a, empty_ok), settled(b, empty_ok)
                 if not expanded and (ra is False or rb is False):
                     work.append((node, empty_ok, True))
@@ -162,8 +162,8 @@ def prune(roots: list[tuple], limit: float) -> list[tuple | None]:
                 else:
                     result = union(ra, rb)
             else:
-                child = node[5]
-                child_ok = node[6] > limit
+                child = node[CHILD]
+                child_ok = node[MEASURE] > limit
                 rc = settled(child, child_ok)
                 if rc is False:
                     if not expanded:
@@ -176,7 +176,7 @@ def prune(roots: list[tuple], limit: float) -> list[tuple | None]:
                 elif rc is child:
                     result = node
                 else:
-                    result = output(node[3], node[4], rc, node[6], node[7])
+                    result = output(node[POS], node[LABELS], rc, node[MEASURE], node[DATA])
             memo[key] = result
             keep_alive.append(node)
         results.append(memo[(id(root), True)])
@@ -193,8 +193,8 @@ def count_nodes(roots: list[tuple]) -> int:
             continue
         seen.add(id(node))
         if len(node) == 5:
-            stack.append(node[3])
-            stack.append(node[4])
+            stack.append(node[LEFT])
+            stack.append(node[RIGHT])
         else:
-            stack.append(node[5])
+            stack.append(node[CHILD])
     return len(seen)

@@ -11,6 +11,7 @@ from typing import Any
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
+from ceql.runtime.nodes import PATH_DATA, PATH_LABELS, PATH_POS, PATH_REST
 from ceql.runtime.selection import best_support, maximal_supports, paths_with_support, paths_with_supports
 
 
@@ -59,8 +60,8 @@ class Output:
                     positions = []
                     append = positions.append
                     while path is not None:
-                        append(path[0])
-                        path = path[3]
+                        append(path[PATH_POS])
+                        path = path[PATH_REST]
                     yield Match(trigger, tuple(positions), {}, partition)
         else:
             make = self._match
@@ -156,10 +157,10 @@ def _distinct(paths: Iterable, reported: frozenset[str]) -> Iterator:
         identity = []
         node = path
         while node is not None:
-            public = [label for label in node[1] if label[0] != "\x00"]
+            public = [label for label in node[PATH_LABELS] if label[0] != "\x00"]
             if public:
-                identity.append((node[0], tuple(label for label in public if label in reported)))
-            node = node[3]
+                identity.append((node[PATH_POS], tuple(label for label in public if label in reported)))
+            node = node[PATH_REST]
         identity = tuple(identity)
         if identity in seen:
             continue
@@ -172,18 +173,18 @@ def _payloads(path: tuple | None, positions: tuple[int, ...]) -> list:
     wanted = set(positions)
     out = []
     while path is not None:
-        if path[0] in wanted:
-            data = path[2]
+        if path[PATH_POS] in wanted:
+            data = path[PATH_DATA]  # (values, payload, local index)
             out.append(data[1] if data is not None else None)
-        path = path[3]
+        path = path[PATH_REST]
     return out
 
 
 def _support(path: tuple | None) -> list[int]:
     out = []
     while path is not None:
-        out.append(path[0])
-        path = path[3]
+        out.append(path[PATH_POS])
+        path = path[PATH_REST]
     return out
 
 
@@ -191,8 +192,8 @@ def _is_interval(path: tuple | None) -> bool:
     """Whether the CE's positions are consecutive in its (sub-)stream (local indexes)."""
     local = []
     while path is not None:
-        local.append(path[2][2])
-        path = path[3]
+        local.append(path[PATH_DATA][2])  # the event's index in its (sub-)stream
+        path = path[PATH_REST]
     return not local or local[-1] - local[0] + 1 == len(local)
 
 

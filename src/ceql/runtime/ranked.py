@@ -20,6 +20,7 @@ from typing import Any
 
 from ceql.compile.plan import Plan
 from ceql.runtime import nodes
+from ceql.runtime.nodes import HAS_EMPTY
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES, LimitExceeded, _Store, nodes_reports
 
 BOTTOM = nodes.BOTTOM
@@ -165,7 +166,7 @@ class RankedRuns(_Store):
         )
 
     def _consumed(self, order: list) -> list:
-        kept = [[[s, nu, None, None, BOTTOM] for s, nu, _, _, node in group if node[1]] for group in order]
+        kept = [[[s, nu, None, None, BOTTOM] for s, nu, _, _, node in group if node[HAS_EMPTY]] for group in order]
         kept = [group for group in kept if group]
         return kept or self.initial_active()
 

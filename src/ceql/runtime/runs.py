@@ -24,6 +24,7 @@ from ceql.compile.plan import Plan
 from ceql.compile.registers import UNSET, Registers
 from ceql.errors import LimitError
 from ceql.runtime import nodes
+from ceql.runtime.nodes import HAS_EMPTY, MAX_FIRST
 
 BOTTOM = nodes.BOTTOM
 _output = nodes.output
@@ -92,7 +93,7 @@ class PlainRuns(_Store):
             active = {self.init: BOTTOM}
         elif self.partitioned and self.partition_consumed.get(key, -1) < self.consumed_at:
             # Another partition produced output since: drop this one's partial matches too.
-            active = {state: BOTTOM for state, node in active.items() if node[1]}
+            active = {state: BOTTOM for state, node in active.items() if node[HAS_EMPTY]}
         limit = self.window_limit(m)
         touched = det.touching(symbol)
         if len(touched) < len(active):
@@ -111,7 +112,7 @@ class PlainRuns(_Store):
                 moves = det.step(state, symbol)
             for labels, target in moves:
                 if labels is not None:
-                    if limit is not None and not node[1] and node[0] <= limit:
+                    if limit is not None and not node[HAS_EMPTY] and node[MAX_FIRST] <= limit:
                         continue  # every complex event through here would exceed the window
                     target_node = _output(pos, labels, node, m, data)
                     created += 1
@@ -143,7 +144,7 @@ class PlainRuns(_Store):
         active = self.partitions.get(key)
         if active is None:
             return
-        kept = {state: BOTTOM for state, node in active.items() if node[1]}
+        kept = {state: BOTTOM for state, node in active.items() if node[HAS_EMPTY]}
         if self.partitioned and len(kept) == 1 and kept.get(self.init) is BOTTOM:
             self.partitions.pop(key, None)
             self.partition_consumed.pop(key, None)
@@ -285,7 +286,7 @@ class RegisterRuns(_Store):
                 # arrivals (an arrival may have the same state and registers).
                 alive = []
                 for nu, node in selected:
-                    if not node[1] and node[0] <= limit:
+                    if not node[HAS_EMPTY] and node[MAX_FIRST] <= limit:
                         if stay:
                             self._remove(active, state, nu)
                     else:
@@ -296,7 +297,7 @@ class RegisterRuns(_Store):
         created = 0
         for state, moves, selected, stay in work:
             for nu, node in selected:
-                expired = limit is not None and not node[1] and node[0] <= limit
+                expired = limit is not None and not node[HAS_EMPTY] and node[MAX_FIRST] <= limit
                 for labels, target in moves:
                     if labels is None:
                         if target == state and stay:
@@ -396,7 +397,7 @@ class RegisterRuns(_Store):
         for state, buckets in active.items():
             for bucket_key, bucket in buckets.items():
                 for nu, node in bucket.items():
-                    if node[1]:
+                    if node[HAS_EMPTY]:
                         out.setdefault(state, {}).setdefault(bucket_key, {})[nu] = BOTTOM
         return out
 

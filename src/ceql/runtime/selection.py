@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from ceql.runtime.nodes import CHILD, DATA, HAS_EMPTY, LABELS, LEFT, MAX_FIRST, MEASURE, POS, RIGHT
+
 _INF = math.inf
 
 
@@ -97,7 +99,7 @@ def _union_leaves(node: tuple, lim, eok, window) -> list[tuple]:
         item = stack.pop()
         if len(item) == 5:
             for child in (item[4], item[3]):
-                if lim is not None and child[0] <= lim and not (child[1] and eok):
+                if lim is not None and child[MAX_FIRST] <= lim and not (child[HAS_EMPTY] and eok):
                     continue  # nothing of it is in the window
                 stack.append(child)
         else:
@@ -117,7 +119,7 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
         if key in memo:
             continue
         size = len(node)
-        if lim is not None and node[0] <= lim and not (node[1] and eok):
+        if lim is not None and node[MAX_FIRST] <= lim and not (node[HAS_EMPTY] and eok):
             memo[key] = None
             keep.append(node)
             continue
@@ -128,9 +130,9 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
         if size == 5:
             parts = [(child, lim, eok) for child in _union_leaves(node, lim, eok, window)]
         else:
-            m = node[6]
+            m = node[MEASURE]
             child_limit = lim if lim is not None or window is None else m - window
-            parts = [(node[5], child_limit, True if child_limit is None else m > child_limit)]
+            parts = [(node[CHILD], child_limit, True if child_limit is None else m > child_limit)]
         missing = [p for p in parts if (id(p[0]), p[1], p[2]) not in memo]
         if missing and not expanded:
             stack.append((node, lim, eok, True))
@@ -141,7 +143,7 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
             present = [v for v in values if v is not None]
             memo[key] = union(present) if present else None
         else:
-            memo[key] = None if values[0] is None else output(node[3], values[0])
+            memo[key] = None if values[0] is None else output(node[POS], values[0])
         keep.append(node)
     return memo[(id(root), limit, empty_ok)]
 
@@ -200,17 +202,17 @@ def paths_with_supports(
                     yield path
                 continue
             if size == 5:
-                stack.append((node[4], level, path, limit, empty_ok))
-                stack.append((node[3], level, path, limit, empty_ok))
+                stack.append((node[RIGHT], level, path, limit, empty_ok))
+                stack.append((node[LEFT], level, path, limit, empty_ok))
                 continue
-            pos, m = node[3], node[6]
+            pos, m = node[POS], node[MEASURE]
             following = level.get(pos)
             if following is None:
                 continue
             if limit is None and window is not None:
                 limit = m - window
             child_ok = True if limit is None else m > limit
-            stack.append((node[5], following, (pos, node[4], node[7], path), limit, child_ok))
+            stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
 
 
 def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: float | None) -> Iterator[tuple]:
@@ -226,13 +228,13 @@ def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: flo
                     yield path
                 continue
             if size == 5:
-                stack.append((node[4], index, path, limit, empty_ok))
-                stack.append((node[3], index, path, limit, empty_ok))
+                stack.append((node[RIGHT], index, path, limit, empty_ok))
+                stack.append((node[LEFT], index, path, limit, empty_ok))
                 continue
-            pos, m = node[3], node[6]
+            pos, m = node[POS], node[MEASURE]
             if index >= len(descending) or pos != descending[index]:
                 continue
             if limit is None and window is not None:
                 limit = m - window
             child_ok = True if limit is None else m > limit
-            stack.append((node[5], index + 1, (pos, node[4], node[7], path), limit, child_ok))
+            stack.append((node[CHILD], index + 1, (pos, node[LABELS], node[DATA], path), limit, child_ok))
