@@ -74,7 +74,8 @@ def test_memory_stays_flat_with_a_window_and_short_lived_keys() -> None:
     early, late = rows[1], rows[-1]
     # Live state is bounded by the window and the active keys, not by the stream.
     assert late["live_nodes"] <= 2 * early["live_nodes"] + 1000
-    assert late["partitions"] <= 2 * early["partitions"] + 50
+    if late["partitions"] is not None:  # the Python path's count (the kernel has none to give)
+        assert late["partitions"] <= 2 * early["partitions"] + 50
 
 
 def test_stress_count_is_exact() -> None:
