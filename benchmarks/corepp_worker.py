@@ -7,7 +7,7 @@ standard library only. The CSV has a header and ``event_type`` first, then the a
 declaration order; every schema used by the benchmarks starts with ``id`` = the event's
 position, which is how printed events are mapped back to positions. Events are converted to
 pycer objects before the clock starts; the time covers ``send_events`` and ``get_output`` (what
-CORE++'s own benchmark harness times). OUT gets one line per complex event (space-separated
+CORE++'s own benchmark harness times), as wall and as CPU time (all of its threads). OUT gets one line per complex event (space-separated
 positions, in CORE++'s order); the last line of stdout is a JSON summary.
 """
 
@@ -27,11 +27,17 @@ EVENT_ID = re.compile(r"\(id: \d+ attributes: \[(-?\d+)")
 def load_events(path: str, info) -> list:
     """pycer events from a CSV in the declaration's attribute order."""
     lookup = {e.name: (e.id, [a.value_type for a in e.attributes_info]) for e in info.events_info}
+    times = {
+        name: next((i for i, t in enumerate(types) if t == pycer.PRIMARY_TIME), None)
+        for name, (_, types) in lookup.items()
+    }
     convert = {
         pycer.INT64: lambda s: pycer.PyIntValue(int(s)),
         pycer.DOUBLE: lambda s: pycer.PyDoubleValue(float(s)),
         pycer.STRING_VIEW: pycer.PyStringValue,
         pycer.BOOL: lambda s: pycer.PyBoolValue(s.lower() == "true"),
+        # A primary_time attribute is an integer; it is also given as the event's own time.
+        pycer.PRIMARY_TIME: lambda s: pycer.PyIntValue(int(s)),
     }
     events = []
     with open(path, newline="") as handle:
@@ -39,7 +45,12 @@ def load_events(path: str, info) -> list:
         next(reader)
         for row in reader:
             type_id, types = lookup[row[0]]
-            events.append(pycer.PyEvent(type_id, [convert[t](v) for t, v in zip(types, row[1:])]))
+            values = [convert[t](v) for t, v in zip(types, row[1:])]
+            time_index = times[row[0]]
+            if time_index is None:
+                events.append(pycer.PyEvent(type_id, values))
+            else:
+                events.append(pycer.PyEvent(type_id, values, pycer.PyIntValue(int(row[1 + time_index]))))
     return events
 
 
@@ -51,17 +62,18 @@ def main() -> None:
     started = time.perf_counter()
     events = load_events(events_csv, info)
     load_seconds = time.perf_counter() - started
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     server.send_events(events)
     output = server.get_output()
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     count = 0
     with open(out, "w") as handle:
         for line in output.splitlines():
             if line.startswith("["):
                 handle.write(" ".join(EVENT_ID.findall(line)) + "\n")
                 count += 1
-    print(json.dumps({"seconds": seconds, "load_seconds": load_seconds, "complex_events": count}))
+    summary = {"seconds": seconds, "cpu_seconds": cpu_seconds, "load_seconds": load_seconds}
+    print(json.dumps({**summary, "complex_events": count}))
 
 
 if __name__ == "__main__":

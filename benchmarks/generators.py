@@ -20,9 +20,13 @@ import pyarrow as pa
 
 # ----------------------------------------------------------------------------------------- stocks
 
+# The time attributes are declared ``primary_time``, as in CORE's own declarations: the generated
+# times never decrease, so a ``WITHIN n [time]`` window lets both engines drop expired partial
+# matches. (Declared ``int``, the window is over a non-monotone attribute for ceql: nothing can
+# be pruned and long streams cost quadratic time.) Integer times are taken as they are.
 STOCK_DECLARATION = """CREATE STREAM S {
-EVENT BUY { id:int, name:string, volume:int, price:double, stock_time:int },
-EVENT SELL { id:int, name:string, volume:int, price:double, stock_time:int }
+EVENT BUY { id:int, name:string, volume:int, price:double, stock_time:primary_time },
+EVENT SELL { id:int, name:string, volume:int, price:double, stock_time:primary_time }
 }"""
 # The tickers the CORE queries use (the busy NASDAQ names of the early 2000s) and their share of
 # the trades; the rest is spread over a long tail of other tickers.
@@ -91,7 +95,7 @@ def stocks(events: int = 224_473, seed: int = 1, plant_every: int = 4_000) -> pa
 # ------------------------------------------------------------------------------------ smart homes
 
 HOMES_DECLARATION = """CREATE STREAM S {
-EVENT LOAD { id:int, plug_timestamp:int, value:double, plug_id:int, household_id:int }
+EVENT LOAD { id:int, plug_timestamp:primary_time, value:double, plug_id:int, household_id:int }
 }"""
 HOMES_CHAIN = [0, 2, 4, 6, 9, 10, 12, 14, 15, 4, 9, 10] * 2  # q5's households (q1-q4: prefixes)
 HOMES_PER_SECOND = 40  # readings per plug_timestamp: WITHIN 10 [plug_timestamp] spans 400 events
@@ -123,7 +127,7 @@ def smart_homes(events: int = 1_000_000, seed: int = 2, plant_every: int = 20_00
 TAXI_DECLARATION = """CREATE STREAM S {
 EVENT TRIP {
     id:int, medallion:string, hack_license:string,
-    pickup_datetime:int, dropoff_datetime:int,
+    pickup_datetime:int, dropoff_datetime:primary_time,
     long_time_in_secs:int, trip_distance:double,
     pickup_zone:string, dropoff_zone:string,
     payment_type:string, fare_amount:double,
@@ -277,7 +281,7 @@ def tweets(events: int = 200_000, seed: int = 7, reach: int = 30_000) -> pa.Tabl
         {
             "event_type": pa.array(np.where(is_reply, "R", "T")),
             "id": pa.array(position),
-            "tweet": pa.array(np.where(is_reply, target, -1)),
+            "tweet": pa.array(target, mask=~is_reply),  # tweets have none (null)
             "user": pa.array(rng.integers(0, 5_000, size=events)),
         }
     )

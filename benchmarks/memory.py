@@ -51,7 +51,9 @@ def run(events: int, report_every: int = 1_000_000, out=print) -> list[dict]:
                 "events": seen,
                 "matches": matches,
                 "live_nodes": evaluator.live_nodes(),
-                "partitions": len(evaluator.partitions),
+                # The Python path's live partitions; the kernel does not expose its own.
+                "partitions": len(evaluator.partitions) if evaluator._kernel is None else None,
+                "path": "python" if evaluator._kernel is None else "kernel",
                 "rss_mb": round(rss_mb(), 1),
                 "seconds": round(time.perf_counter() - started, 1),
             }

@@ -31,3 +31,39 @@ def pytest_collection_modifyitems(session, config, items) -> None:
             phases=(Phase.explicit, Phase.reuse, Phase.generate),
             suppress_health_check=list(HealthCheck),
         )
+
+
+# ------------------------------------------------------------------ figures of a run
+#
+# `python -m tests.mutation_profile [mutants]`: the verdicts per module of the last mutmut run
+# (read from mutmut's `*.meta` files under mutants/src), as the table in docs/testing.md.
+
+_STATUS = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "no tests", None: "not run"}
+_STATUS.update({code: "timeout" for code in (24, -24, 36, 152, 255)})
+_COLUMNS = ("killed", "survived", "timeout", "no tests", "not run")
+
+
+def summary(root: str = "mutants") -> str:
+    """A Markdown table: per mutated module, the mutants and their verdicts (other exit codes,
+    such as a crash of the worker, are counted as "other")."""
+    import glob
+    import json
+    from collections import Counter
+
+    rows = ["| module | mutants | " + " | ".join(_COLUMNS) + " | other | survived / run |", "|---" * 9 + "|"]
+    for path in sorted(glob.glob(os.path.join(root, "src", "**", "*.py.meta"), recursive=True)):
+        codes = json.load(open(path, encoding="utf-8")).get("exit_code_by_key", {})
+        counts = Counter(_STATUS.get(code, "other") for code in codes.values())
+        ran = counts["killed"] + counts["survived"] + counts["timeout"]
+        if not ran:
+            continue
+        module = os.path.relpath(path, os.path.join(root, "src"))[: -len(".meta")]
+        cells = [str(len(codes))] + [str(counts[c]) for c in _COLUMNS] + [str(counts["other"])]
+        rows.append(f"| {module} | " + " | ".join(cells) + f" | {100 * counts['survived'] / ran:.0f}% |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(summary(*sys.argv[1:]))

@@ -102,3 +102,18 @@ def test_ints_of_a_name_also_declared_double_stay_ints(text: str, path: str) -> 
     expected = sorted((m.trigger, m.positions, tuple(sorted(m.measures.items()))) for m in ceql.reference.run(query, events))
     got = sorted((m.trigger, m.positions, tuple(sorted(m.measures.items()))) for m in query.run(events, engine=path))
     assert got == expected and expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE (A AS x ALL B AS x UNLESS (D FILTER D.v = A.v))+",  # the 10,000-case run
+        "SELECT * WHERE ((B AS x ; A AS x) UNLESS (D FILTER D.v = A.v))+",
+    ],
+)
+def test_unless_inside_an_iteration_reads_the_instance_that_ends(text: str) -> None:
+    """g's match waits for f's A (after the D); it is decided when the instance ends, on that
+    instance's A (v = 1: D.v = A.v is false, the complex event stays)."""
+    events = events_of([("A", 0, 0), ("A", 0, 0), ("B", 0, 0), ("D", 0, 0), ("A", 0, 1)])
+    assert (4, (2, 4), {}) in reference(text, events) or (4, (2, 4), {"x": (2, 4)}) in reference(text, events)
+    assert engine(text, events) == reference(text, events)

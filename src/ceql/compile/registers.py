@@ -768,10 +768,12 @@ class Registers:
         ending = [
             home for home in sorted(self.homes.values(), key=lambda h: -h.depth) if home.end_label in present
         ]
-        actions += [self._home_action(home) for home in ending]
         if tracked:
+            # Before the scopes that end here are reset: a match of g decided at f's end
+            # reads the values of f's instance that this event ends.
             for u in self.tracked:
                 actions += self._tracked_actions(u, present)
+        actions += [self._home_action(home) for home in ending]
         return actions
 
     def _compile(self, labels: tuple[str, ...]) -> Callable | None:
