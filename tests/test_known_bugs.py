@@ -117,3 +117,14 @@ def test_unless_inside_an_iteration_reads_the_instance_that_ends(text: str) -> N
     events = events_of([("A", 0, 0), ("A", 0, 0), ("B", 0, 0), ("D", 0, 0), ("A", 0, 1)])
     assert (4, (2, 4), {}) in reference(text, events) or (4, (2, 4), {"x": (2, 4)}) in reference(text, events)
     assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.parametrize("strategy", ["", "NEXT ", "LAST ", "MAX "])
+def test_consumption_does_not_restart_start(strategy: str) -> None:
+    """START anchors at the stream's first event; CONSUME BY ANY drops partial matches but does
+    not start the stream again (found by the extended differential suite, ranked NEXT/LAST)."""
+    text = f"SELECT {strategy}* WHERE START(A AS x) CONSUME BY ANY"
+    events = events_of([("A", 0, 0)] * 4)
+    assert reference(text, events) == [(0, (0,), {"x": (0,)})]
+    assert engine(text, events) == reference(text, events)
+    assert engine(text, events, "compiled" if not strategy.strip() else "python") == reference(text, events)

@@ -167,8 +167,9 @@ class RankedRuns(_Store):
 
     def _consumed(self, order: list) -> list:
         kept = [[[s, nu, None, None, BOTTOM] for s, nu, _, _, node in group if node[HAS_EMPTY]] for group in order]
-        kept = [group for group in kept if group]
-        return kept or self.initial_active()
+        # Nothing kept is possible only under START (the initial class always has the empty
+        # complex event otherwise): the anchored stream then has no runs left.
+        return [group for group in kept if group]
 
     def consume(self, key: Any) -> None:
         order = self.partitions.get(key)
