@@ -145,7 +145,7 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
             {
                 "event_type": ["B"] * rows,
                 "id": list(range(100, 100 + rows)),
-                "ts": list(range(10**6, 10**6 + rows)),
+                "ts": pa.array(range(10**6, 10**6 + rows), pa.int64()).cast(us),
             }
         ),
         corrupt,
@@ -178,7 +178,7 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
         outcome = (
             "cannot read the Parquet file here (row group 1)"
             if 11 <= row <= 20
-            else ("B", 99 + row, None, None, None, 10**6 + row - 1)  # integer times: integers
+            else ("B", 99 + row, None, None, None, stamp((10**6 + row - 1) * us_ns))
         )
         expected.append(("corrupt.parquet", row, outcome))
     expected.append(("footless.parquet", None, "cannot read the Parquet file: "))

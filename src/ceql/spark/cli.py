@@ -29,6 +29,7 @@ from ceql.runtime.batches import Notices
 
 FILE, LINE, KIND, REASON, INPUT, ORDER = "__file", "__line", "__kind", "__reason", "__input", "__order"
 ACCEPTED, REJECTED, WARNING = 0, 1, 2
+TIME_KIND = "\x00time-kind:"  # a WARNING row that carries a time column's input kind
 _BOOKKEEPING = f"`{FILE}` int, `{LINE}` bigint, `{KIND}` int, `{REASON}` string, `{INPUT}` string"
 
 
@@ -86,8 +87,12 @@ def read_events(
                 read = INPUTS[formats[task]].read_split
                 for parsed in read(split, worker_catalog, options, worker_notices):
                     yield from _parsed_batches(parsed, split.file_index, worker_catalog)
-                if worker_notices.messages:
-                    yield _warning_batch(worker_notices.messages, split.file_index, worker_catalog)
+                # How the input gave each time column: the driver shows times as they came.
+                messages = worker_notices.messages + [
+                    f"{TIME_KIND}{name}={kind}" for name, kind in worker_catalog.time_inputs.items()
+                ]
+                if messages:
+                    yield _warning_batch(messages, split.file_index, worker_catalog)
 
     if not splits:
         return spark.createDataFrame([], ddl)
@@ -223,7 +228,15 @@ def run_spark(args: argparse.Namespace) -> int:
     parsed = read_events(spark, absolute, schema, args.input_format, catalog, read_options(args), notices)
     parsed = parsed.localCheckpoint(eager=True)  # read the input once
     for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
-        notices.warn(row[REASON], row[REASON])
+        message = row[REASON]
+        if message.startswith(TIME_KIND):
+            name, kind = message[len(TIME_KIND) :].split("=", 1)
+            catalog.note_time_input(name, kind)  # integers anywhere win, as locally
+        else:
+            notices.warn(message, message)
+    shown_times = {
+        name for name, column in catalog.columns.items() if column.is_time and catalog.shows_timestamps(name)
+    }
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
     if any(d.time_attribute for d in schema.event_types.values()):
@@ -271,7 +284,7 @@ def run_spark(args: argparse.Namespace) -> int:
                 name=name,
                 max_matches=limit,
             )
-            found = _file_layout(found, args.with_events)
+            found = _file_layout(found, args.with_events, shown_times, fmt)
             results = found if results is None else results.unionByName(found, allowMissingColumns=True)
         folder = outputs.folder(args.output)
         try:
@@ -306,10 +319,16 @@ def run_spark(args: argparse.Namespace) -> int:
     return 0
 
 
-def _file_layout(found, with_events: bool):
+def _file_layout(found, with_events: bool, shown_times: set[str] = frozenset(), fmt: str = "jsonl"):
     """The columns of the local engine's output files: query, trigger, positions, labels,
-    partition (as text), the events with their positions, then the measures."""
+    partition (as text), the events with their positions, then the measures. Times the input
+    gave as timestamps or ISO text (``shown_times``) are ISO-8601 text in JSON Lines (exactly the
+    local engine's) and timestamps in Parquet; timestamp measures follow, integers otherwise."""
     from pyspark.sql import functions as F
+
+    def shown(value):
+        """An int64 nanosecond time as the output shows it."""
+        return _iso_text(value) if fmt == "jsonl" else F.timestamp_micros(_micros(value))
 
     fields = {f.name: f.dataType for f in found.schema.fields}
     if "partition" not in fields:
@@ -326,13 +345,56 @@ def _file_layout(found, with_events: bool):
             F.transform(
                 "events",
                 lambda e, i: F.struct(
-                    F.element_at("positions", i + 1).alias("position"), *[e.getField(n).alias(n) for n in names]
+                    F.element_at("positions", i + 1).alias("position"),
+                    *[(shown(e.getField(n)) if n in shown_times else e.getField(n)).alias(n) for n in names],
                 ),
             ).alias("events")
         )
     reserved = {"query", "trigger", "positions", "labels", "partition", "events", "ids"}
-    columns += [F.col(f"`{name}`") for name in fields if name not in reserved]
+    for name in fields:
+        if name in reserved:
+            continue
+        column = F.col(f"`{name}`")
+        if fields[name].typeName() == "timestamp":  # a timestamp measure (x.ts, MAX(x.ts))
+            nanos = F.unix_micros(column) * F.lit(1000)
+            column = shown(nanos) if shown_times else nanos
+        columns.append(column.alias(name))
     return found.select(*columns)
+
+
+def _micros(value):
+    """Nanoseconds to microseconds, rounded down, exactly (Spark timestamps hold microseconds)."""
+    from pyspark.sql import functions as F
+
+    return ((value - F.pmod(value, F.lit(1000))).cast("decimal(20,0)") / F.lit(1000)).cast("long")
+
+
+def _iso_text(value):
+    """ISO-8601 UTC text of an int64 nanosecond time, as ``format_time_ns`` writes it (exact:
+    integer arithmetic, no session time zone)."""
+    from pyspark.sql import functions as F
+
+    billion = F.lit(1_000_000_000)
+    nanos = F.pmod(value, billion)
+    seconds = ((value - nanos).cast("decimal(20,0)") / billion).cast("long")  # exact: decimal
+    days = F.floor(seconds / F.lit(86_400)).cast("int")
+    second_of_day = F.pmod(seconds, F.lit(86_400))
+    day = F.date_add(F.lit("1970-01-01").cast("date"), days)
+    clock = F.format_string(
+        "%02d:%02d:%02d",
+        (second_of_day / 3600).cast("int"),
+        ((second_of_day % 3600) / 60).cast("int"),
+        second_of_day % 60,
+    )
+    fraction = F.regexp_replace(F.lpad(nanos.cast("string"), 9, "0"), "0+$", "")
+    text = F.concat(
+        F.date_format(day, "yyyy-MM-dd"),
+        F.lit("T"),
+        clock,
+        F.when(fraction == "", "").otherwise(F.concat(F.lit("."), fraction)),
+        F.lit("Z"),
+    )
+    return F.when(value.isNull(), F.lit(None)).otherwise(text)
 
 
 def _too_many(limit: int):

@@ -166,7 +166,12 @@ class Collector:
                 pa.list_(pa.string()),
             )
         for name in spec.measures:
-            columns[name] = pa.array([_plain(m.measures.get(name)) for m in matches], schema.field(name).type)
+            kind = schema.field(name).type
+            values = [_plain(m.measures.get(name)) for m in matches]
+            if pa.types.is_timestamp(kind):  # measures hold nanoseconds; Spark's unit may differ
+                columns[name] = pa.array(values, pa.int64()).cast(pa.timestamp("ns", kind.tz)).cast(kind)
+            else:
+                columns[name] = pa.array(values, kind)
         if spec.has_ids:
             table = pa.concat_tables(self.ids) if self.ids else None
             if table is not None and len(self.ids) > 1:
