@@ -290,3 +290,12 @@ def test_engine_bounds_from_the_command_line(tmp_path) -> None:
         for path in ("python", "compiled", "auto")
     }
     assert found["python"] == found["compiled"] == found["auto"] and found["python"]
+
+
+def test_a_header_csv_cannot_read_is_bad_input_not_a_traceback(tmp_path) -> None:
+    """Found by the input-file fuzzer: a carriage return inside the header line."""
+    path = tmp_path / "events.csv"
+    path.write_bytes(b"event_type,id\rx,name,volume,price,stock_time\nSELL,0,INTC,100,1.5,1\n")
+    result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "line 2: the header (line 1) cannot be read as CSV" in result.stderr

@@ -58,7 +58,10 @@ def read_header(line: bytes, catalog: Catalog, source: str, notices: Notices) ->
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return Header((), (), "the header (line 1) is not valid UTF-8")
-    names = tuple(name.strip() for name in next(_csv.reader([text]), []))
+    try:
+        names = tuple(name.strip() for name in next(_csv.reader([text]), []))
+    except _csv.Error as error:  # e.g. a carriage return inside the line
+        return Header((), (), f"the header (line 1) cannot be read as CSV: {error}")
     unknown, absent = catalog.check_columns(names, source)
     for name in unknown:
         notices.warn(
