@@ -128,3 +128,24 @@ def test_consumption_does_not_restart_start(strategy: str) -> None:
     assert reference(text, events) == [(0, (0,), {"x": (0,)})]
     assert engine(text, events) == reference(text, events)
     assert engine(text, events, "compiled" if not strategy.strip() else "python") == reference(text, events)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE A AS x ALL B AS x FILTER A.v = B.id",  # found by the CI's cross run
+        "SELECT * WHERE (A OR C) AS x ; B AS y FILTER x.v = y.id",
+        "SELECT * WHERE (A OR C) AS x ; B AS y PARTITION BY [x.v, y.id]",
+    ],
+)
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_a_double_key_equal_to_an_int_key_is_the_same_key(text: str, path: str) -> None:
+    """v is stored as double (C declares it double), id as int: the kernel's partition keys
+    must take 0.0 and 0 as one key, and NaN as no key, as the reference does."""
+    events = [
+        {"event_type": t, "id": i, "v": v, "s": "a", "t": k}
+        for k, (t, i, v) in enumerate(
+            [("A", 0, 0), ("C", 0, float("nan")), ("C", 0, 1.0), ("A", 0, 1), ("B", 1, 0), ("B", 0, 5), ("C", 0, 0.0), ("B", 0, 0)]
+        )
+    ]
+    assert engine(text, events, path) == reference(text, events) != []

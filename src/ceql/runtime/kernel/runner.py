@@ -130,6 +130,12 @@ class KeyCodes:
                 encoded = pc.dictionary_encode(column)
                 index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
                 values = encoded.dictionary.to_pylist()
+                if pa.types.is_floating(column.type):
+                    # A double equal to an int is the same key as that int (v:double in one
+                    # event type keyed against id:int in another); NaN is no key, as null.
+                    nan = np.array([v != v for v in values] + [False], dtype=bool)
+                    index = np.where(nan[index], -1, index)
+                    values = [int(v) if v == v and float(v).is_integer() else v for v in values]
                 if combined is None:
                     combined, uniques = index, [(v,) for v in values]
                     continue
