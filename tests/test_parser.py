@@ -193,3 +193,18 @@ def test_generated_queries_roundtrip(query: ast.Query) -> None:
     printed = print_query(query)
     assert parse_query(printed) == query, printed
     ceql.check(printed, ceql.declare(TEST_DECLARATION))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE STREAM S { EVENT A { id:int, ts:primary_time(ms), s:string }, EVENT B { x:double, ok:boolean } }\n"
+        "CREATE QUARANTINE { FIXED_TIME 1.5 seconds {S}, DIRECT {S} }",
+        "DECLARE EVENT `trade id`(`a b` int, `x``y` double, t primary_time(us))\n"
+        "DECLARE EVENT SELECT(FROM long)\nDECLARE STREAM `my stream`(`trade id`, SELECT)",
+    ],
+)
+def test_schema_text_parses_back_to_the_same_schema(text: str) -> None:
+    """Schema.text() is how a schema travels to Spark workers (plain text, never a pickle)."""
+    schema = ceql.declare(text)
+    assert ceql.declare(schema.text()) == schema

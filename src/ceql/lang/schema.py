@@ -145,6 +145,26 @@ class Schema:
                         f"CREATE QUARANTINE names unknown stream {stream} (declared streams: {known})"
                     )
 
+    def text(self) -> str:
+        """The schema as declaration text that parses back to an equal schema (plain data for
+        shipping a schema to Spark workers or storing it; no pickle). Every event type is a
+        ``DECLARE EVENT``, then each stream and each quarantine (spans in nanoseconds)."""
+        from ceql.lang.printer import name
+
+        lines = []
+        for decl in self.event_types.values():
+            attributes = ", ".join(
+                f"{name(a.name)} {a.type}" + (f"({a.unit})" if a.unit else "") for a in decl.attributes
+            )
+            lines.append(f"DECLARE EVENT {name(decl.name)}({attributes})")
+        for stream, types in self.streams.items():
+            lines.append(f"DECLARE STREAM {name(stream)}({', '.join(name(t) for t in types)})")
+        for policy in self.quarantines:
+            span = f" {policy.span_ns} NANOSECONDS" if policy.span_ns is not None else ""
+            streams = ", ".join(name(s) for s in policy.streams)
+            lines.append(f"CREATE QUARANTINE {{ {policy.kind}{span} {{{streams}}} }}")
+        return "\n".join(lines)
+
     def allowed_lateness_ns(self) -> int | None:
         """The FIXED_TIME quarantine span, if one is declared (the largest one)."""
         spans = [q.span_ns for q in self.quarantines if q.kind == "FIXED_TIME" and q.span_ns]

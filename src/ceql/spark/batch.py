@@ -45,13 +45,12 @@ _FLUSH_ROWS = 10_000
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(query_text: str, schema_blob: bytes):
-    """Compile once per Python worker (the query text and pickled schema are the cache key)."""
-    import pickle
-
+def _compiled(query_text: str, declaration: str):
+    """Compile once per Python worker (the query text and the declaration text, ``Schema.text``,
+    are the cache key: plain text, never a pickle)."""
     import ceql
 
-    return ceql.compile(query_text, pickle.loads(schema_blob))
+    return ceql.compile(query_text, ceql.declare(declaration))
 
 
 def plan_kind(query) -> str:
@@ -89,7 +88,7 @@ class _Job:
     """What a task needs (sent with it, so small and picklable)."""
 
     text: str
-    blob: bytes
+    declaration: str  # Schema.text()
     spec: OutputSpec
     sort_keys: tuple[str, ...]
     global_positions: bool
@@ -138,8 +137,6 @@ def find(
     result (see ``ceql.spark.streaming``). With ``max_matches``, a task (a key's group, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
-    import pickle
-
     compiled, df, settings = prepare_stream(
         df,
         query,
@@ -178,7 +175,7 @@ def find(
         sort_keys = (POS,)
     job = _Job(
         text=compiled.text,
-        blob=pickle.dumps(compiled.checked.schema),
+        declaration=compiled.checked.schema.text(),
         spec=spec,
         sort_keys=tuple(sort_keys),
         global_positions=global_positions and kind != "single",
@@ -439,7 +436,7 @@ def sort_order(table: pa.Table, keys) -> pa.Array:
 def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     """Evaluate one group (a partition key, or a shard) in stream order."""
     table = _sorted(table, job.sort_keys)
-    evaluator = _compiled(job.text, job.blob).evaluator()
+    evaluator = _compiled(job.text, job.declaration).evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
     positions = table.column(POS).to_numpy() if job.global_positions else None
@@ -463,7 +460,7 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
 
 def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """The single plan: one task reads the whole stream in order; positions are its row count."""
-    evaluator = _compiled(job.text, job.blob).evaluator()
+    evaluator = _compiled(job.text, job.declaration).evaluator()
     collector = Collector(job.spec)
 
     def matches():

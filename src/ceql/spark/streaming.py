@@ -28,7 +28,6 @@ the batch id, replaced when Spark replays a batch, so its outputs are exactly-on
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,7 +55,6 @@ class LateEventError(CeqlError):
 
 def _processor_class():
     from pyspark.sql.streaming import StatefulProcessor
-    from pyspark.sql.types import BinaryType, StructField, StructType
 
     class CeqlProcessor(StatefulProcessor):
         """Buffers a key's events and evaluates them in stream order as the watermark passes."""
@@ -66,16 +64,24 @@ def _processor_class():
 
         def init(self, handle) -> None:
             self.handle = handle
-            self.state = handle.getValueState("ceql", StructType([StructField("blob", BinaryType())]))
+            self.state = handle.getValueState("ceql", _state_schema())
 
-        # -- state: the buffer (Arrow IPC), the evaluator, the last evaluated event, the timers
+        # -- state, stored in the checkpoint as data (never a pickle): the buffered events and
+        # the last evaluated event's order key as Arrow IPC, the evaluator's own state format,
+        # the timers as longs.
         def _load(self) -> dict[str, Any]:
-            if self.state.exists():
-                return pickle.loads(self.state.get()[0])
-            return {"buffer": None, "evaluator": None, "frontier": None, "timers": []}
+            if not self.state.exists():
+                return {"buffer": None, "evaluator": None, "frontier": None, "timers": []}
+            buffer, evaluator, frontier, timers = self.state.get()
+            return {
+                "buffer": _bytes(buffer),
+                "evaluator": _bytes(evaluator),
+                "frontier": _bytes(frontier),
+                "timers": [int(t) for t in timers or ()],
+            }
 
         def _save(self, data: dict[str, Any]) -> None:
-            self.state.update((pickle.dumps(data, protocol=5),))
+            self.state.update((data["buffer"], data["evaluator"], data["frontier"], data["timers"]))
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             setup = self.setup
@@ -89,7 +95,7 @@ def _processor_class():
             )
             order = _order(table, setup["order"])
             table = table.take(pa.array(order))
-            late_mask = _behind(table, setup["order"], data["frontier"])
+            late_mask = _behind(table, setup["order"], _frontier_key(data["frontier"]))
             outputs = []
             if late_mask.any():
                 late = table.filter(pa.array(late_mask))
@@ -134,8 +140,8 @@ def _processor_class():
                 rest = table.filter(pa.array(~ready))
                 now = now.take(pa.array(_order(now, setup["order"])))
                 outputs = self._evaluate(data, now)
-                last = now.slice(now.num_rows - 1, 1).select(setup["order"]).to_pylist()[0]
-                data["frontier"] = tuple(last[c] for c in setup["order"])
+                # The last evaluated event's (time, tie-break) key, typed as the input has it.
+                data["frontier"] = _write_ipc(now.slice(now.num_rows - 1, 1).select(setup["order"]))
                 table = rest
             data["buffer"] = _write_ipc(table) if table.num_rows else None
             if table.num_rows:
@@ -147,7 +153,7 @@ def _processor_class():
 
         def _evaluate(self, data: dict[str, Any], table: pa.Table) -> list[pd.DataFrame]:
             setup = self.setup
-            evaluator = _compiled(setup["text"], setup["blob"]).evaluator()
+            evaluator = _compiled(setup["text"], setup["declaration"]).evaluator()
             if data["evaluator"] is not None:
                 evaluator.import_state(data["evaluator"])
             spec: OutputSpec = setup["spec"]
@@ -218,6 +224,30 @@ def _late_frame(late: pa.Table, setup: dict[str, Any]) -> pd.DataFrame:
     frame["query"] = setup["spec"].name
     frame[LATE] = events
     return frame
+
+
+def _state_schema():
+    """The per-key state in the checkpoint: plain data, read back without running code."""
+    from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("buffer", BinaryType()),  # the buffered events (Arrow IPC)
+            StructField("evaluator", BinaryType()),  # Evaluator.export_state (versioned JSON)
+            StructField("frontier", BinaryType()),  # the last evaluated event's order key (Arrow IPC)
+            StructField("timers", ArrayType(LongType())),
+        ]
+    )
+
+
+def _bytes(value) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _frontier_key(blob: bytes | None) -> tuple | None:
+    """The (time, tie-break) values of the last evaluated event."""
+    table = _read_ipc(blob)
+    return None if table is None else tuple(table.to_pylist()[0].values())
 
 
 def _read_ipc(blob: bytes | None) -> pa.Table | None:
@@ -316,7 +346,7 @@ def find_streaming(
         out_schema = T.StructType([*out_schema.fields, T.StructField(LATE, late_type)])
     setup = {
         "text": query.text,
-        "blob": pickle.dumps(schema),
+        "declaration": schema.text(),
         "spec": spec,
         "columns": columns,
         "input_schema": input_schema,
