@@ -241,11 +241,27 @@ class Catalog:
 
     # ------------------------------------------------------------------ how times came in
 
+    @property
+    def int_types(self) -> dict[str, frozenset[str]]:
+        """Columns stored as double whose name some event types declare int -> those types
+        (their rows read the values as ints again: exact ``/`` and ``%``)."""
+        out = {}
+        for name, column in self.columns.items():
+            ints = frozenset(t for t, a in column.declared.items() if a.type == "int")
+            if column.storage == "double" and ints:
+                out[name] = ints
+        return out
+
     def note_time_input(self, name: str, kind: str) -> None:
         """Record how the input gave a time column: the first kind seen, unless integers come
         later (an input that mixes integer times with timestamps shows them all as integers)."""
         if kind.startswith("integer") or name not in self.time_inputs:
             self.time_inputs[name] = kind
+
+    @property
+    def timestamp_columns(self) -> frozenset[str]:
+        """The time columns outputs show as timestamps (see ``shows_timestamps``), so far."""
+        return frozenset(n for n, c in self.columns.items() if c.is_time and self.shows_timestamps(n))
 
     def shows_timestamps(self, name: str) -> bool:
         """Whether times of this column came as timestamps or ISO-8601 text (so outputs may

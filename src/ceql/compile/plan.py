@@ -297,11 +297,7 @@ def _pass_columns(b: _Building) -> str:
         needed.update(group)
     catalog = Catalog.for_query(schema, needed)
     b.fields["catalog"] = catalog
-    predicates = b.fields["compiled"].predicates
-    for name, column in catalog.columns.items():
-        ints = frozenset(t for t, a in column.declared.items() if a.type == "int")
-        if column.storage == "double" and ints:
-            predicates.int_types[name] = ints
+    b.fields["compiled"].predicates.int_types = catalog.int_types
     return f"{len(catalog.columns)} columns: " + ", ".join(catalog.columns)
 
 

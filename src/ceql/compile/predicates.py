@@ -52,6 +52,7 @@ class PredicateSet:
         # Attribute names stored as double that some event types declare int -> those types
         # (set from the query's catalog): their rows are evaluated on int values.
         self.int_types: dict[str, frozenset[str]] = {}
+        self._mixed: list[list[str]] = []
 
     def intern(self, pred: ast.Pred) -> int:
         """The id of ``pred`` (equal predicates share an id)."""
@@ -71,9 +72,10 @@ class PredicateSet:
         """One boolean numpy array per predicate, for every row of ``table``."""
         results = []
         as_ints: pa.Table | None = None
-        for pred in self.preds:
+        if len(self._mixed) != len(self.preds):  # once: the mixed columns each predicate reads
+            self._mixed = [[n for n in _attribute_names(p) if n in self.int_types] for p in self.preds]
+        for pred, mixed in zip(self.preds, self._mixed):
             result = _to_bool(_pred(pred, table))
-            mixed = [name for name in _attribute_names(pred) if name in self.int_types]
             if mixed and table.num_rows:
                 # An attribute declared int by some event types and double by others is stored
                 # as double; on the rows of the int types the predicate reads ints (exact / and

@@ -65,9 +65,7 @@ class TimeDisplay:
         seen = tuple(catalog.time_inputs.items())
         if seen != self._seen:
             self._seen = seen
-            self._columns = frozenset(
-                name for name, column in catalog.columns.items() if column.is_time and catalog.shows_timestamps(name)
-            )
+            self._columns = catalog.timestamp_columns
         return self._columns
 
     def measures(self, query: str) -> list[str]:

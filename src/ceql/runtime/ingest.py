@@ -43,14 +43,8 @@ class Ingest:
         self.has_registers = plan.registers is not None
         self.keep_values = self.has_registers or plan.measures is not None
         # Value attributes stored as double whose name some event types declare int.
-        catalog = plan.catalog
-        self._int_types: dict[str, frozenset[str]] = {}
-        for name in plan.value_attributes if catalog is not None else ():
-            column = catalog.columns.get(name)
-            if column is not None and column.storage == "double":
-                ints = frozenset(t for t, a in column.declared.items() if a.type == "int")
-                if ints:
-                    self._int_types[name] = ints
+        mixed = plan.catalog.int_types if plan.catalog is not None else {}
+        self._int_types = {name: mixed[name] for name in plan.value_attributes if name in mixed}
 
     # ------------------------------------------------------------------ symbols
 

@@ -234,9 +234,7 @@ def run_spark(args: argparse.Namespace) -> int:
             catalog.note_time_input(name, kind)  # integers anywhere win, as locally
         else:
             notices.warn(message, message)
-    shown_times = {
-        name for name, column in catalog.columns.items() if column.is_time and catalog.shows_timestamps(name)
-    }
+    shown_times = catalog.timestamp_columns
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
     if any(d.time_attribute for d in schema.event_types.values()):
@@ -319,7 +317,7 @@ def run_spark(args: argparse.Namespace) -> int:
     return 0
 
 
-def _file_layout(found, with_events: bool, shown_times: set[str] = frozenset(), fmt: str = "jsonl"):
+def _file_layout(found, with_events: bool, shown_times: frozenset[str] = frozenset(), fmt: str = "jsonl"):
     """The columns of the local engine's output files: query, trigger, positions, labels,
     partition (as text), the events with their positions, then the measures. Times the input
     gave as timestamps or ISO text (``shown_times``) are ISO-8601 text in JSON Lines (exactly the
