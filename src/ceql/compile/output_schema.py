@@ -284,12 +284,7 @@ def output_schema(
     not in it is shown as integers in its declared unit. ``events``: the fields of one event
     in the ``events`` column (``event_fields`` for ``ceql run``; Spark: the id columns), or None
     for no such column; ``ids``: also the ``ids`` column (one field per reported label)."""
-    kinds = dict(time_kinds or {})
-    catalog = plan.catalog
-    times = {
-        column: time_type(kinds.get(column), declared_unit(catalog.schema, column))
-        for column in time_names(catalog.schema)
-    }
+    times = time_types(plan.catalog.schema, time_kinds or {})
     labels = reported_labels(plan, type_labels) if positions or ids else ()
     fields: list[pa.Field] = [pa.field("query", pa.string(), nullable=False)]
     if positions:
@@ -411,6 +406,12 @@ def _measure_time(expr: Any, times: Mapping[str, TimeType]) -> TimeType:
     return TimeType("integer ns", pa.int64())  # no single source: nanoseconds, exactly
 
 
+def time_types(schema: Any, kinds: Mapping[str, str]) -> dict[str, TimeType]:
+    """Time column -> how it is shown, from how the input gives it (``kinds``; a column not in
+    it: integers in its declared unit)."""
+    return {column: time_type(kinds.get(column), declared_unit(schema, column)) for column in time_names(schema)}
+
+
 def time_names(schema: Any) -> list[str]:
     """The attributes that are a primary_time wherever they are declared, in declaration order."""
     found: dict[str, bool] = {}
@@ -463,4 +464,5 @@ __all__ = [
     "reported_labels",
     "time_names",
     "time_type",
+    "time_types",
 ]

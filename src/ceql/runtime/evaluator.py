@@ -148,6 +148,30 @@ class Evaluator:
         schema = self.output_schema(name)
         return pa.Table.from_batches(batches, schema=schema.arrow)
 
+    def columns(self, events: Any, batch: int = 50_000) -> Iterator[Any]:
+        """Matches over ``events`` as ``MatchColumns`` (``runtime/arrow.py``; raw measures: times
+        in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers."""
+        import itertools
+
+        from ceql.runtime.arrow import from_matches
+
+        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
+            if not self.type_labels:
+                self._kernel = _kernel_for(self.plan)
+        kernel = self._kernel
+        for table in iter_tables(events, self._typing(None)):
+            schema = self.output_schema()
+            if kernel is not None:
+                for chunk in kernel.process_table(table):
+                    yield kernel.columns(chunk)
+                continue
+            found = self._run(table)
+            while True:
+                part = list(itertools.islice(found, batch))
+                if not part:
+                    break
+                yield from_matches(part, schema)
+
     def output_schema(self, name: str = "query") -> Any:
         """The output schema of this evaluator's matches (``compile/output_schema.py``): fixed
         once its input has shown how it gives the times the output shows."""

@@ -12,6 +12,7 @@ of the output schema (docs/guide.md, "Output"), ``MatchRows`` into ``Match`` obj
 from __future__ import annotations
 
 import numpy as np
+
 from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.kernel.compiled import dedupe_mask
 from ceql.runtime.kernel.engine import KernelMatches
