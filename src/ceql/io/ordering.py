@@ -111,16 +111,17 @@ class Orderer:
         return time_type(self.times.get(column), declared_unit(self.schema, column)).text(ns)
 
     def _text(self, chunk: Chunk, index: int) -> str:
-        """A rejected event's values as JSON text (times as the input gave them)."""
         table = chunk.table
-        values: dict[str, Any] = {}
-        for name in table.column_names:
-            value = table.column(name)[index].as_py()
-            if value is not None and name in self.times:
-                column_types = [t for t, c in self.time_columns.items() if c == name]
-                value = self.shown(column_types[0], value) if column_types else value
-            values[name] = value
-        return row_text(values)
+        return self.text({name: table.column(name)[index].as_py() for name in table.column_names})
+
+    def text(self, values: Mapping[str, Any]) -> str:
+        """A rejected event's values (a typed row) as the input text of its dead-letter record:
+        JSON of its non-null values, its time as the input gave it."""
+        shown = dict(values)
+        column = self.time_columns.get(str(values.get(EVENT_TYPE)))
+        if column is not None and shown.get(column) is not None:
+            shown[column] = self.shown(str(values[EVENT_TYPE]), int(shown[column]))
+        return row_text(shown)
 
     def _reject(self, chunk: Chunk, indexes: np.ndarray, reason) -> Chunk | None:
         for index in indexes:

@@ -292,23 +292,33 @@ def events_column(
             arrays.append(times[f.name].from_ns(taken.column(f.name).combine_chunks()))
         else:
             arrays.append(taken.column(f.name).combine_chunks().cast(f.type))
-    if restrictions and any(v is not None for v in restrictions.values()):
-        arrays = _restricted(arrays, event_type, matches, taken, restrictions)
     values = pa.StructArray.from_arrays(arrays, fields=list(event_type))
+    if restrictions and any(v is not None for v in restrictions.values()):
+        values = restricted(values, [(m.positions, m.labels) for m in matches], restrictions)
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=kind)
 
 
-def _restricted(arrays, event_type, matches, taken, restrictions) -> list[pa.Array]:
-    """Null out the attributes ``SELECT x[a, b]`` does not report for x's events: an event
-    reports the union over its labels (and its event type), or everything if one names none."""
-    types = taken.column("event_type").to_pylist() if taken.num_rows else []
+def restricted(
+    events: pa.StructArray,
+    matches: Sequence[tuple[Sequence[int], Any]],
+    restrictions: dict[str, tuple[str, ...] | None],
+) -> pa.StructArray:
+    """The events of matches (flat, match after match; ``matches``: each one's positions and
+    labels) with the attributes ``SELECT x[a, b]`` does not report for x's events null: an
+    event reports the union over its labels (and its event type), or everything if one of them
+    names none."""
+    if not restrictions or all(v is None for v in restrictions.values()):
+        return events
+    names = [f.name for f in events.type]
+    arrays = events.flatten()
+    types = arrays[names.index("event_type")].to_pylist()
     allowed: list[set[str] | None] = []
     index = 0
-    for match in matches:
-        for position in match.positions:
-            labels = {label for label, found in match.labels.items() if position in found}
-            labels.add(types[index])
-            covering = [restrictions[label] for label in labels if label in restrictions]
+    for positions, labels in matches:
+        for position in positions:
+            found = {label for label, where in (labels or {}).items() if where and position in where}
+            found.add(types[index])
+            covering = [restrictions[label] for label in found if label in restrictions]
             if not covering or any(a is None for a in covering):
                 allowed.append(None)
             else:
@@ -316,13 +326,13 @@ def _restricted(arrays, event_type, matches, taken, restrictions) -> list[pa.Arr
             index += 1
     keep_always = {"position", "source", "row", "event_type"}
     out = []
-    for f, array in zip(event_type, arrays):
+    for f, array in zip(events.type, arrays):
         if f.name in keep_always:
             out.append(array)
             continue
         mask = pa.array([a is not None and f.name not in a for a in allowed], pa.bool_())
         out.append(pc.if_else(mask, pa.nulls(len(array), array.type), array))
-    return out
+    return pa.StructArray.from_arrays(out, fields=list(events.type))
 
 
 class EventRef:
