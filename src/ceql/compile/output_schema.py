@@ -372,10 +372,16 @@ def _storage(catalog: Any, attribute: str) -> str:
 def _measures(plan: Any, times: Mapping[str, TimeType]) -> tuple[Measure, ...]:
     if plan.measures is None:
         return ()
-    kinds = getattr(plan.checked, "measure_types", {}) or {}
-    expressions = {m.name: m.expr for m in plan.checked.query.projection.measures}
+    return measures_of(plan.checked, times)
+
+
+def measures_of(checked: Any, times: Mapping[str, TimeType]) -> tuple[Measure, ...]:
+    """The measure columns of a checked query, in SELECT order (``times``: how each time
+    column is shown, ``time_types``)."""
+    kinds = getattr(checked, "measure_types", {}) or {}
+    expressions = {m.name: m.expr for m in checked.query.projection.measures}
     out = []
-    for name in plan.measures.names:
+    for name in expressions:
         kind = kinds.get(name) or "string"
         many = kind.startswith("list<")
         scalar = kind[5:-1] if many else kind
@@ -459,6 +465,7 @@ __all__ = [
     "event_fields",
     "iso_text",
     "list_of",
+    "measures_of",
     "ns_value",
     "output_schema",
     "reported_labels",
