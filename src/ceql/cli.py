@@ -258,7 +258,8 @@ class _RowSink:
             for columns in evaluator.columns(chunk.table, _BATCH_MATCHES):
                 yield record_batch(schema, columns)
             return
-        found = evaluator.process_with_payload(chunk.table, _index)
+        # Each event's payload is (its chunk, its row): a match may hold events of earlier chunks.
+        found = evaluator.process_with_payload(chunk.table, lambda row, chunk=chunk: (chunk, row))
         kind = schema.arrow.field("events").type
         while True:
             pairs = list(itertools.islice(found, _BATCH_MATCHES))
@@ -266,14 +267,7 @@ class _RowSink:
                 return
             matches = [match for match, _ in pairs]
             events = events_column(
-                kind,
-                chunk.table,
-                matches,
-                [rows for _, rows in pairs],
-                chunk.lines,
-                chunk.source_of,
-                self.run.times,
-                self.restrictions[name],
+                kind, matches, [refs for _, refs in pairs], self.run.times, self.restrictions[name]
             )
             yield record_batch(schema, from_matches(matches, schema), events=events)
 
@@ -326,10 +320,6 @@ class _OneMatch:
 
     def slice(self, start: int, length: int):
         return self
-
-
-def _index(row: int) -> int:
-    return row
 
 
 def output_format(args: argparse.Namespace) -> str:

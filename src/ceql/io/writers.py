@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import numpy as np
@@ -262,32 +262,33 @@ class ParquetFileWriter:
 
 def events_column(
     kind: pa.DataType,
-    table: pa.Table,
     matches: Sequence[Match],
-    rows: Sequence[Sequence[int]],
-    lines: np.ndarray,
-    sources: Callable[[int], str],
+    refs: Sequence[Sequence[tuple[Any, int]]],
     times: dict[str, TimeType],
     restrictions: dict[str, tuple[str, ...] | None] | None = None,
 ) -> pa.Array:
     """The ``events`` column of ``ceql run --with-events``: for each match, its reported
-    events (``rows[i]``: their rows in ``table``, in position order) with position, input file
-    and line, event type and attributes (times as the input gave them; ``SELECT x[a, b]``
-    leaves the other attributes of x's events null)."""
+    events (``refs[i]``: (chunk, row) of each, in position order; a chunk has the typed
+    ``table``, the input ``lines`` and ``source_of``) with position, input file and line, event
+    type and attributes (times as the input gave them; ``SELECT x[a, b]`` leaves the other
+    attributes of x's events null)."""
     event_type = kind.value_type
-    flat = [r for each in rows for r in each]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int32)
-    np.cumsum([len(each) for each in rows], out=offsets[1:])
-    taken = table.take(pa.array(flat, pa.int64())) if flat else table.schema.empty_table()
+    flat = [ref for each in refs for ref in each]
+    offsets = np.zeros(len(refs) + 1, dtype=np.int32)
+    np.cumsum([len(each) for each in refs], out=offsets[1:])
+    if not flat:
+        empty = pa.StructArray.from_arrays([pa.array([], f.type) for f in event_type], fields=list(event_type))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), empty, type=kind)
+    taken, lines, sources = _gather(flat)
     positions = [p for m in matches for p in m.positions]
     arrays = []
     for f in event_type:
         if f.name == "position":
             arrays.append(pa.array(positions, pa.int64()))
         elif f.name == "source":
-            arrays.append(pa.array([sources(r) for r in flat], pa.string()))
+            arrays.append(pa.array(sources, pa.string()))
         elif f.name == "row":
-            arrays.append(pa.array(lines[flat] if flat else [], pa.int64()))
+            arrays.append(pa.array(lines, pa.int64()))
         elif f.name in times:
             arrays.append(times[f.name].from_ns(taken.column(f.name).combine_chunks()))
         else:
@@ -296,6 +297,28 @@ def events_column(
     if restrictions and any(v is not None for v in restrictions.values()):
         values = restricted(values, [(m.positions, m.labels) for m in matches], restrictions)
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=kind)
+
+
+def _gather(refs: Sequence[tuple[Any, int]]) -> tuple[pa.Table, list, list]:
+    """The typed rows, lines and sources of events given as (chunk, row), in that order."""
+    groups: dict[int, tuple[Any, list[int], list[int]]] = {}
+    for order, (chunk, row) in enumerate(refs):
+        groups.setdefault(id(chunk), (chunk, [], []))
+        groups[id(chunk)][1].append(row)
+        groups[id(chunk)][2].append(order)
+    tables, lines, sources, orders = [], [], [], []
+    for chunk, rows, order in groups.values():
+        tables.append(chunk.table.take(pa.array(rows, pa.int64())))
+        lines.extend(int(chunk.lines[r]) for r in rows)
+        sources.extend(chunk.source_of(r) for r in rows)
+        orders.extend(order)
+    taken = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if len(tables) > 1 or orders != sorted(orders):
+        back = np.argsort(np.array(orders, dtype=np.int64), kind="stable")
+        taken = taken.take(pa.array(back))
+        lines = [lines[i] for i in back]
+        sources = [sources[i] for i in back]
+    return taken, lines, sources
 
 
 def restricted(
