@@ -48,9 +48,8 @@ def _raw_rows(events: Any) -> Iterable[Mapping[str, Any]]:
 
 
 def _arrow_rows(table: Any) -> list[dict[str, Any]]:
-    import pyarrow as pa
-
     import pandas as pd
+    import pyarrow as pa
 
     columns = {}
     for name, column in zip(table.schema.names, table.columns):
