@@ -133,11 +133,11 @@ def _rows(table: pa.Table, file_index: int, lines, kind: int, reasons, texts) ->
     return full.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=full.schema)]
 
 
-def order_events(accepted, schema: Schema, sort: bool, times: dict[str, str] | None = None):
+def order_events(accepted, schema: Schema, sort: bool, time_kinds: dict[str, str] | None = None):
     """Stream order of the accepted events, by the local ``Orderer`` in one task over the event
     types, times and input positions: rows (file, line, order) for the events kept, and (file,
-    line, reason) for those rejected as out of order or late (``times``: how the input gives
-    each time column, for the reasons)."""
+    line, reason) for those rejected as out of order or late (``time_kinds``: how the input
+    gives each time column, for the reasons)."""
     from ceql.io.errors import RejectList
     from ceql.io.ordering import Orderer
     from ceql.io.readers import Chunk
@@ -148,7 +148,7 @@ def order_events(accepted, schema: Schema, sort: bool, times: dict[str, str] | N
 
     def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rejects = RejectList()
-        orderer = Orderer(schema, rejects, sort=sort, times=times)
+        orderer = Orderer(schema, rejects, sort=sort, times=time_kinds)
         position = 0
 
         def chunks():
