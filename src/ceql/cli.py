@@ -236,13 +236,10 @@ class _RowSink:
         self.counts = {name: 0 for name, _ in queries}
 
     def _open(self) -> None:
-        from ceql.io.writers import JsonLinesWriter, ParquetFileWriter, run_schema
+        from ceql.io.writers import open_writer, run_schema
 
         self.run = run_schema(list(self.queries.items()), self.catalog, self.with_events)
-        if self.fmt == "parquet":
-            self.writer = ParquetFileWriter(self.target, self.run.arrow)
-        else:
-            self.writer = JsonLinesWriter(self.target, self.run.arrow)
+        self.writer = open_writer(self.fmt, self.target, self.run.arrow)
 
     def batches(self, name: str, evaluator, chunk):
         """The record batches (the query's own schema) of the matches one chunk triggers."""

@@ -226,10 +226,12 @@ def _finite(value: Any) -> Any:
 
 
 class JsonLinesWriter:
-    """Rows of a run schema to a text stream, as JSON Lines."""
+    """Rows of a run schema to a file (a path, which it opens and closes) or a text stream,
+    as JSON Lines."""
 
-    def __init__(self, stream: TextIO, schema: pa.Schema) -> None:
-        self.stream = stream
+    def __init__(self, target: str | TextIO, schema: pa.Schema) -> None:
+        self.owned = isinstance(target, str)
+        self.stream: TextIO = open(target, "w", encoding="utf-8") if isinstance(target, str) else target  # noqa: SIM115
         self.encoder = JsonEncoder(schema)
         self.count = 0
 
@@ -238,7 +240,10 @@ class JsonLinesWriter:
         self.count += batch.num_rows
 
     def close(self) -> None:
-        self.stream.flush()
+        if self.owned:
+            self.stream.close()
+        else:
+            self.stream.flush()
 
 
 class ParquetFileWriter:
@@ -255,6 +260,20 @@ class ParquetFileWriter:
 
     def close(self) -> None:
         self.writer.close()
+
+
+#: The row formats of ``ceql run`` (both engines): name -> (writer, file extension). A writer
+#: takes a path (JSON Lines also a text stream) and the run's schema; ``write(batch)``,
+#: ``close()``. A new format is a writer here: the command line and Spark follow.
+FORMATS: dict[str, tuple[Any, str]] = {
+    "jsonl": (JsonLinesWriter, "jsonl"),
+    "parquet": (ParquetFileWriter, "parquet"),
+}
+
+
+def open_writer(fmt: str, target: str | TextIO, schema: pa.Schema) -> Any:
+    """The writer of a row format (``FORMATS``) to ``target``."""
+    return FORMATS[fmt][0](target, schema)
 
 
 # ---------------------------------------------------------------------------- --with-events

@@ -208,7 +208,7 @@ def run_spark(args: argparse.Namespace) -> int:
     )
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
-    from ceql.io.writers import run_schema
+    from ceql.io.writers import FORMATS, run_schema
     from ceql.spark.batch import explain_plan, find
     from ceql.spark.files import write_dead_letters, write_matches
     from ceql.spark.session import session
@@ -222,8 +222,8 @@ def run_spark(args: argparse.Namespace) -> int:
     if not args.output or args.output == STDOUT:
         raise CeqlError("--engine spark needs --output DIRECTORY (results are written by Spark)")
     fmt = output_format(args)
-    if fmt not in ("parquet", "jsonl"):
-        raise CeqlError("--engine spark writes parquet or jsonl")
+    if fmt not in FORMATS:
+        raise CeqlError(f"--engine spark writes {' or '.join(FORMATS)}")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)

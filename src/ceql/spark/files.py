@@ -20,11 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.output_schema import OutputSchema, TimeType
-from ceql.io.writers import JsonLinesWriter, ParquetFileWriter, RunSchema, restricted, widen
+from ceql.io.writers import FORMATS, ParquetFileWriter, RunSchema, open_writer, restricted, widen
 
 ATTEMPTS = "_attempts"
 _DONE = "`file` string, `query` bigint, `part` bigint, `rows` bigint"
-EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet"}
 
 
 def file_rows(
@@ -101,7 +100,7 @@ def write_matches(
     schema, its SELECT restrictions) into ``folder``; returns the rows written per query."""
     os.makedirs(folder, exist_ok=True)
     attempts = os.path.join(folder, ATTEMPTS)
-    extension = EXTENSIONS[fmt]
+    extension = FORMATS[fmt][1]
     arrow, times = run.arrow, dict(run.times)
     done = None
     for index, (found, out, restrictions) in enumerate(jobs):
@@ -146,7 +145,6 @@ def _write_task(
     attempt = context.taskAttemptId() if context is not None else 0
     name = os.path.join(attempts, f"{index:03d}-{part:05d}-{attempt}.{extension}")
     writer: Any = None
-    stream = None
     count = 0
     try:
         for batch in batches:
@@ -155,18 +153,12 @@ def _write_task(
                 continue
             if writer is None:
                 os.makedirs(attempts, exist_ok=True)
-                if fmt == "parquet":
-                    writer = ParquetFileWriter(name, arrow)
-                else:
-                    stream = open(name, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-                    writer = JsonLinesWriter(stream, arrow)
+                writer = open_writer(fmt, name, arrow)
             writer.write(rows)
             count += rows.num_rows
     finally:
         if writer is not None:
             writer.close()
-        if stream is not None:
-            stream.close()
     if count:
         yield pa.RecordBatch.from_pydict(
             {"file": [name], "query": [index], "part": [part], "rows": [count]},
