@@ -245,7 +245,10 @@ class PlanKernel:
                 yield record_batch(schema, self.columns(chunk))
 
     def columns(self, chunk: KernelMatches) -> MatchColumns:
-        """A chunk of complex events, projected, with the partition keys when reported."""
+        """A chunk of complex events, projected, with the partition keys when reported: what
+        ``record_batch`` (the output schema's rows) and ``MatchRows`` (Match views) take.
+        Measures computed in the kernel's output pass go in ``MatchColumns.measures`` (name ->
+        one raw value per match, times as int64 nanoseconds): both type and show them."""
         columns = project(chunk, self.projection)
         if self.reports_partition and self.keys is not None:
             columns.keys = self.keys.keys
