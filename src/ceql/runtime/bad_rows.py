@@ -11,7 +11,7 @@ engine would raise ``out of order``). Rows are named by their 0-based index in t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,12 +30,19 @@ SOURCE = "<events>"
 class PolicyBuilder(BatchBuilder):
     """Builds typed tables like ``BatchBuilder``; bad rows go to ``policy`` and are left out."""
 
-    def __init__(self, catalog: Catalog, policy: ErrorPolicy, plan: Any, notices: Notices | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        policy: ErrorPolicy,
+        plan: Any,
+        notices: Notices | None = None,
+        last_time: Callable[[], int | None] = lambda: None,
+    ) -> None:
         super().__init__(catalog)
         if notices is not None:
             self.notices = notices
         self.policy = policy
-        self.order = _OrderCheck(plan, catalog) if plan.ordered_time else None
+        self.order = _OrderCheck(plan, catalog, last_time) if plan.ordered_time else None
         self._rows: list[Mapping[str, Any]] | None = None
 
     def from_rows(self, rows: list[Mapping[str, Any]], first_row: int = 0) -> pa.Table:
@@ -98,12 +105,13 @@ class PolicyBuilder(BatchBuilder):
 
 
 class _OrderCheck:
-    """Events of the types a time window measures must come in non-decreasing time order."""
+    """Events of the types a time window measures must come in non-decreasing time order,
+    after the latest time the evaluator has accepted (``last_time``)."""
 
-    def __init__(self, plan: Any, catalog: Catalog) -> None:
+    def __init__(self, plan: Any, catalog: Catalog, last_time: Callable[[], int | None]) -> None:
         self.attributes = dict(plan.time_attributes)  # event type -> its time column
         self.catalog = catalog
-        self.last: int | None = None
+        self.last_time = last_time
 
     def check(self, table: pa.Table, bad: np.ndarray, reasons: dict[int, str]) -> None:
         n = table.num_rows
@@ -116,7 +124,7 @@ class _OrderCheck:
             values = pc.fill_null(table.column(column), 0).to_numpy(zero_copy_only=False)
             times[mask] = np.asarray(values, dtype=np.int64)[mask]
             timed |= mask
-        last = self.last
+        last = self.last_time()
         for index in np.nonzero(timed)[0].tolist():
             value = int(times[index])
             if last is not None and value < last:
@@ -128,7 +136,6 @@ class _OrderCheck:
                 )
             else:
                 last = value
-        self.last = last
 
     def _shown(self, index: int, table: pa.Table, ns: int) -> Any:
         column = self.attributes.get(table.column(EVENT_TYPE)[index].as_py(), "")

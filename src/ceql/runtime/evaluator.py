@@ -195,6 +195,13 @@ class Evaluator:
             policy = self._policies[mode] = ErrorPolicy(mode, sink)
         return policy
 
+    def _last_time(self) -> int | None:
+        """The latest time accepted so far (nanoseconds), on either path."""
+        if self._kernel is not None:
+            return self._kernel.last_time
+        last = self.ingest.last_time
+        return int(last) if last is not None else None
+
     def _typing(self, on_error: str | None) -> Any:
         """The batch builder for a bad-row policy: fail raises at the first bad row, the others
         hand bad rows to the policy (``runtime/bad_rows.py``)."""
@@ -207,7 +214,7 @@ class Evaluator:
         if builder is None:
             from ceql.runtime.bad_rows import PolicyBuilder
 
-            builder = PolicyBuilder(self.builder.catalog, policy, self.plan, self.builder.notices)
+            builder = PolicyBuilder(self.builder.catalog, policy, self.plan, self.builder.notices, self._last_time)
             self._policies[key] = builder
         self.errors = policy
         return builder
