@@ -82,7 +82,8 @@ class Query:
             if max_matches and table.num_rows > max_matches:
                 raise too_many_matches(max_matches)
             return table
-        return Matches(limit_matches(evaluator.process(events), max_matches), evaluator, opened)
+        found = evaluator.process(events)
+        return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""
@@ -106,8 +107,9 @@ class Matches:
         self._evaluator = evaluator
         self._opened = opened
 
-    def __iter__(self) -> Matches:
-        return self
+    def __iter__(self) -> Iterator[Match]:
+        # Iterated directly (no Python call per match), unless a file must be closed at the end.
+        return self if self._opened is not None else self._matches
 
     def __next__(self) -> Match:
         try:

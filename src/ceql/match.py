@@ -94,7 +94,8 @@ class Match:
     @classmethod
     def view(cls, rows: Any, row: int) -> Match:
         """A Match whose fields are row ``row`` of ``rows`` (an object with ``fields(row)``
-        returning the five fields), built when first read."""
+        returning the five fields, and ``trigger(row)``, ``positions(row)``,
+        ``partition(row)``), built when first read."""
         match = _new(cls)
         match._fields = None
         match._view = rows
@@ -120,7 +121,8 @@ class Match:
 
     @property
     def positions(self) -> tuple[int, ...]:
-        return self._values()[1]
+        fields = self._fields
+        return fields[1] if fields is not None else self._view.positions(self._row)
 
     @property
     def labels(self) -> FrozenMap:
@@ -128,7 +130,8 @@ class Match:
 
     @property
     def partition(self) -> tuple | None:
-        return self._values()[3]
+        fields = self._fields
+        return fields[3] if fields is not None else self._view.partition(self._row)
 
     @property
     def measures(self) -> FrozenMap:

@@ -156,16 +156,18 @@ def matches_table(
 
 class MatchRows:
     """``Match`` objects over the rows of ``MatchColumns``: creating one costs an object; its
-    fields are built from the columns when first read (the columns turn into Python lists once,
-    on the first read of any row)."""
+    fields are built from the columns when first read (each column turns into a Python list
+    once, on the first read of that field in any row)."""
 
-    __slots__ = ("columns", "schema", "report_partition", "_lists")
+    __slots__ = ("columns", "schema", "report_partition", "_triggers", "_positions", "_rest")
 
     def __init__(self, columns: MatchColumns, schema: OutputSchema | None, report_partition: bool) -> None:
         self.columns = columns
         self.schema = schema
         self.report_partition = report_partition and columns.keys is not None
-        self._lists: tuple | None = None
+        self._triggers: list | None = None
+        self._positions: tuple[list, list] | None = None
+        self._rest: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.columns)
@@ -179,7 +181,28 @@ class MatchRows:
             match._row = row
             yield match
 
+    def trigger(self, row: int) -> int:
+        triggers = self._triggers
+        if triggers is None:
+            triggers = self._triggers = self.columns.trigger.tolist()
+        return triggers[row]
+
+    def positions(self, row: int) -> tuple[int, ...]:
+        found = self._positions
+        if found is None:
+            found = self._positions = (self.columns.offsets.tolist(), self.columns.positions.tolist())
+        offsets, positions = found
+        return tuple(positions[offsets[row] : offsets[row + 1]])
+
+    def partition(self, row: int) -> tuple | None:
+        codes = self._prepare()[1]
+        if codes is None or codes[row] < 0:
+            return None
+        return self.columns.keys[codes[row]]  # type: ignore[index]
+
     def _prepare(self) -> tuple:
+        if self._rest is not None:
+            return self._rest
         columns = self.columns
         labels = [(name, o.tolist(), p.tolist()) for name, (o, p) in columns.labels.items()]
         codes = columns.partition.tolist() if self.report_partition and columns.partition is not None else None
@@ -194,44 +217,24 @@ class MatchRows:
                 measure = by_name.get(name)
                 convert = measure.python if measure is not None and measure.time is not None else None
                 measures.append((name, values, convert))
-        self._lists = (
-            columns.trigger.tolist(),
-            columns.offsets.tolist(),
-            columns.positions.tolist(),
-            labels,
-            codes,
-            measures,
-        )
-        return self._lists
-
-    def trigger(self, row: int) -> int:
-        lists = self._lists or self._prepare()
-        return lists[0][row]
+        self._rest = (labels, codes, measures)
+        return self._rest
 
     def fields(self, row: int) -> tuple:
         """The five fields of ``Match`` for one row."""
-        triggers, offsets, positions, labels, codes, measures = self._lists or self._prepare()
+        labels, _, measures = self._prepare()
         found = {}
         for name, lo, lp in labels:
             start, end = lo[row], lo[row + 1]
             if end > start:
                 found[name] = tuple(lp[start:end])
-        partition = None
-        if codes is not None and codes[row] >= 0:
-            partition = self.columns.keys[codes[row]]  # type: ignore[index]
         values = {}
         for name, column, convert in measures:
             value = column[row]
             if isinstance(value, list):
                 value = tuple(value)
             values[name] = convert(value) if convert is not None else value
-        return (
-            triggers[row],
-            tuple(positions[offsets[row] : offsets[row + 1]]),
-            found,
-            partition,
-            values,
-        )
+        return (self.trigger(row), self.positions(row), found, self.partition(row), values)
 
 
 __all__ = ["MatchColumns", "MatchRows", "from_matches", "list_array", "matches_table", "partition_array", "record_batch"]
