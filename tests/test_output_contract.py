@@ -122,3 +122,25 @@ def test_times_keep_the_inputs_unit_and_zone() -> None:
     assert dict(match.measures) == {"start": 1000, "gap": 1_500_000_000}
     assert ceql.reference.run(query, integers) == [match]
     assert ceql.reference.run(query, stamped) == list(query.run(stamped))
+
+
+def test_the_json_encoder_on_nested_sliced_and_special_values() -> None:
+    from ceql.io.writers import JsonEncoder
+
+    table = pa.table(
+        {
+            "q": ["a", "b", "c"],
+            "ts": pa.array([[10**9], None, [2, None]], pa.list_(pa.timestamp("ns", "UTC"))),
+            "f": [float("nan"), 1.0, float("-inf")],
+            "nested": pa.array([{"v": [float("inf")], "d": None}, None, {"v": [], "d": 2**63 - 1}]),
+        }
+    )
+    encoder = JsonEncoder(table.schema)
+    lines = encoder.encode(table.to_batches()[0]).splitlines()
+    assert lines[0] == '{"q": "a", "ts": ["1970-01-01T00:00:01Z"], "f": "NaN", "nested": {"v": ["Infinity"], "d": null}}'
+    assert encoder.encode(table.to_batches()[0].slice(1)).splitlines() == lines[1:]
+    assert lines[2] == (
+        '{"q": "c", "ts": ["1970-01-01T00:00:00.000000002Z", null], "f": "-Infinity", '
+        '"nested": {"v": [], "d": 9223372036854775807}}'
+    )
+    assert all(json.loads(line) for line in lines)

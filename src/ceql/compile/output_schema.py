@@ -162,6 +162,15 @@ def _zone(zone: str) -> _dt.tzinfo:
     return ZoneInfo(zone)
 
 
+def list_parts(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A list array's offsets (from 0) and the items they index, also for a slice."""
+    offsets = values.offsets
+    if len(values) == 0:
+        return pa.array([0], offsets.type), values.values.slice(0, 0)
+    start, end = offsets[0].as_py(), offsets[-1].as_py()
+    return pc.subtract(offsets, pa.scalar(start, offsets.type)), values.values.slice(start, end - start)
+
+
 def _floor_div(values: pa.Array, divisor: int) -> pa.Array:
     """Integer floor division of an int64 array (nulls kept), exactly."""
     numbers = np.asarray(pc.fill_null(values, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -176,7 +185,7 @@ def _as_ns(values: pa.Array) -> pa.Array:
     if pa.types.is_timestamp(values.type):
         return values.cast(pa.timestamp("ns", values.type.tz)).cast(pa.int64())
     if pa.types.is_date(values.type):
-        return values.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()) * pa.scalar(_DAY_NS)
+        return pc.multiply(values.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()), _DAY_NS)
     return values.cast(pa.int64())
 
 
@@ -224,9 +233,9 @@ class Measure:
                 )
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
-            inner = self.time.from_ns(values.flatten())
-            offsets = values.offsets
-            return pa.ListArray.from_arrays(offsets, inner, type=self.arrow, mask=values.is_null())
+            offsets, child = list_parts(values)
+            mask = values.is_null() if values.null_count else None
+            return pa.ListArray.from_arrays(offsets, self.time.from_ns(child), type=self.arrow, mask=mask)
         if not isinstance(values, (pa.Array, pa.ChunkedArray)):
             values = pa.array([ns_value(v) for v in values], pa.int64())
         return self.time.from_ns(values)
@@ -465,6 +474,7 @@ __all__ = [
     "event_fields",
     "iso_text",
     "list_of",
+    "list_parts",
     "measures_of",
     "ns_value",
     "output_schema",

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ceql.compile.output_schema import OutputSchema, TimeType, iso_text
+from ceql.compile.output_schema import OutputSchema, TimeType, iso_text, list_parts
 from ceql.lang.schema import Schema
 from ceql.match import Match
 
@@ -191,9 +191,9 @@ def _texted(array: pa.Array) -> pa.Array:
         fields = [pa.field(f.name, part.type) for f, part in zip(kind, parts)]
         return pa.StructArray.from_arrays(parts, fields=fields, mask=array.is_null() if array.null_count else None)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        values = _texted(array.values)
+        offsets, child = list_parts(array)
         cls = pa.LargeListArray if pa.types.is_large_list(kind) else pa.ListArray
-        return cls.from_arrays(array.offsets, values, mask=array.is_null() if array.null_count else None)
+        return cls.from_arrays(offsets, _texted(child), mask=array.is_null() if array.null_count else None)
     return array
 
 
