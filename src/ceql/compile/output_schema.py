@@ -406,12 +406,14 @@ def measures_of(checked: Any, times: Mapping[str, TimeType]) -> tuple[Measure, .
 
 def _measure_time(expr: Any, times: Mapping[str, TimeType]) -> TimeType:
     """The TimeType of a timestamp measure: that of the time column it reads."""
-    from ceql.compile.values import expression_nodes
     from ceql.lang import ast
+    from ceql.lang.visit import walk
 
     read = []
     if expr is not None:
-        for node in expression_nodes(expr):
+        for node in walk(expr):
+            if not isinstance(node, (ast.Attr, ast.Aggregate)):
+                continue
             name = node.name if isinstance(node, ast.Attr) else getattr(node, "attr", None)
             if name in times and name not in read:
                 read.append(name)
