@@ -192,9 +192,9 @@ def run_one(item: dict, profile: bool) -> dict:
 
 def profile_kernel(plan, table: pa.Table) -> dict:
     """Where the kernel path spends its time on one table (seconds per phase)."""
+    from ceql.runtime.arrow import record_batch
     from ceql.runtime.batches import builder_for, iter_tables
     from ceql.runtime.kernel import PlanKernel
-    from ceql.runtime.arrow import record_batch
 
     runner = PlanKernel(plan)
     schema = runner.output_schema()
