@@ -586,11 +586,12 @@ def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, o
 
 
 @njit(cache=True)
-def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
+def dedupe_mask(triggers, offsets, positions, ids, extra, keep, hashes, slots):
     """For matches grouped by trigger (consecutive), set ``keep`` to whether each is the first
-    of the matches of its trigger with the same (position, projected label-set id) sequence (a
-    hash set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and
-    ``slots`` (a power of two at least twice the largest trigger's match count)."""
+    of the matches of its trigger with the same (position, projected label-set id) sequence and
+    the same row of ``extra`` (int64 codes of measure values, one column per measure) (a hash
+    set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and ``slots``
+    (a power of two at least twice the largest trigger's match count)."""
     n = len(triggers)
     for k in range(n):
         keep[k] = True
@@ -598,6 +599,8 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
         for p in range(offsets[k], offsets[k + 1]):
             h = (h ^ np.uint64(positions[p])) * np.uint64(1099511628211)
             h = (h ^ np.uint64(ids[p])) * np.uint64(1099511628211)
+        for c in range(extra.shape[1]):
+            h = (h ^ np.uint64(extra[k, c])) * np.uint64(1099511628211)
         hashes[k] = (h ^ np.uint64(offsets[k + 1] - offsets[k])) * np.uint64(1099511628211)
     start = 0
     while start < n:
@@ -616,7 +619,7 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
                 u = np.int64(hashes[k] & np.uint64(mask))
                 while slots[u] >= 0:
                     other = slots[u]
-                    if hashes[other] == hashes[k] and _equal_runs(offsets, positions, ids, other, k):
+                    if hashes[other] == hashes[k] and _equal_runs(offsets, positions, ids, extra, other, k):
                         keep[k] = False
                         break
                     u = (u + 1) & mask
@@ -626,10 +629,13 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _equal_runs(offsets, positions, ids, a, b):
+def _equal_runs(offsets, positions, ids, extra, a, b):
     la = offsets[a + 1] - offsets[a]
     if la != offsets[b + 1] - offsets[b]:
         return False
+    for c in range(extra.shape[1]):
+        if extra[a, c] != extra[b, c]:
+            return False
     for d in range(la):
         if (
             positions[offsets[a] + d] != positions[offsets[b] + d]
@@ -654,3 +660,22 @@ def encode_int_keys(values, table, start):  # pragma: no cover - compiled
             next_code += 1
         out[i] = code
     return out, next_code
+
+
+# ====================================================================== measures
+
+
+@njit(cache=True)
+def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
+    """``out[i]`` = the sum of ``values[starts[i]:ends[i]]`` added in order (as Python adds
+    doubles in stream order; numpy's reductions add pairwise)."""
+    for i in range(len(starts)):
+        total = 0.0
+        first = True
+        for j in range(starts[i], ends[i]):
+            if first:
+                total = values[j]
+                first = False
+            else:
+                total += values[j]
+        out[i] = total

@@ -53,6 +53,7 @@ class KernelMatches:
     positions: np.ndarray
     labels: np.ndarray | None
     label_sets: list[tuple[str, ...]]
+    measures: dict | None = None  # measure name -> columns.MeasureColumn (set by PlanKernel)
 
     def __len__(self) -> int:
         return len(self.trigger)
@@ -166,6 +167,7 @@ class KernelEvaluator:
         self.out_pos = np.zeros(size["positions"], dtype=np.int64)
         self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
         self.compact_at = COMPACT_MIN
+        self.compactions = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -290,6 +292,14 @@ class KernelEvaluator:
         )  # fmt: skip
         self.nodes = out
         self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
+        self.compactions += 1
+
+    def live_positions(self) -> np.ndarray:
+        """The positions of the events some node in use refers to (a superset of those a future
+        complex event may report: nodes made since the last compaction may be dead)."""
+        n = int(self.st[k.S_NODES])
+        rows = self.nodes[1:n]
+        return rows[(rows[:, k.KH] >> 1) == k.OUTPUT_KIND, k.POS]
 
     # ------------------------------------------------------------------ growth and output
 

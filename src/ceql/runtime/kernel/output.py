@@ -19,7 +19,7 @@ Arrow layout of the matches (one row per match, in trigger order):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -87,17 +87,21 @@ class ProjectedMatches:
     offsets: np.ndarray
     positions: np.ndarray
     labels: dict[str, tuple[np.ndarray, np.ndarray]]  # label -> (offsets, positions)
+    measures: dict = field(default_factory=dict)  # measure name -> columns.MeasureColumn
 
     def __len__(self) -> int:
         return len(self.trigger)
 
 
-def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
-    """Apply the projection (and drop the duplicates it creates) to a batch of complex events."""
+def project(matches: KernelMatches, projection: Projection, measures: dict | None = None) -> ProjectedMatches:
+    """Apply the projection (and drop the duplicates it creates) to a batch of complex events;
+    ``measures`` (name -> columns.MeasureColumn, one value per complex event) follow the
+    matches kept, and count in what makes two matches equal."""
     offsets, positions = matches.offsets, matches.positions
     trigger, partition = matches.trigger, matches.partition
+    measures = measures or {}
     if not projection.needs_labels or matches.labels is None:
-        return ProjectedMatches(trigger, partition, offsets, positions, {})
+        return ProjectedMatches(trigger, partition, offsets, positions, {}, measures)
     sets = matches.label_sets
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
@@ -111,8 +115,10 @@ def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
         n = len(trigger)
         unique = np.empty(n, dtype=bool)
         slots = np.empty(max(16, 1 << int(2 * n - 1).bit_length()), dtype=np.int64)
-        dedupe_mask(trigger, offsets, positions, id_table[label_ids], unique, np.empty(n, np.uint64), slots)
+        extra = _measure_codes(measures, n)
+        dedupe_mask(trigger, offsets, positions, id_table[label_ids], extra, unique, np.empty(n, np.uint64), slots)
         if not unique.all():
+            measures = {name: column.take(np.flatnonzero(unique)) for name, column in measures.items()}
             counts = np.diff(offsets)
             events = np.repeat(unique, counts)
             trigger, partition = trigger[unique], partition[unique]
@@ -122,7 +128,15 @@ def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
     for name in projection.output_labels:
         has = np.array([name in reported for _, reported in table], dtype=bool)[label_ids]
         labels[name] = _select_events(offsets, positions, label_ids, has)[:2]
-    return ProjectedMatches(trigger, partition, offsets, positions, labels)
+    return ProjectedMatches(trigger, partition, offsets, positions, labels, measures)
+
+
+def _measure_codes(measures: dict, n: int) -> np.ndarray:
+    from ceql.runtime.kernel.columns import measure_codes
+
+    if not measures:
+        return np.zeros((n, 0), dtype=np.int64)
+    return np.stack([measure_codes(column) for column in measures.values()], axis=1)
 
 
 def _select_events(
@@ -154,9 +168,11 @@ def to_record_batch(
     partition_groups: tuple[tuple[str, ...], ...] = (),
     keys: list[tuple] | None = None,
     key_types: list[pa.DataType] | None = None,
+    measure_types: dict[str, pa.DataType | None] | None = None,
 ) -> pa.RecordBatch:
     """The matches as an Arrow record batch; ``keys`` maps partition codes to key tuples
-    (``key_types``: the Arrow types of a single group's attributes)."""
+    (``key_types``: the Arrow types of a single group's attributes); one column per measure
+    (``measure_types``: their Arrow types), after the others."""
     columns = [pa.array(matches.trigger, pa.int64()), _list_array(matches.offsets, matches.positions)]
     for label in projection.output_labels:
         columns.append(_list_array(*matches.labels[label]))
@@ -172,6 +188,13 @@ def to_record_batch(
             text = [[str(x) for x in v] for v in values]
             columns.append(pa.array(text, pa.list_(pa.string())).take(index))
     names = arrow_schema_names(projection, partition_groups if keys is not None else ())
+    for name, column in matches.measures.items():
+        if name in names or name in ("trigger", "positions", "partition") or name.startswith(("labels.", "partition.")):
+            from ceql.errors import UnsupportedQueryError
+
+            raise UnsupportedQueryError(f"measure name {name!r} clashes with an output column; rename it with AS")
+        names.append(name)
+        columns.append(column.arrow((measure_types or {}).get(name)))
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
@@ -182,10 +205,12 @@ def to_matches(matches: ProjectedMatches, keys: list[tuple] | None = None) -> It
     triggers = matches.trigger.tolist()
     codes = matches.partition.tolist()
     labels = {name: (o.tolist(), p.tolist()) for name, (o, p) in matches.labels.items()}
+    measures = {name: column.values() for name, column in matches.measures.items()}
     for i, trigger in enumerate(triggers):
         found = {}
         for name, (lo, lp) in labels.items():
             if lo[i + 1] > lo[i]:
                 found[name] = tuple(lp[lo[i] : lo[i + 1]])
         partition = keys[codes[i]] if keys is not None else None
-        yield Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), found, partition)
+        values = {name: column[i] for name, column in measures.items()}
+        yield Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), found, partition, values)

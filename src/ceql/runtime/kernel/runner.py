@@ -31,17 +31,18 @@ from ceql.lang import ast
 from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.kernel.columns import Frame, MeasureColumns
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
+from ceql.runtime.kernel.values import STATE_PREFIX as KEPT_PREFIX
+from ceql.runtime.kernel.values import KeptValues
 
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
     if plan.registers is not None:
         return "conditions across events (registers)"
-    if plan.measures is not None:
-        return "measures"
     if plan.strategy in ("NEXT", "LAST", "MAX"):
         return f"strategy {plan.strategy}"
     if plan.strict_filter:
@@ -58,6 +59,29 @@ def unsupported(plan: Plan) -> str | None:
     if projection.merges and plan.limit is not None:
         return "LIMIT with a projection other than *"
     return None
+
+
+def _measure_columns(plan: Plan) -> MeasureColumns | None:
+    projection = plan.checked.query.projection
+    if plan.measures is None or projection is None or not projection.measures:
+        return None
+    types = getattr(plan.checked, "measure_types", {}) or {}
+    return MeasureColumns(projection.measures, set(plan.measures.many), types)
+
+
+def _kept_values(plan: Plan, attributes: list[str]) -> KeptValues | None:
+    """The store of the values measures and conditions read (None when they read none)."""
+    if not attributes and plan.measures is None:
+        return None
+    catalog = plan.catalog
+    storages = {name: catalog.columns[name].storage for name in attributes if name in catalog.columns}
+    index = {name: i for i, name in enumerate(plan.type_names)}
+    int_types = {
+        name: frozenset(index[t] for t in types if t in index)
+        for name, types in catalog.int_types.items()
+        if name in storages
+    }
+    return KeptValues(storages, int_types)
 
 
 class KeyCodes:
@@ -192,6 +216,8 @@ class PlanKernel:
         self.projection = Projection.from_plan(plan)
         within = plan.checked.query.within
         self.partitioned = bool(plan.partition_groups)
+        self.measures = _measure_columns(plan)
+        self.kept = _kept_values(plan, self.measures.attributes() if self.measures is not None else [])
         self.kernel = KernelEvaluator(
             plan.det,
             window=None if within is None else int(within.value),
@@ -201,7 +227,7 @@ class PlanKernel:
             limit=plan.limit,
             partitioned=self.partitioned,
             whole_triggers=self.projection.merges,
-            labels=self.projection.needs_labels,
+            labels=self.projection.needs_labels or self.measures is not None,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
         )
@@ -230,7 +256,34 @@ class PlanKernel:
         relevant = np.nonzero(~self._irrelevant[symbols])[0]
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n
-        yield from self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes)
+        if self.kept is not None:
+            self.kept.append(table, base, types)
+        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
+            if self.measures is not None:
+                chunk.measures = self.measures.compute(self._frame(chunk))
+            yield chunk
+        if self.kept is not None:
+            self._prune_kept()
+
+    def _frame(self, chunk: KernelMatches) -> Frame:
+        kept = self.kept
+        assert kept is not None
+        located: list = []
+
+        def values(attribute: str):
+            if not located:
+                located.append(kept.locate(chunk.positions))
+            return kept.gather(attribute, located[0], len(chunk.positions))
+
+        return Frame(chunk.offsets, chunk.labels, chunk.label_sets, values)
+
+    def _prune_kept(self) -> None:
+        """Drop the kept values of events no node in use refers to, when the batches kept since
+        the last time outgrow what it left (amortised constant work per event)."""
+        kept = self.kept
+        assert kept is not None
+        if kept.should_prune():
+            kept.prune(self.kernel.live_positions())
 
     def record_batches(self, events: Any) -> Iterator[pa.RecordBatch]:
         """Matches over ``events`` (dicts, pandas or Arrow) as Arrow record batches."""
@@ -242,7 +295,17 @@ class PlanKernel:
         groups = self.plan.partition_groups if self.reports_partition else ()
         keys = self.keys.keys if self.reports_partition and self.keys is not None else None
         key_types = [self.plan.catalog.arrow_types[a] for a in groups[0]] if len(groups) == 1 else None
-        return to_record_batch(project(chunk, self.projection), self.projection, groups, keys, key_types)
+        return to_record_batch(
+            project(chunk, self.projection, chunk.measures), self.projection, groups, keys, key_types, self._measure_types
+        )
+
+    @property
+    def _measure_types(self) -> dict:
+        if self.measures is None:
+            return {}
+        from ceql.runtime.arrow import measure_type
+
+        return {name: measure_type(kind) for name, kind in self.measures.types.items()}
 
     def arrow(self, events: Any) -> pa.Table:
         """Matches over ``events`` as one Arrow table (see output.py for the columns)."""
@@ -257,7 +320,7 @@ class PlanKernel:
         for table in iter_tables(events, builder_for(self.plan)):
             for chunk in self.process_table(table):
                 keys = self.keys.keys if self.reports_partition and self.keys is not None else None
-                yield from to_matches(project(chunk, self.projection), keys)
+                yield from to_matches(project(chunk, self.projection, chunk.measures), keys)
 
     # ------------------------------------------------------------------ per batch
 
@@ -330,6 +393,8 @@ class PlanKernel:
     def export_state(self) -> dict:
         """The kernel's state arrays plus the stream position, last time and partition keys."""
         state = self.kernel.export_state()
+        if self.kept is not None:
+            state.update(self.kept.export(self.kernel.live_positions()))
         state["position"] = np.array([self.position])
         state["last_time"] = np.array([] if self.last_time is None else [self.last_time], dtype=np.int64)
         state["partition_keys"] = list(self.keys.keys) if self.keys is not None else []
@@ -341,6 +406,11 @@ class PlanKernel:
         if state.get("query") != self.plan.checked.text:
             raise ValueError("the saved state belongs to another query")
         self.kernel.import_state(state)
+        if self.kept is not None:
+            self.kept.load(state)
+            missing = np.setdiff1d(self.kernel.live_positions(), self.kept.kept_positions())
+            if len(missing):
+                raise ValueError("malformed kernel state: a node refers to an event without kept values")
         self.position = int(state["position"][0])
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
@@ -367,6 +437,8 @@ def _export_json(runner: PlanKernel) -> bytes:
     for name, value in state.items():
         if isinstance(value, np.ndarray):
             document[name] = ["a", str(value.dtype), value.tolist()]
+        elif name.startswith(KEPT_PREFIX):
+            document[name] = ["s", list(value)]  # a kept string column
         elif name in ("det_states", "partition_keys"):
             document[name] = [_encode(v if not isinstance(v, tuple) else v) for v in value]
         elif name == "label_sets":
@@ -395,9 +467,13 @@ def _import_json(runner: PlanKernel, blob: bytes) -> None:
             if name in ("format", "format_version"):
                 continue
             if isinstance(value, list) and len(value) == 3 and value[0] == "a":
-                if value[1] not in ("int64", "bool"):
+                if value[1] not in ("int64", "bool", "float64"):
                     raise StateError(f"unexpected array type {value[1]!r}")
                 state[name] = np.array(value[2], dtype=value[1])
+            elif name.startswith(KEPT_PREFIX):
+                if not (isinstance(value, list) and len(value) == 2 and value[0] == "s" and isinstance(value[1], list)):
+                    raise StateError(f"malformed kept values {name!r}")
+                state[name] = value[1]
             elif name in ("det_states", "partition_keys"):
                 state[name] = [_decode(v) for v in value]
             elif name == "label_sets":
