@@ -705,10 +705,13 @@ def measure_codes(column: MeasureColumn) -> np.ndarray:
 
 
 class Conditions:
-    """A condition over whole complex events (a FILTER over the whole formula), per match."""
+    """A condition over whole complex events (a FILTER over the whole formula), per match.
+    ``predicate(pred)`` names the kept column holding a one-event predicate's value per event
+    (for ``x[p]``)."""
 
-    def __init__(self, cond: ast.Cond) -> None:
+    def __init__(self, cond: ast.Cond, predicate: Callable[[ast.Pred], str] | None = None) -> None:
         self.cond = cond
+        self.predicate = predicate
 
     def attributes(self) -> list[str]:
         names: list[str] = []
@@ -741,6 +744,11 @@ class Conditions:
             return ~self._holds(cond.operand, frame)
         if isinstance(cond, ast.Compare):
             return self._compare(cond, frame)
+        if isinstance(cond, ast.LabelCond) and self.predicate is not None:
+            # Every event of the label satisfies the predicate.
+            holds = frame.column(self.predicate(cond.pred))
+            failed = frame.has(cond.label) & ~(holds.data.astype(bool) & holds.valid)
+            return all_of(frame, ~failed)
         raise TypeError(f"a {type(cond).__name__} is not evaluated after the enumeration")
 
     def _compare(self, node: ast.Compare, frame: Frame) -> np.ndarray:
@@ -774,9 +782,7 @@ class Conditions:
         events = np.flatnonzero(frame.has(label))
         sub = _EventFrame(frame, events)
         holds = compare_columns(node.op, sub.value(node.left, label), sub.value(node.right, label))
-        failed = np.zeros(frame.n, dtype=np.int64)
-        np.add.at(failed, frame.segment[events], ~holds)
-        return failed == 0
+        return _all_per_match(frame, frame.segment[events], holds)
 
     def _with_prev(self, node: ast.Compare, label: str, labels: list[str], frame: Frame) -> np.ndarray:
         """PREV(x.a): over every x event after the first with the x event before it."""
@@ -790,9 +796,83 @@ class Conditions:
         previous = events[np.flatnonzero(follows) - 1]
         sub = _EventFrame(frame, current, previous)
         holds = compare_columns(node.op, sub.value(node.left, label), sub.value(node.right, label))
-        failed = np.zeros(frame.n, dtype=np.int64)
-        np.add.at(failed, segment[follows], ~holds)
-        return failed == 0
+        return _all_per_match(frame, segment[follows], holds)
+
+
+def _all_per_match(frame: Frame, matches: np.ndarray, holds: np.ndarray) -> np.ndarray:
+    """Per match: whether ``holds`` is true for all its entries (``matches``: each entry's)."""
+    failed = np.bincount(matches[~holds], minlength=frame.n)
+    return failed[: frame.n] == 0
+
+
+def all_of(frame: Frame, holds: np.ndarray) -> np.ndarray:
+    """Per match: whether ``holds`` (one value per event) is true on all its events."""
+    return _all_per_match(frame, frame.segment, holds)
+
+
+def consecutive(frame: Frame, local: str) -> np.ndarray:
+    """Per match: whether its events are consecutive in their sub-stream (``local``: the kept
+    column of each event's index in it)."""
+    column = frame.column(local)
+    first, last = frame.first(None), frame.last(None)
+    lengths = frame.lengths
+    some = lengths > 0
+    out = np.ones(frame.n, dtype=bool)
+    out[some] = column.data[last[some]] - column.data[first[some]] + 1 == lengths[some]
+    return out
+
+
+def group_holds(frame: Frame, keys: tuple[ast.Attr, ...]) -> np.ndarray:
+    """Per match: PARTITION BY keys (``x.a`` for the x events, ``a`` for every event): all
+    designated values are one common value; a missing value (or NaN) breaks it."""
+    entries, values = [], []
+    for key in keys:
+        events = np.flatnonzero(frame.has(key.label))
+        entries.append(events)
+        values.append(frame.column(key.name).take(events))
+    matches = frame.segment[np.concatenate(entries)] if entries else np.zeros(0, dtype=np.int64)
+    kinds = {v.kind for v in values}
+    valid = np.concatenate([v.valid for v in values]) if values else np.zeros(0, dtype=bool)
+    broken = _all_per_match(frame, matches, valid) if len(matches) else np.ones(frame.n, dtype=bool)
+    numeric = kinds <= {"int", "float"} and not (
+        "float" in kinds and "int" in kinds and any(
+            (np.abs(v.data[v.valid]) > EXACT_FLOAT_INT).any() for v in values if v.kind == "int"
+        )
+    )
+    if kinds <= {"str"} or kinds <= {"bool"} or numeric:
+        data = np.concatenate([v.data for v in values]) if values else np.zeros(0)
+        if numeric and "float" in kinds:
+            data = data.astype(np.float64)
+        ok = valid.copy()
+        if len(data) and data.dtype == np.float64:
+            ok &= ~np.isnan(data)
+        # One value per match: every valid entry equals the match's first valid entry.
+        index = np.flatnonzero(ok)
+        if not len(index):
+            return broken
+        entry_match = matches[index]
+        order = np.argsort(entry_match, kind="stable")
+        index, entry_match = index[order], entry_match[order]
+        starts = np.r_[0, np.flatnonzero(entry_match[1:] != entry_match[:-1]) + 1]
+        firsts = np.repeat(index[starts], np.diff(np.r_[starts, len(index)]))
+        same = data[index] == data[firsts]
+        return broken & _all_per_match(frame, entry_match, np.asarray(same, dtype=bool)) & _all_per_match(
+            frame, matches, ok | ~valid
+        )
+    first: dict[int, Any] = {}
+    bad: set[int] = set()
+    for entry, value in zip(matches.tolist(), itertools.chain.from_iterable(v.objects() for v in values)):
+        if entry in bad:
+            continue
+        if value is None or (isinstance(value, float) and value != value):
+            bad.add(entry)
+        elif entry not in first:
+            first[entry] = value
+        elif value != first[entry] or isinstance(value, str) != isinstance(first[entry], str):
+            bad.add(entry)
+    out = np.ones(frame.n, dtype=bool)
+    out[list(bad)] = False
+    return out
 
 
 class _EventFrame:

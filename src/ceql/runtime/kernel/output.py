@@ -36,6 +36,7 @@ class Projection:
         self, kind: str, kept: frozenset[str], as_labels: frozenset[str], private: bool = False
     ) -> None:
         self.kind = kind
+        self.distinct = False  # drop repeats of one complex event even with SELECT *
         self.private = private  # the automaton may report events under the compiler's own labels
         self.kept = kept
         self.as_labels = as_labels
@@ -59,7 +60,7 @@ class Projection:
     @property
     def merges(self) -> bool:
         """Whether two complex events of a trigger may project to the same match."""
-        return self.kind != "star"
+        return self.kind != "star" or self.distinct
 
     @property
     def needs_labels(self) -> bool:
@@ -129,6 +130,28 @@ def project(matches: KernelMatches, projection: Projection, measures: dict | Non
         has = np.array([name in reported for _, reported in table], dtype=bool)[label_ids]
         labels[name] = _select_events(offsets, positions, label_ids, has)[:2]
     return ProjectedMatches(trigger, partition, offsets, positions, labels, measures)
+
+
+def limit_projected(matches: ProjectedMatches, limit: int) -> ProjectedMatches:
+    """The first ``limit`` matches of each trigger (LIMIT; a trigger's matches are together)."""
+    from ceql.runtime.kernel.postfilter import first_per_trigger
+
+    keep = first_per_trigger(matches.trigger, np.ones(len(matches), dtype=bool), limit)
+    if keep.all():
+        return matches
+    rows = np.flatnonzero(keep)
+    offsets, positions = _take_lists(matches.offsets, matches.positions, rows)
+    labels = {name: _take_lists(o, p, rows) for name, (o, p) in matches.labels.items()}
+    measures = {name: column.take(rows) for name, column in matches.measures.items()}
+    return ProjectedMatches(matches.trigger[rows], matches.partition[rows], offsets, positions, labels, measures)
+
+
+def _take_lists(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.diff(offsets)[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    flat = np.repeat(offsets[:-1][rows] - out[:-1], counts) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, values[flat]
 
 
 def _measure_codes(measures: dict, n: int) -> np.ndarray:

@@ -31,24 +31,35 @@ from ceql.lang import ast
 from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.batches import builder_for, iter_tables
-from ceql.runtime.kernel.columns import Frame, MeasureColumns
+from ceql.runtime.kernel.columns import Conditions, Frame, MeasureColumns, consecutive, group_holds
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
+from ceql.runtime.kernel.output import (
+    ProjectedMatches,
+    Projection,
+    limit_projected,
+    project,
+    to_matches,
+    to_record_batch,
+)
+from ceql.runtime.kernel.postfilter import (
+    PostFilter,
+    first_per_trigger,
+    local_indexes,
+    post_filter,
+    select_matches,
+)
 from ceql.runtime.kernel.values import STATE_PREFIX as KEPT_PREFIX
-from ceql.runtime.kernel.values import KeptValues
+from ceql.runtime.kernel.values import KeptValues, Raw
 
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
-    if plan.registers is not None:
-        return "conditions across events (registers)"
     if plan.strategy in ("NEXT", "LAST", "MAX"):
         return f"strategy {plan.strategy}"
-    if plan.strict_filter:
-        return "STRICT over NOT(...) or ALL"
-    if plan.repeats and plan.strategy != "ANY":
-        return "complex events that several runs derive (repeats are dropped at output)"
+    post = post_filter(plan)
+    if isinstance(post, str):
+        return post
     within = plan.checked.query.within
     if within is not None:
         if within.value >= MAX_WINDOW:
@@ -61,6 +72,12 @@ def unsupported(plan: Plan) -> str | None:
     return None
 
 
+def kernel_notes(plan: Plan) -> list[str]:
+    """How the kernel evaluates what the plan checks per complex event (for explain)."""
+    post = post_filter(plan)
+    return list(post.notes) if isinstance(post, PostFilter) else []
+
+
 def _measure_columns(plan: Plan) -> MeasureColumns | None:
     projection = plan.checked.query.projection
     if plan.measures is None or projection is None or not projection.measures:
@@ -69,12 +86,22 @@ def _measure_columns(plan: Plan) -> MeasureColumns | None:
     return MeasureColumns(projection.measures, set(plan.measures.many), types)
 
 
-def _kept_values(plan: Plan, attributes: list[str]) -> KeptValues | None:
-    """The store of the values measures and conditions read (None when they read none)."""
-    if not attributes and plan.measures is None:
+LOCAL = "\x00local"  # kept values: an event's index in its sub-stream
+PREDICATE = "\x00pred"  # kept values: a one-event predicate of a condition, by number
+
+
+def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> KeptValues | None:
+    """The store of the values measures and checks read (None when they read none)."""
+    checked = post is not None and post.per_match
+    if not attributes and plan.measures is None and not checked:
         return None
     catalog = plan.catalog
     storages = {name: catalog.columns[name].storage for name in attributes if name in catalog.columns}
+    if post is not None and post.strict:
+        storages[LOCAL] = "int"
+    if post is not None and post.predicates is not None:
+        for i in range(len(post.predicates)):
+            storages[f"{PREDICATE}{i}"] = "boolean"
     index = {name: i for i, name in enumerate(plan.type_names)}
     int_types = {
         name: frozenset(index[t] for t in types if t in index)
@@ -212,22 +239,44 @@ class PlanKernel:
         reason = unsupported(plan)
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
+        post = post_filter(plan)
+        self.post = post if isinstance(post, PostFilter) else None
+        self.source = plan
+        if self.post is not None:
+            plan = self.post.plan  # the pattern whose complex events are checked one by one
         self.plan = plan
         self.projection = Projection.from_plan(plan)
+        if self.post is not None and self.post.distinct:
+            self.projection.distinct = True
         within = plan.checked.query.within
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
-        self.kept = _kept_values(plan, self.measures.attributes() if self.measures is not None else [])
+        self.conditions = None
+        if self.post is not None and self.post.condition is not None:
+            predicates = self.post.predicates
+            self.conditions = Conditions(
+                self.post.condition,
+                (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None,
+            )
+        # Checks per complex event need every candidate: ANY and LIMIT apply after them.
+        self.checked = self.post is not None and self.post.per_match
+        attributes = self.measures.attributes() if self.measures is not None else []
+        if self.conditions is not None:
+            attributes += [a for a in self.conditions.attributes() if a not in attributes]
+        for keys in self.post.groups if self.post is not None else ():
+            attributes += [key.name for key in keys if key.name not in attributes]
+        self.kept = _kept_values(plan, attributes, self.post)
+        self.limit = plan.limit if self.checked or self.projection.merges else None
         self.kernel = KernelEvaluator(
             plan.det,
             window=None if within is None else int(within.value),
             monotone=plan.monotone,
             consume=plan.consume,
-            strategy="ANY" if plan.strategy == "ANY" else "ALL",
-            limit=plan.limit,
+            strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
+            limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
-            whole_triggers=self.projection.merges,
-            labels=self.projection.needs_labels or self.measures is not None,
+            whole_triggers=self.projection.merges or self.checked,
+            labels=self.projection.needs_labels or self.measures is not None or self.checked,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
         )
@@ -236,6 +285,7 @@ class PlanKernel:
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
         self.last_time: int | None = None
+        self._counts: np.ndarray | None = None  # events per partition code (STRICT)
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_array = pa.array(plan.type_names, pa.string())
         self._time_types = np.array(
@@ -257,14 +307,58 @@ class PlanKernel:
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n
         if self.kept is not None:
-            self.kept.append(table, base, types)
+            self.kept.append(table, base, types, self._derived(table, types))
         for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
+            if self.checked:
+                chunk = self._check(chunk)
+                if not len(chunk):
+                    continue
             if self.measures is not None:
                 chunk.measures = self.measures.compute(self._frame(chunk))
             yield chunk
         if self.kept is not None:
             self._prune_kept()
 
+    def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
+        """Values the checks read that are not attributes: each event's index in its
+        sub-stream (STRICT) and the one-event predicates of ``x[p]`` in conditions."""
+        post = self.post
+        out: dict[str, Raw] = {}
+        if post is None:
+            return out
+        n = table.num_rows
+        if post.strict:
+            if self.keys is not None:
+                codes = self.keys.encode(table, np.arange(n), types)
+                if self._counts is None or len(self._counts) < self.keys.count:
+                    counts = np.zeros(max(16, 2 * self.keys.count), dtype=np.int64)
+                    if self._counts is not None:
+                        counts[: len(self._counts)] = self._counts
+                    self._counts = counts
+                local = local_indexes(codes, self._counts)
+            else:
+                local = np.arange(self.position - n, self.position, dtype=np.int64)
+            out[LOCAL] = Raw("int", local, local >= 0)
+        if post.predicates is not None:
+            for i, values in enumerate(post.predicates.evaluate(table)):
+                out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
+        return out
+
+    def _check(self, chunk: KernelMatches) -> KernelMatches:
+        """Keep the complex events that pass the per-match checks; then ANY."""
+        post = self.post
+        assert post is not None
+        frame = self._frame(chunk)
+        keep = np.ones(len(chunk), dtype=bool)
+        if self.conditions is not None:
+            keep &= self.conditions.holds(frame)
+        for keys in post.groups:
+            keep &= group_holds(frame, keys)
+        if post.strict:
+            keep &= consecutive(frame, LOCAL)
+        if self.source.strategy == "ANY":
+            keep = first_per_trigger(chunk.trigger, keep, 1)
+        return select_matches(chunk, keep)
     def _frame(self, chunk: KernelMatches) -> Frame:
         kept = self.kept
         assert kept is not None
@@ -295,9 +389,13 @@ class PlanKernel:
         groups = self.plan.partition_groups if self.reports_partition else ()
         keys = self.keys.keys if self.reports_partition and self.keys is not None else None
         key_types = [self.plan.catalog.arrow_types[a] for a in groups[0]] if len(groups) == 1 else None
-        return to_record_batch(
-            project(chunk, self.projection, chunk.measures), self.projection, groups, keys, key_types, self._measure_types
-        )
+        return to_record_batch(self._project(chunk), self.projection, groups, keys, key_types, self._measure_types)
+
+    def _project(self, chunk: KernelMatches) -> ProjectedMatches:
+        projected = project(chunk, self.projection, chunk.measures)
+        if self.limit is not None:
+            projected = limit_projected(projected, self.limit)
+        return projected
 
     @property
     def _measure_types(self) -> dict:
@@ -320,7 +418,7 @@ class PlanKernel:
         for table in iter_tables(events, builder_for(self.plan)):
             for chunk in self.process_table(table):
                 keys = self.keys.keys if self.reports_partition and self.keys is not None else None
-                yield from to_matches(project(chunk, self.projection, chunk.measures), keys)
+                yield from to_matches(self._project(chunk), keys)
 
     # ------------------------------------------------------------------ per batch
 

@@ -137,14 +137,18 @@ class KeptValues:
     def __len__(self) -> int:
         return self.batch_rows + self.compact_rows
 
-    def append(self, table: pa.Table, first: int, types: np.ndarray) -> None:
+    def append(self, table: pa.Table, first: int, types: np.ndarray, derived: dict[str, Raw] | None = None) -> None:
         """Keep the values of a typed table whose rows are positions ``first, first + 1, ...``
-        (after every kept one); ``types``: each row's event type index."""
+        (after every kept one); ``types``: each row's event type index; ``derived``: values
+        that are not columns of the table, one per row."""
         n = table.num_rows
         if n == 0:
             return
         columns = {}
         for name, storage in self.storages.items():
+            if derived and name in derived:
+                columns[name] = derived[name]
+                continue
             ints = self.int_types.get(name)
             int_rows = np.isin(types, np.fromiter(ints, dtype=np.int64)) if ints else None
             columns[name] = read_column(table, name, storage, int_rows)
