@@ -645,21 +645,51 @@ def _equal_runs(offsets, positions, ids, extra, a, b):
     return True
 
 
+_GOLDEN = 11400714819323198485  # 2**64 / golden ratio: Fibonacci hashing of int64 keys
+
+
 @njit(cache=True)
-def encode_int_keys(values, table, start):  # pragma: no cover - compiled
-    """Codes for integer partition keys from a persistent hash table; new keys get the next
-    codes, in order of first appearance. Returns (codes, next code)."""
-    out = np.empty(len(values), np.int64)
-    next_code = start
+def hash_codes(values, valid, keys, codes, bits, next_code, out):  # pragma: no cover - compiled
+    """Codes for int64 keys from a persistent open-addressing table (``keys``/``codes``, 2**bits
+    slots, code -1: empty; at most half full after the call, which the caller ensures): a key
+    seen before gets its code, a new one the next code, in order of first appearance. Rows
+    without ``valid`` get -1. Returns the next free code."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
     for i in range(len(values)):
-        value = values[i]
-        code = table.get(value, -1)
-        if code == -1:
-            code = next_code
-            table[value] = code
-            next_code += 1
-        out[i] = code
-    return out, next_code
+        if not valid[i]:
+            out[i] = -1
+            continue
+        v = values[i]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while True:
+            c = codes[j]
+            if c < 0:
+                keys[j] = v
+                codes[j] = next_code
+                out[i] = next_code
+                next_code += 1
+                break
+            if keys[j] == v:
+                out[i] = c
+                break
+            j = (j + 1) & mask
+    return next_code
+
+
+@njit(cache=True)
+def hash_insert(values, given, keys, codes, bits):  # pragma: no cover - compiled
+    """Put keys ``values`` with codes ``given`` (keys not in the table) into the table of
+    ``hash_codes`` (rehashing into a larger one)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for i in range(len(values)):
+        v = values[i]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while codes[j] >= 0:
+            j = (j + 1) & mask
+        keys[j] = v
+        codes[j] = given[i]
 
 
 # ====================================================================== measures

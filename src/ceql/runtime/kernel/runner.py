@@ -34,6 +34,7 @@ from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.kernel.columns import Conditions, Frame, MeasureColumns, consecutive, group_holds
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
+from ceql.runtime.kernel.keys import IntCodes
 from ceql.runtime.kernel.output import (
     ProjectedMatches,
     Projection,
@@ -125,10 +126,14 @@ class KeyCodes:
             )
             for group in plan.partition_groups
         ]
+        # The group of each event type (-1: none), indexed by type index (-1: unknown type).
+        self._group_of = np.full(len(plan.type_names) + 1, -1, dtype=np.int64)
+        for g, (_, group_types) in enumerate(self.groups):
+            self._group_of[group_types] = g
         self.codes: dict[tuple, int] = {}  # keys coded in Python (all but plain integers)
         self._segments: list = []  # in code order: arrays of integer keys, or single tuples
         self.count = 0  # codes given so far
-        self._ints = None  # int key -> code, for the compiled coder (built on first use)
+        self._ints = IntCodes()  # int key -> code, filled by compiled code
         self._keys: list[tuple] | None = []
 
     @property
@@ -150,27 +155,43 @@ class KeyCodes:
         self._segments = list(keys)
         self.count = len(keys)
         self._keys = list(keys)
-        self.codes = {key: code for code, key in enumerate(keys)}
-        self._ints = None
+        self.codes = {}
+        self._ints = IntCodes()
+        for code, key in enumerate(keys):
+            if len(key) == 1 and type(key[0]) is int and -(2**63) <= key[0] < 2**63:
+                self._ints.put(key[0], code)
+            else:
+                self.codes[key] = code
 
     def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
         """The key code of each of ``rows`` (-1: the event has no key: no group, or a null)."""
         out = np.full(len(rows), -1, dtype=np.int64)
-        row_types = types[rows]
-        for group, group_types in self.groups:
-            selected = np.nonzero(np.isin(row_types, group_types))[0]
-            if len(selected) == 0:
+        row_groups = self._group_of[types[rows]]
+        for g, (group, _) in enumerate(self.groups):
+            selected = np.flatnonzero(row_groups == g) if len(self.groups) > 1 or not (row_groups == 0).all() else None
+            if selected is not None and len(selected) == 0:
                 continue
-            chosen = rows[selected]
+            chosen = rows if selected is None else rows[selected]
             whole = len(chosen) == table.num_rows  # every row, in order (rows ascend)
             if len(group) == 1:
                 column = table.column(group[0])
-                column = column if whole else column.take(pa.array(chosen))
-                if column.null_count == 0 and pa.types.is_integer(column.type):
+                if pa.types.is_integer(column.type):
                     # The common case: integer keys, coded by a compiled hash table (no Python
                     # work per key).
-                    values = np.asarray(column.to_numpy(), dtype=np.int64)
-                    out[selected] = self._int_codes(values)
+                    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+                    valid = None
+                    if column.null_count:
+                        valid = column.is_valid().to_numpy(zero_copy_only=False)
+                        column = pc.fill_null(column, 0)
+                    values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+                    if not whole:
+                        values = values[chosen]
+                        valid = valid[chosen] if valid is not None else None
+                    codes = self._int_codes(values, valid)
+                    if selected is None:
+                        out = codes
+                    else:
+                        out[selected] = codes
                     continue
             take = pa.array(chosen)
             combined: np.ndarray | None = None
@@ -198,17 +219,15 @@ class KeyCodes:
                 combined[present] = inverse
             assert combined is not None
             lookup = np.array([self._code(key) for key in uniques] + [-1], dtype=np.int64)
-            out[selected] = lookup[combined]  # -1 indexes the trailing -1: no key
+            if selected is None:
+                out = lookup[combined]
+            else:
+                out[selected] = lookup[combined]  # -1 indexes the trailing -1: no key
         return out
 
-    def _int_codes(self, values: np.ndarray) -> np.ndarray:
-        if self._ints is None:
-            self._ints = _new_int_table()
-            for key, code in self.codes.items():
-                if len(key) == 1 and type(key[0]) is int:
-                    self._ints[key[0]] = code
+    def _int_codes(self, values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         start = self.count
-        codes, end = _encode_ints(values, self._ints, start)
+        codes, end = self._ints.encode(values, valid, start)
         if end > start:
             fresh = codes >= start
             firsts = np.unique(codes[fresh], return_index=True)[1]  # first appearance, in code order
@@ -217,18 +236,21 @@ class KeyCodes:
         return codes
 
     def _code(self, key: tuple) -> int:
-        if len(key) == 1 and type(key[0]) is int and self._ints is not None:
-            found = self._ints.get(key[0], -1)
+        if len(key) == 1 and type(key[0]) is int and -(2**63) <= key[0] < 2**63:
+            found = self._ints.get(key[0])
             if found >= 0:
                 return found
+            found = self.count
+            self.count += 1
+            self._ints.put(key[0], found)
+            self._segments.append(key)
+            return found
         found = self.codes.get(key)
         if found is None:
             found = self.count
             self.count += 1
             self.codes[key] = found
             self._segments.append(key)
-            if self._ints is not None and len(key) == 1 and type(key[0]) is int:
-                self._ints[key[0]] = found
         return found
 
 
@@ -585,16 +607,3 @@ def _import_json(runner: PlanKernel, blob: bytes) -> None:
 
 PlanKernel.export_json = _export_json  # type: ignore[attr-defined]
 PlanKernel.import_json = _import_json  # type: ignore[attr-defined]
-
-
-def _new_int_table():
-    from numba import types
-    from numba.typed import Dict
-
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
-
-
-def _encode_ints(values: np.ndarray, table, start: int) -> tuple[np.ndarray, int]:
-    from ceql.runtime.kernel.compiled import encode_int_keys
-
-    return encode_int_keys(values, table, start)

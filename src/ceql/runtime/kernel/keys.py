@@ -1,0 +1,79 @@
+"""Dense codes for integer partition keys: an open-addressing hash table in numpy arrays, filled
+by compiled code a batch at a time (no Python work per key), probed from Python for the odd key.
+
+Codes are given in order of first appearance and never change, so they stay valid across
+batches and in saved states.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_MASK64 = (1 << 64) - 1
+_GOLDEN = 11400714819323198485  # must equal compiled._GOLDEN
+
+
+class IntCodes:
+    """int64 key -> dense code."""
+
+    def __init__(self, bits: int = 10) -> None:
+        self.bits = bits
+        self.keys = np.zeros(1 << bits, dtype=np.int64)
+        self.codes = np.full(1 << bits, -1, dtype=np.int64)
+        self.size = 0  # keys in the table
+
+    def encode(self, values: np.ndarray, valid: np.ndarray | None, next_code: int) -> tuple[np.ndarray, int]:
+        """The codes of ``values`` (-1 where not ``valid``); new keys get codes from
+        ``next_code`` on. Returns (codes, the next free code)."""
+        from ceql.runtime.kernel.compiled import hash_codes
+
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        self._reserve(self.size + len(values))
+        if valid is None:
+            valid = np.ones(len(values), dtype=bool)
+        out = np.empty(len(values), dtype=np.int64)
+        end = hash_codes(values, valid, self.keys, self.codes, self.bits, next_code, out)
+        self.size += int(end) - next_code
+        return out, int(end)
+
+    def get(self, value: int) -> int:
+        """The code of ``value``, or -1."""
+        j = self._slot(value)
+        mask = len(self.codes) - 1
+        while self.codes[j] >= 0:
+            if int(self.keys[j]) == value:
+                return int(self.codes[j])
+            j = (j + 1) & mask
+        return -1
+
+    def put(self, value: int, code: int) -> None:
+        """Record ``value`` -> ``code`` (a key not in the table yet)."""
+        self._reserve(self.size + 1)
+        j = self._slot(value)
+        mask = len(self.codes) - 1
+        while self.codes[j] >= 0:
+            j = (j + 1) & mask
+        self.keys[j] = value
+        self.codes[j] = code
+        self.size += 1
+
+    def _slot(self, value: int) -> int:
+        return (((value & _MASK64) * _GOLDEN) & _MASK64) >> (64 - self.bits)
+
+    def _reserve(self, size: int) -> None:
+        """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""
+        if 2 * size <= len(self.codes):
+            return
+        bits = self.bits
+        while 2 * size > (1 << bits):
+            bits += 1
+        used = self.codes >= 0
+        keys, codes = self.keys[used], self.codes[used]
+        self.bits = bits
+        self.keys = np.zeros(1 << bits, dtype=np.int64)
+        self.codes = np.full(1 << bits, -1, dtype=np.int64)
+        self.size = len(keys)
+        if len(keys):
+            from ceql.runtime.kernel.compiled import hash_insert
+
+            hash_insert(keys, codes, self.keys, self.codes, bits)
