@@ -36,6 +36,7 @@ INITIAL = {
 }
 _CONSUME = {"NONE": k.CONSUME_NONE, "ANY": k.CONSUME_ANY, "PARTITION": k.CONSUME_PARTITION}
 STATE_VERSION = 1
+_ARGS = ["C", "W"]  # the arrays numba gets: contiguous and writable (np.require)
 
 
 @dataclass
@@ -201,15 +202,16 @@ class KernelEvaluator:
         that stay the same for a key across batches, -1 for events without a key). Consume the
         iterator fully before the next call."""
         n = len(symbols)
-        symbols = np.ascontiguousarray(symbols, dtype=np.int64)
-        positions = np.ascontiguousarray(positions, dtype=np.int64)
-        measures = np.ascontiguousarray(measures, dtype=np.int64)
+        # One array type for numba (contiguous, writable), so that it compiles one version.
+        symbols = np.require(symbols, np.int64, _ARGS)
+        positions = np.require(positions, np.int64, _ARGS)
+        measures = np.require(measures, np.int64, _ARGS)
         if key_codes is None:
             if self.partitioned:
                 raise ValueError("a partitioned evaluator needs key codes")
             codes = np.zeros(n, dtype=np.int64)
         else:
-            codes = np.ascontiguousarray(key_codes, dtype=np.int64)
+            codes = np.require(key_codes, np.int64, _ARGS)
             if n and codes.max() >= len(self.slot_of):
                 self.slot_of = _grow1(self.slot_of, int(codes.max()) + 1, -1)
         if n:

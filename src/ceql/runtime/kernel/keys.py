@@ -27,7 +27,9 @@ class IntCodes:
         ``next_code`` on. Returns (codes, the next free code)."""
         from ceql.runtime.kernel.compiled import hash_codes
 
-        values = np.ascontiguousarray(values, dtype=np.int64)
+        # Writable and contiguous (an Arrow column's zero-copy view is read-only, which numba
+        # would compile a second time for).
+        values = np.require(values, np.int64, ["C", "W"])
         self._reserve(self.size + len(values))
         if valid is None:
             valid = np.ones(len(values), dtype=bool)
