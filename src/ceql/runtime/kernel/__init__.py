@@ -7,6 +7,6 @@ Python evaluator.
 """
 
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.runner import PlanKernel, is_kernel_state, unsupported
+from ceql.runtime.kernel.runner import PlanKernel, is_kernel_state, kernel_notes, unsupported
 
-__all__ = ["KernelEvaluator", "KernelMatches", "PlanKernel", "is_kernel_state", "unsupported"]
+__all__ = ["KernelEvaluator", "KernelMatches", "PlanKernel", "is_kernel_state", "kernel_notes", "unsupported"]
