@@ -1,16 +1,20 @@
 """Checks the kernel applies to each enumerated complex event, column-wise, instead of keeping
 register values per run: the plan decides at compile time whether they are exact and cheap.
 
-- **Conditions over the whole formula.** ``f FILTER c`` at the top of the query (and
-  ``PARTITION BY [x.a, ...]`` over labels, and ``f PARTITION BY [...]`` at the top) keep the
-  complex events of f on which c holds; c reads nothing but that complex event. The kernel runs
-  f with c's one-event conjuncts (``x[p]``, ``x.a > 3``: automaton predicates, as on the Python
-  path) and checks the rest on every complex event f reports (columns.py). Exact when nothing
-  depends on which complex events were reported (CONSUME BY NONE) and every candidate is
-  enumerated (strategy ALL or ANY, LIMIT only with ``SELECT *``); used when the candidates are
-  few: a contiguous pattern (``:`` and ``:+`` only: at most one candidate per start event), or a
-  window with no iteration that can skip events. Otherwise the Python path's registers prune
-  partial matches as events arrive, and the plan stays there.
+- **Conditions across events with one instance per derivation.** A FILTER condition (or a
+  PARTITION BY over labels, or inside a formula) that is neither under an iteration nor in an
+  OR branch, nor inside UNLESS's right side or NOT(...), is decided once per derivation of a
+  complex event, on that derivation's events: the automaton's transitions carry the labels it
+  reads (private copies of the filtered formula's own labels and of its '*', and its free
+  labels). The kernel runs the automaton without registers, so it enumerates every derivation
+  of every candidate, and checks each condition on them with its labels so renamed
+  (columns.py); then drops the repeats of a complex event that several derivations report.
+  Exact when nothing depends on which complex events were reported (CONSUME BY NONE) and every
+  candidate is enumerated (strategy ALL, ANY or STRICT, applied after the check; LIMIT only
+  with ``SELECT *``). Used when the candidates are few: a contiguous pattern (``:`` and ``:+``
+  only: at most one candidate per start event), or a window with no iteration that can skip
+  events. Otherwise the Python path's registers, which drop a partial match as soon as a
+  condition fails, keep the plan.
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
   its (sub-)stream, checked on each one from the events' indexes in their sub-stream (as the
   Python path does).
@@ -25,18 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ceql.compile.ambiguity import may_repeat
-from ceql.compile.compiler import (
-    _atoms_no_not,
-    _plain_compare,
-    compare_labels,
-    compile_query_formula,
-    defined_labels,
-)
-from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.plan import Plan
 from ceql.compile.predicates import PredicateSet
-from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
 from ceql.lang.visit import walk
 
@@ -48,7 +42,7 @@ _CACHE = "_kernel_post_filter"
 class PostFilter:
     """What the kernel checks per complex event, and the plan it runs to enumerate them."""
 
-    plan: Plan  # the plan the kernel runs (the original one when only STRICT/repeats apply)
+    plan: Plan  # the plan the kernel runs
     condition: ast.Cond | None = None  # over the whole complex event
     groups: list[tuple[ast.Attr, ...]] = field(default_factory=list)  # PARTITION BY keys: one common value
     strict: bool = False  # STRICT: consecutive in the (sub-)stream
@@ -84,93 +78,90 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         if repeats:
             post.notes.append("repeats of a complex event dropped per trigger")
         return post
-    # Conditions across events: only over the whole formula, checked per complex event.
+    # Conditions across events: each has one instance in every derivation of a complex event,
+    # so it can be checked on each enumerated derivation (the automaton's transitions carry
+    # the labels it reads: its own labels' private copies, its free labels, its '*').
+    registers = plan.registers
+    if registers.tracked:
+        return "conditions across events inside the right side of UNLESS (registers)"
     conditions: list[ast.Cond] = []
     groups: list[tuple[ast.Attr, ...]] = []
-    body = plan.formula
-    while isinstance(body, (ast.Filter, ast.PartitionBy)):
-        if isinstance(body, ast.Filter):
-            conditions.append(body.cond)
+    for site in registers.all_sites:
+        if site.source is None:
+            return "a condition across events inside NOT(...) (registers)"
+        if not site.top:
+            return "conditions across events under an iteration or in an OR branch (registers)"
+        if any(role.home is not None for role in site.free_roles.values()):
+            return "conditions across events on labels of a repeated scope (registers)"
+        roles = {**site.free_roles, **site.own_roles}
+        if isinstance(site.source, tuple):
+            groups.append(tuple(_relabel_key(key, roles, site.star_label) for key in site.source))
         else:
-            groups.append(body.keys)
-        body = body.body
-    if plan.checked.query.partition_labels and plan.auto_partition is None:
-        groups.append(tuple(plan.checked.query.partition_labels))
-    own = defined_labels(body)
-    conjuncts = [part for cond in conditions for part in (cond.parts if isinstance(cond, ast.And) else [cond])]
-    restricting = [c for c in conjuncts if _restricts(c, own)]
-    rest = [c for c in conjuncts if not _restricts(c, own)]
-    residual = ast.Filter(body, _and(restricting)) if restricting else body
-    try:
-        compiled = compile_query_formula(residual)
-    except UnsupportedQueryError as error:  # pragma: no cover - the whole query compiled
-        return str(error)
-    if compiled.registers is not None:
-        return "conditions across events inside the formula (registers)"
+            conditions.append(_relabel(site.source, roles, site.star_label))
     if plan.consume != "NONE":
         return "conditions across events with CONSUME BY (registers)"
     if plan.strategy not in ("ALL", "ANY", "STRICT"):
         return f"conditions across events with strategy {plan.strategy} (registers)"
     if plan.limit is not None and (plan.projection is not None and plan.projection.kind != "star"):
         return "conditions across events with LIMIT and a projection (registers)"
-    bounded = _few_candidates(body, plan)
+    bounded = _few_candidates(plan.formula, plan)
     if bounded is None:
         return "conditions across events on a pattern with many candidates (registers prune them)"
-    compiled.predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
-    symbols = SymbolTable(plan.type_names)
-    relabels = any(isinstance(node, (ast.Rename, ast.Project)) for node in walk(residual, formulas_only=True))
-    residual_repeats = relabels and may_repeat(compiled.machine, plan.checked.as_labels)
-    run = dataclasses.replace(
-        plan,
-        formula=residual,
-        compiled=compiled,
-        symbols=symbols,
-        det=DetAutomaton(compiled.machine, symbols),
-        repeats=residual_repeats,
-    )
-    run.__dict__[_CACHE] = None
-    condition = _and(rest) if rest else None
+    condition = _and(conditions) if conditions else None
     predicates = None
     if condition is not None and any(isinstance(n, ast.LabelCond) for n in walk(condition)):
         predicates = PredicateSet()
-        predicates.int_types = compiled.predicates.int_types
+        predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
         for node in walk(condition):
             if isinstance(node, ast.LabelCond):
                 predicates.intern(node.pred)
     post = PostFilter(
-        run,
+        plan,
         condition=condition,
         groups=groups,
         strict=plan.strict_filter,
-        distinct=residual_repeats and plan.strategy != "ANY",
+        distinct=plan.repeats and plan.strategy != "ANY",
         predicates=predicates,
     )
     post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
+    if post.distinct:
+        post.notes.append("repeats of a complex event dropped per trigger")
     return post
+
+
+def _relabel(cond: ast.Node, roles: dict, star: str | None) -> ast.Node:
+    """A site's condition over the labels its events carry in a derivation: an own label's
+    private copy, a free label's (the label itself, or a scope's copy), '*' for COUNT(*)."""
+    if isinstance(cond, (ast.And, ast.Or)):
+        return type(cond)(tuple(_relabel(p, roles, star) for p in cond.parts))
+    if isinstance(cond, ast.Not):
+        return ast.Not(_relabel(cond.operand, roles, star))
+    if isinstance(cond, ast.LabelCond):
+        return dataclasses.replace(cond, label=roles[cond.label].event_label)
+    if isinstance(cond, ast.Compare):
+        return ast.Compare(cond.op, _relabel(cond.left, roles, star), _relabel(cond.right, roles, star))
+    if isinstance(cond, ast.Arith):
+        return ast.Arith(cond.op, _relabel(cond.left, roles, star), _relabel(cond.right, roles, star))
+    if isinstance(cond, ast.Neg):
+        return ast.Neg(_relabel(cond.operand, roles, star))
+    if isinstance(cond, ast.Attr) and cond.label is not None:
+        return ast.Attr(cond.name, roles[cond.label].event_label)
+    if isinstance(cond, ast.Prev):
+        return ast.Prev(roles[cond.label].event_label, cond.attr)
+    if isinstance(cond, ast.Aggregate):
+        label = star if cond.label is None else roles[cond.label].event_label
+        return ast.Aggregate(cond.func, label, cond.attr)
+    return cond
+
+
+def _relabel_key(key: ast.Attr, roles: dict, star: str | None) -> ast.Attr:
+    return ast.Attr(key.name, star if key.label is None else roles[key.label].event_label)
 
 
 def _and(parts: list[ast.Cond]) -> ast.Cond:
     return parts[0] if len(parts) == 1 else ast.And(tuple(parts))
-
-
-def _restricts(cond: ast.Cond, own: set[str]) -> bool:
-    """Whether a conjunct is made of one-event tests on own labels (AND/OR, no NOT): the
-    automaton checks it (the compiler's rule)."""
-    for atom in _atoms_no_not(cond):
-        if atom is None:
-            return False
-        if isinstance(atom, ast.LabelCond):
-            if atom.label not in own:
-                return False
-            continue
-        if not _plain_compare(atom):
-            return False
-        labels = compare_labels(atom)
-        if len(labels) != 1 or labels[0] not in own:
-            return False
-    return True
 
 
 def _few_candidates(body: ast.Formula, plan: Plan) -> str | None:

@@ -515,6 +515,8 @@ class PlanKernel:
         state = self.kernel.export_state()
         if self.kept is not None:
             state.update(self.kept.export(self.kernel.live_positions()))
+        if self._counts is not None:  # STRICT: events seen per partition code
+            state["sub_stream_counts"] = self._counts[: self.keys.count if self.keys is not None else 0].copy()
         state["position"] = np.array([self.position])
         state["last_time"] = np.array([] if self.last_time is None else [self.last_time], dtype=np.int64)
         state["partition_keys"] = list(self.keys.keys) if self.keys is not None else []
@@ -535,6 +537,13 @@ class PlanKernel:
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
+        counts = state.get("sub_stream_counts")
+        if counts is not None and self.post is not None and self.post.strict and self.keys is not None:
+            counts = np.asarray(counts, dtype=np.int64)
+            if len(counts) > self.keys.count or (len(counts) and counts.min() < 0):
+                raise ValueError("malformed kernel state: sub-stream counts do not match the partitions")
+            self._counts = np.zeros(max(16, 2 * self.keys.count), dtype=np.int64)
+            self._counts[: len(counts)] = counts
 
 
 STATE_FORMAT = "ceql-kernel-state"
