@@ -27,7 +27,7 @@ MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buf
 INITIAL = {
     "nodes": 4096,
     "slots": 16,
-    "row": 8,
+    "row": 4,
     "scratch": 16,
     "stack": 64,
     "path": 64,
