@@ -147,10 +147,20 @@ class Frame:
         self._selections: dict[tuple, tuple] = {}
         self._objects: dict[str, list] = {}
         self._segment: np.ndarray | None = None
+        self._parent: tuple[Frame, np.ndarray] | None = None
 
     @property
     def lengths(self) -> np.ndarray:
         return self.ends - self.starts
+
+    def subframe(self, offsets: np.ndarray, index: np.ndarray) -> Frame:
+        """A frame over some of these events (``index``: relative event indexes, grouped by
+        ``offsets``); their values are read from this frame."""
+        index = np.asarray(index, dtype=np.int64)
+        label_ids = self.label_ids[self.base + index] if self.label_ids is not None else None
+        sub = Frame(offsets, label_ids, self.label_sets, lambda attribute: self._values(attribute))
+        sub._parent = (self, index)
+        return sub
 
     @property
     def segment(self) -> np.ndarray:
@@ -162,7 +172,12 @@ class Frame:
     def column(self, attribute: str) -> Col:
         found = self._columns.get(attribute)
         if found is None:
-            found = self._columns[attribute] = event_column(self._values(attribute))
+            if self._parent is not None:
+                parent, index = self._parent
+                found = parent.column(attribute).take(index)
+            else:
+                found = event_column(self._values(attribute))
+            self._columns[attribute] = found
         return found
 
     def has(self, label: str | None) -> np.ndarray:
@@ -873,6 +888,58 @@ def group_holds(frame: Frame, keys: tuple[ast.Attr, ...]) -> np.ndarray:
     out = np.ones(frame.n, dtype=bool)
     out[list(bad)] = False
     return out
+
+
+def instance_holds(frame: Frame, end: str, own: frozenset[str], free: frozenset[str], holds) -> np.ndarray:
+    """Per match: whether ``holds`` (a function of a Frame, one bool per match of it) holds on
+    every instance of a filtered formula. An instance is made of the events with one of the
+    ``own`` labels from after one ``end`` event up to the next one, and of every event of the
+    match with one of the ``free`` labels (read from the whole complex event). A match with no
+    instance holds."""
+    n_events = frame.events
+    ends = frame.has(end)
+    segment = frame.segment
+    mine = np.zeros(n_events, dtype=bool)
+    for label in own:
+        mine |= frame.has(label)
+    theirs = np.zeros(n_events, dtype=bool)
+    for label in free:
+        theirs |= frame.has(label)
+    # Instance number of each event within its match: the ends before it.
+    cum = np.zeros(n_events + 1, dtype=np.int64)
+    np.cumsum(ends, out=cum[1:])
+    count = cum[frame.ends] - cum[frame.starts]  # instances per match
+    first = np.zeros(frame.n + 1, dtype=np.int64)
+    np.cumsum(count, out=first[1:])  # pseudo-match number of each match's first instance
+    total = int(first[-1])
+    if total == 0:
+        return np.ones(frame.n, dtype=bool)
+    number = cum[:-1] - cum[frame.starts][segment]  # 0-based instance of each event
+    events = np.flatnonzero(mine & (number < count[segment]))
+    pseudo = [first[segment[events]] + number[events]]
+    members = [events]
+    shared = np.flatnonzero(theirs)
+    if len(shared):
+        # Every instance of a match reads the match's free-label events.
+        per = count[segment[shared]]
+        repeated = np.repeat(shared, per)
+        starts = np.repeat(first[segment[shared]], per)
+        offsets_within = np.arange(len(repeated)) - np.repeat(np.cumsum(per) - per, per)
+        pseudo.append(starts + offsets_within)
+        members.append(repeated)
+    pseudo_all = np.concatenate(pseudo)
+    member_all = np.concatenate(members)
+    order = np.lexsort((member_all, pseudo_all))
+    pseudo_all, member_all = pseudo_all[order], member_all[order]
+    if len(pseudo_all) > 1:  # an event both own and free: once
+        keep = np.r_[True, (pseudo_all[1:] != pseudo_all[:-1]) | (member_all[1:] != member_all[:-1])]
+        pseudo_all, member_all = pseudo_all[keep], member_all[keep]
+    offsets = np.searchsorted(pseudo_all, np.arange(total + 1)).astype(np.int64)
+    sub = frame.subframe(offsets, member_all)
+    result = np.asarray(holds(sub), dtype=bool)
+    parent = np.repeat(np.arange(frame.n), count)
+    failed = np.bincount(parent[~result], minlength=frame.n)
+    return failed[: frame.n] == 0
 
 
 class _EventFrame:

@@ -48,12 +48,27 @@ class PostFilter:
     strict: bool = False  # STRICT: consecutive in the (sub-)stream
     distinct: bool = False  # drop repeats of a complex event per trigger
     predicates: PredicateSet | None = None  # x[p] inside the condition: one-event predicates
+    #: Conditions (or PARTITION BY keys) with one instance per iteration or OR branch taken:
+    #: checked on each instance of the filtered formula (the events between two of its ends).
+    instances: list[Instanced] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
     def per_match(self) -> bool:
         """Whether some complex events may be dropped after the enumeration."""
-        return self.condition is not None or bool(self.groups) or self.strict
+        return self.condition is not None or bool(self.groups) or self.strict or bool(self.instances)
+
+
+@dataclass
+class Instanced:
+    """A condition (or keys) of a site with several instances per derivation: its instances
+    end at events labelled ``end``; ``own`` are the labels of its own events, ``free`` those
+    read from the whole complex event."""
+
+    source: ast.Cond | tuple[ast.Attr, ...]
+    end: str
+    own: frozenset[str]
+    free: frozenset[str]
 
 
 def post_filter(plan: Plan) -> PostFilter | str | None:
@@ -86,18 +101,30 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         return "conditions across events inside the right side of UNLESS (registers)"
     conditions: list[ast.Cond] = []
     groups: list[tuple[ast.Attr, ...]] = []
+    instances: list[Instanced] = []
     for site in registers.all_sites:
         if site.source is None:
             return "a condition across events inside NOT(...) (registers)"
-        if not site.top:
-            return "conditions across events under an iteration or in an OR branch (registers)"
         if any(role.home is not None for role in site.free_roles.values()):
             return "conditions across events on labels of a repeated scope (registers)"
         roles = {**site.free_roles, **site.own_roles}
         if isinstance(site.source, tuple):
-            groups.append(tuple(_relabel_key(key, roles, site.star_label) for key in site.source))
+            source: ast.Node = tuple(_relabel_key(key, roles, site.star_label) for key in site.source)
         else:
-            conditions.append(_relabel(site.source, roles, site.star_label))
+            source = _relabel(site.source, roles, site.star_label)
+        if not site.top and site.end_label is not None:
+            # One instance per iteration (or per OR branch taken): checked on each.
+            own = {role.event_label for role in site.own_roles.values()} | {site.end_label}
+            if site.star_label is not None:
+                own.add(site.star_label)
+            free = frozenset(role.event_label for role in site.free_roles.values())
+            instances.append(Instanced(source, site.end_label, frozenset(own), free))
+        elif isinstance(source, tuple):
+            groups.append(source)
+        else:
+            # One instance (or, in an OR branch, a universal condition on its events: true
+            # when the branch is not taken).
+            conditions.append(source)
     if plan.consume != "NONE":
         return "conditions across events with CONSUME BY (registers)"
     if plan.strategy not in ("ALL", "ANY", "STRICT"):
@@ -109,12 +136,14 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         return "conditions across events on a pattern with many candidates (registers prune them)"
     condition = _and(conditions) if conditions else None
     predicates = None
-    if condition is not None and any(isinstance(n, ast.LabelCond) for n in walk(condition)):
+    read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
+    if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
-        for node in walk(condition):
-            if isinstance(node, ast.LabelCond):
-                predicates.intern(node.pred)
+        for c in read:
+            for node in walk(c) if c is not None else ():
+                if isinstance(node, ast.LabelCond):
+                    predicates.intern(node.pred)
     post = PostFilter(
         plan,
         condition=condition,
@@ -122,6 +151,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         strict=plan.strict_filter,
         distinct=plan.repeats and plan.strategy != "ANY",
         predicates=predicates,
+        instances=instances,
     )
     post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
     if plan.strict_filter:

@@ -31,7 +31,14 @@ from ceql.lang import ast
 from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.batches import builder_for, iter_tables
-from ceql.runtime.kernel.columns import Conditions, Frame, MeasureColumns, consecutive, group_holds
+from ceql.runtime.kernel.columns import (
+    Conditions,
+    Frame,
+    MeasureColumns,
+    consecutive,
+    group_holds,
+    instance_holds,
+)
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.keys import IntCodes
@@ -274,12 +281,17 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
-        if self.post is not None and self.post.condition is not None:
+        self.instance_checks: list = []
+        if self.post is not None:
             predicates = self.post.predicates
-            self.conditions = Conditions(
-                self.post.condition,
-                (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None,
-            )
+            column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
+            if self.post.condition is not None:
+                self.conditions = Conditions(self.post.condition, column)
+            for instanced in self.post.instances:
+                if isinstance(instanced.source, tuple):
+                    self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
+                else:
+                    self.instance_checks.append(Conditions(instanced.source, column).holds)
         # Checks per complex event need every candidate: ANY and LIMIT apply after them.
         self.checked = self.post is not None and self.post.per_match
         attributes = self.measures.attributes() if self.measures is not None else []
@@ -287,6 +299,12 @@ class PlanKernel:
             attributes += [a for a in self.conditions.attributes() if a not in attributes]
         for keys in self.post.groups if self.post is not None else ():
             attributes += [key.name for key in keys if key.name not in attributes]
+        for instanced in self.post.instances if self.post is not None else ():
+            if isinstance(instanced.source, tuple):
+                read = [key.name for key in instanced.source]
+            else:
+                read = Conditions(instanced.source).attributes()
+            attributes += [a for a in read if a not in attributes]
         self.kept = _kept_values(plan, attributes, self.post)
         self.limit = plan.limit if self.checked or self.projection.merges else None
         self.kernel = KernelEvaluator(
@@ -376,6 +394,8 @@ class PlanKernel:
             keep &= self.conditions.holds(frame)
         for keys in post.groups:
             keep &= group_holds(frame, keys)
+        for check, instanced in zip(self.instance_checks, post.instances):
+            keep &= instance_holds(frame, instanced.end, instanced.own, instanced.free, check)
         if post.strict:
             keep &= consecutive(frame, LOCAL)
         if self.source.strategy == "ANY":
