@@ -30,7 +30,7 @@ SOME = settings(max_examples=120, deadline=None, suppress_health_check=list(Heal
 MANY = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 EPOCH_NS = 1_700_000_000_000_000_000  # times near today's epoch nanoseconds (floats lose them)
 KERNEL_OPERATORS = ("seq", "cseq", "or", "iter", "citer", "as", "filter", "not", "and", "all", "unless")
-KERNEL_STRATEGIES = (None, "ALL", "ANY", "STRICT")
+KERNEL_STRATEGIES = (None, "ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX")
 TINY = {name: 1 for name in engine.INITIAL}
 
 
@@ -128,9 +128,10 @@ def test_kernel_with_smallest_arrays(tiny_arrays, query, events, cut) -> None:
 def every_candidate(monkeypatch):
     """Check conditions per complex event on every pattern (not only those with few
     candidates), to test that the check is exact wherever it applies."""
-    from ceql.runtime.kernel import postfilter
+    from ceql.runtime.kernel import postfilter, runner
 
-    monkeypatch.setattr(postfilter, "_few_candidates", lambda body, plan: "forced by the test")
+    monkeypatch.setattr(postfilter, "few_candidates", lambda body, plan: "forced by the test")
+    monkeypatch.setattr(runner, "few_candidates", lambda body, plan: "forced by the test")
 
 
 def _kernel_case(case) -> None:

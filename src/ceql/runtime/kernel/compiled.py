@@ -709,3 +709,91 @@ def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
             else:
                 total += values[j]
         out[i] = total
+
+
+# ====================================================================== selection strategies
+
+SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
+
+
+@njit(cache=True)
+def select_supports(triggers, offsets, positions, keep, mode):  # pragma: no cover - compiled
+    """Among the kept complex events of each trigger (consecutive), keep those NEXT / LAST /
+    MAX select by their supports (``positions[offsets[i]:offsets[i + 1]]``, ascending): NEXT
+    the greatest for A <=next B iff A = B or min(A xor B) is in B (LAST: max), MAX the supports
+    no other support of the trigger strictly contains."""
+    n = len(triggers)
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and triggers[end] == triggers[start]:
+            end += 1
+        if mode == SELECT_MAX:
+            for a in range(start, end):
+                if not keep[a]:
+                    continue
+                for b in range(start, end):
+                    if b != a and keep[b] and _strict_subset(offsets, positions, a, b):
+                        keep[a] = False
+                        break
+        else:
+            best = -1
+            for a in range(start, end):
+                if keep[a] and (best < 0 or _better(offsets, positions, a, best, mode)):
+                    best = a
+            for a in range(start, end):
+                if keep[a] and not _same_support(offsets, positions, a, best):
+                    keep[a] = False
+        start = end
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _better(offsets, positions, a, b, mode):
+    """Whether support a beats support b: the smallest (NEXT) or largest (LAST) position in
+    exactly one of them is in a."""
+    i, j = offsets[a], offsets[b]
+    ie, je = offsets[a + 1], offsets[b + 1]
+    if mode == SELECT_NEXT:
+        while i < ie and j < je:
+            if positions[i] == positions[j]:
+                i += 1
+                j += 1
+            else:
+                return positions[i] < positions[j]
+        return i < ie  # a has more events after a common prefix
+    i, j = ie - 1, je - 1
+    while i >= offsets[a] and j >= offsets[b]:
+        if positions[i] == positions[j]:
+            i -= 1
+            j -= 1
+        else:
+            return positions[i] > positions[j]
+    return i >= offsets[a]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _same_support(offsets, positions, a, b):
+    la = offsets[a + 1] - offsets[a]
+    if la != offsets[b + 1] - offsets[b]:
+        return False
+    for d in range(la):
+        if positions[offsets[a] + d] != positions[offsets[b] + d]:
+            return False
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _strict_subset(offsets, positions, a, b):
+    """Whether support a is a strict subset of support b (both ascending)."""
+    la = offsets[a + 1] - offsets[a]
+    lb = offsets[b + 1] - offsets[b]
+    if la >= lb:
+        return False
+    j = offsets[b]
+    for i in range(offsets[a], offsets[a + 1]):
+        while j < offsets[b + 1] and positions[j] < positions[i]:
+            j += 1
+        if j == offsets[b + 1] or positions[j] != positions[i]:
+            return False
+        j += 1
+    return True

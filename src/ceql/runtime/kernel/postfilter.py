@@ -51,12 +51,19 @@ class PostFilter:
     #: Conditions (or PARTITION BY keys) with one instance per iteration or OR branch taken:
     #: checked on each instance of the filtered formula (the events between two of its ends).
     instances: list[Instanced] = field(default_factory=list)
+    select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
     def per_match(self) -> bool:
         """Whether some complex events may be dropped after the enumeration."""
-        return self.condition is not None or bool(self.groups) or self.strict or bool(self.instances)
+        return (
+            self.condition is not None
+            or bool(self.groups)
+            or self.strict
+            or bool(self.instances)
+            or self.select is not None
+        )
 
 
 @dataclass
@@ -82,10 +89,22 @@ def post_filter(plan: Plan) -> PostFilter | str | None:
 
 def _decide(plan: Plan) -> PostFilter | str | None:
     repeats = plan.repeats and plan.strategy != "ANY"
+    select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
+    if select is not None:
+        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated;
+        # a trigger with candidates reports some, so CONSUME BY stays exact unless a
+        # condition may drop them all).
+        if plan.consume != "NONE" and (plan.registers is not None or plan.strict_filter):
+            return f"strategy {select} with CONSUME BY and checks per complex event"
+        bounded = few_candidates(plan.formula, plan)
+        if bounded is None:
+            return f"strategy {select} on a pattern with many candidates"
     if plan.registers is None:
-        if not plan.strict_filter and not repeats:
+        if not plan.strict_filter and not repeats and select is None:
             return None
-        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats)
+        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select)
+        if select is not None:
+            post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
             if plan.consume != "NONE":
                 return "STRICT over NOT(...) or ALL with CONSUME BY"
@@ -127,11 +146,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             conditions.append(source)
     if plan.consume != "NONE":
         return "conditions across events with CONSUME BY (registers)"
-    if plan.strategy not in ("ALL", "ANY", "STRICT"):
-        return f"conditions across events with strategy {plan.strategy} (registers)"
-    if plan.limit is not None and (plan.projection is not None and plan.projection.kind != "star"):
-        return "conditions across events with LIMIT and a projection (registers)"
-    bounded = _few_candidates(plan.formula, plan)
+    bounded = few_candidates(plan.formula, plan)
     if bounded is None:
         return "conditions across events on a pattern with many candidates (registers prune them)"
     condition = _and(conditions) if conditions else None
@@ -152,6 +167,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         distinct=plan.repeats and plan.strategy != "ANY",
         predicates=predicates,
         instances=instances,
+        select=select,
     )
     post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
     if plan.strict_filter:
@@ -194,7 +210,7 @@ def _and(parts: list[ast.Cond]) -> ast.Cond:
     return parts[0] if len(parts) == 1 else ast.And(tuple(parts))
 
 
-def _few_candidates(body: ast.Formula, plan: Plan) -> str | None:
+def few_candidates(body: ast.Formula, plan: Plan) -> str | None:
     """Why the unfiltered pattern reports few candidates (None: it may report many)."""
     skipping = False
     iterating = False

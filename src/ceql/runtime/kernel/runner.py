@@ -39,7 +39,16 @@ from ceql.runtime.kernel.columns import (
     group_holds,
     instance_holds,
 )
-from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
+from ceql.runtime.kernel.compiled import (
+    MAX_MEASURE,
+    MAX_WINDOW,
+    MIN_MEASURE,
+    MISSING,
+    SELECT_LAST,
+    SELECT_MAX,
+    SELECT_NEXT,
+    select_supports,
+)
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.keys import IntCodes
 from ceql.runtime.kernel.output import (
@@ -52,6 +61,7 @@ from ceql.runtime.kernel.output import (
 )
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
+    few_candidates,
     first_per_trigger,
     local_indexes,
     post_filter,
@@ -63,8 +73,6 @@ from ceql.runtime.kernel.values import KeptValues, Raw
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
-    if plan.strategy in ("NEXT", "LAST", "MAX"):
-        return f"strategy {plan.strategy}"
     post = post_filter(plan)
     if isinstance(post, str):
         return post
@@ -75,8 +83,9 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
             return f"a window over the non-integer attribute {within.attribute}"
     projection = Projection.from_plan(plan)
-    if projection.merges and plan.limit is not None:
-        return "LIMIT with a projection other than *"
+    if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
+        # The first n distinct projected matches: every candidate is enumerated first.
+        return "LIMIT with a projection other than * on a pattern with many candidates"
     return None
 
 
@@ -398,6 +407,9 @@ class PlanKernel:
             keep &= instance_holds(frame, instanced.end, instanced.own, instanced.free, check)
         if post.strict:
             keep &= consecutive(frame, LOCAL)
+        if post.select is not None:
+            mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
+            select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
         if self.source.strategy == "ANY":
             keep = first_per_trigger(chunk.trigger, keep, 1)
         return select_matches(chunk, keep)

@@ -38,7 +38,10 @@ _started = False
 def _dispatchers() -> list:
     from ceql.runtime.kernel import compiled as k
 
-    return [k.run, k.compact_mark, k.compact_build, k.dedupe_mask, k.hash_codes, k.hash_insert, k.segment_sums]
+    return [
+        k.run, k.compact_mark, k.compact_build, k.dedupe_mask, k.hash_codes, k.hash_insert, k.segment_sums,
+        k.select_supports,
+    ]
 
 
 def cache_dir() -> Path | None:
@@ -130,6 +133,7 @@ def _exercise() -> None:
         "SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c WITHIN 8 EVENTS",
         "SELECT a, SUM(b.v) AS s, COUNT(b) AS n FROM S WHERE A AS a : B:+ AS b : C AS c PARTITION BY [k]",
         "SELECT NONE FROM S WHERE A ; C PARTITION BY [k]",
+        "SELECT NEXT * FROM S WHERE A ; B WITHIN 4 EVENTS",
     ]
     saved = engine.COMPACT_MIN
     engine.COMPACT_MIN = 8  # compaction runs on small inputs too
