@@ -200,6 +200,25 @@ def test_conditions_checked_per_complex_event(text: str) -> None:
         assert expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE (A AS a ; B AS b) FILTER a.v < b.v WITHIN 5 EVENTS CONSUME BY ANY",
+        "SELECT * WHERE (A AS a : B:+ AS b) FILTER SUM(b.v) > a.v PARTITION BY [id] CONSUME BY PARTITION",
+        "SELECT NEXT * WHERE A AS a ; B AS b WITHIN 4 EVENTS CONSUME BY ANY",
+        "SELECT MAX * WHERE A ; B :+ ; C WITHIN 5 EVENTS",
+        "SELECT LAST a WHERE (A AS a ; B AS b) FILTER a.v <= b.v WITHIN 5 EVENTS LIMIT 1",
+    ],
+)
+def test_consumption_and_strategies_after_the_checks(text: str) -> None:
+    """CONSUME BY applies only when a trigger's complex events pass the check; NEXT, LAST and
+    MAX are chosen among the candidates that pass."""
+    assert unsupported(ceql.compile(text, SCHEMA).plan) is None
+    expected = reference(text, CONDITION_EVENTS)
+    assert expected
+    same(kernel_run(text, CONDITION_EVENTS, cuts=(7, 30), save_at=19), expected)
+
+
 def test_strict_and_repeats_on_the_kernel() -> None:
     for text in (
         "SELECT STRICT * WHERE (A ALL B) PARTITION BY [id]",

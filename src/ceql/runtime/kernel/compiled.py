@@ -46,7 +46,8 @@ C_LIMIT = 5  # LIMIT n, -1 without
 C_INIT = 6  # the initial determinized state
 C_LABELS = 7  # 1: write each event's label-set id next to its position
 C_ANCHORED = 8  # 1: runs may all die (START): a sub-stream left with none stays empty
-C_SIZE = 9
+C_CHECK = 9  # 1: Python checks each trigger's complex events before CONSUME BY applies
+C_SIZE = 10
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 
@@ -65,6 +66,7 @@ S_TCOUNT = 10  # complex events output for that trigger
 S_TFIRST = 11  # output index of the trigger's first complex event
 S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
+S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
 S_SIZE = 16
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
@@ -93,6 +95,7 @@ NEED_SLOTS = 5  # partition slots
 OUTPUT_FULL = 6  # output buffer (matches or positions)
 NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
+NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
 OK = DONE
 
 STATUS_NAMES = {
@@ -105,6 +108,7 @@ STATUS_NAMES = {
     OUTPUT_FULL: "output",
     NEED_STACK: "stack",
     NEED_PATH: "path",
+    NEED_CHECK: "check",
 }
 
 
@@ -210,6 +214,8 @@ def run(
         status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
         if status != OK:
             return status, i, 0, 0
+        if _must_check(cfg, st):
+            return NEED_CHECK, i, 0, 0
         _finish(cfg, st, nodes, act, slot_of, slot_info, free, codes[i], poss[i])
         i += 1
     while i < stop:
@@ -327,9 +333,26 @@ def run(
             status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
             if status != OK:
                 return status, i, 0, 0
+            if _must_check(cfg, st):
+                return NEED_CHECK, i, 0, 0
             _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos)
         i += 1
     return DONE, stop, 0, 0
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _must_check(cfg, st):
+    """With C_CHECK, a trigger's complex events go to Python once before CONSUME BY (which
+    applies only if some pass): the first time, ask; when resumed, go on."""
+    if cfg[C_CHECK] == 0:
+        return False
+    if st[S_CHECKED] == 1:
+        st[S_CHECKED] = 0
+        return False
+    if st[S_TCOUNT] == 0:
+        return False
+    st[S_CHECKED] = 1
+    return True
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)

@@ -9,12 +9,14 @@ register values per run: the plan decides at compile time whether they are exact
   labels). The kernel runs the automaton without registers, so it enumerates every derivation
   of every candidate, and checks each condition on them with its labels so renamed
   (columns.py); then drops the repeats of a complex event that several derivations report.
-  Exact when nothing depends on which complex events were reported (CONSUME BY NONE) and every
-  candidate is enumerated (strategy ALL, ANY or STRICT, applied after the check; LIMIT only
-  with ``SELECT *``). Used when the candidates are few: a contiguous pattern (``:`` and ``:+``
-  only: at most one candidate per start event), or a window with no iteration that can skip
-  events. Otherwise the Python path's registers, which drop a partial match as soon as a
-  condition fails, keep the plan.
+  Every candidate is enumerated (ANY, NEXT, LAST, MAX and LIMIT apply after the check); with
+  CONSUME BY, the kernel hands each trigger's candidates to the check before it consumes (only
+  if some pass), so it stays exact. Used when the candidates are few: a contiguous pattern
+  (``:`` and ``:+`` only: at most one candidate per start event), or a window with no
+  iteration that can skip events. Otherwise the Python path's registers, which drop a partial
+  match as soon as a condition fails, keep the plan.
+- **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
+  events by their supports (compiled ``select_supports``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
   its (sub-)stream, checked on each one from the events' indexes in their sub-stream (as the
   Python path does).
@@ -91,11 +93,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     repeats = plan.repeats and plan.strategy != "ANY"
     select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
     if select is not None:
-        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated;
-        # a trigger with candidates reports some, so CONSUME BY stays exact unless a
-        # condition may drop them all).
-        if plan.consume != "NONE" and (plan.registers is not None or plan.strict_filter):
-            return f"strategy {select} with CONSUME BY and checks per complex event"
+        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated).
         bounded = few_candidates(plan.formula, plan)
         if bounded is None:
             return f"strategy {select} on a pattern with many candidates"
@@ -106,8 +104,6 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         if select is not None:
             post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
-            if plan.consume != "NONE":
-                return "STRICT over NOT(...) or ALL with CONSUME BY"
             post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
         if repeats:
             post.notes.append("repeats of a complex event dropped per trigger")
@@ -144,8 +140,6 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             # One instance (or, in an OR branch, a universal condition on its events: true
             # when the branch is not taken).
             conditions.append(source)
-    if plan.consume != "NONE":
-        return "conditions across events with CONSUME BY (registers)"
     bounded = few_candidates(plan.formula, plan)
     if bounded is None:
         return "conditions across events on a pattern with many candidates (registers prune them)"

@@ -326,6 +326,8 @@ class PlanKernel:
             partitioned=self.partitioned,
             whole_triggers=self.projection.merges or self.checked,
             labels=self.projection.needs_labels or self.measures is not None or self.checked,
+            # With CONSUME BY, each trigger's complex events are checked before consumption.
+            check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
         )
@@ -358,7 +360,7 @@ class PlanKernel:
         if self.kept is not None:
             self.kept.append(table, base, types, self._derived(table, types))
         for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
-            if self.checked:
+            if self.checked and self.kernel.check is None:
                 chunk = self._check(chunk)
                 if not len(chunk):
                     continue
@@ -395,6 +397,10 @@ class PlanKernel:
 
     def _check(self, chunk: KernelMatches) -> KernelMatches:
         """Keep the complex events that pass the per-match checks; then ANY."""
+        return select_matches(chunk, self._checked_mask(chunk))
+
+    def _checked_mask(self, chunk: KernelMatches) -> np.ndarray:
+        """Which complex events pass the per-match checks (then ANY, NEXT, LAST, MAX)."""
         post = self.post
         assert post is not None
         frame = self._frame(chunk)
@@ -412,7 +418,7 @@ class PlanKernel:
             select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
         if self.source.strategy == "ANY":
             keep = first_per_trigger(chunk.trigger, keep, 1)
-        return select_matches(chunk, keep)
+        return keep
     def _frame(self, chunk: KernelMatches) -> Frame:
         kept = self.kept
         assert kept is not None
