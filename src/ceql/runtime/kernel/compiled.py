@@ -672,9 +672,10 @@ _GOLDEN = 11400714819323198485  # 2**64 / golden ratio: Fibonacci hashing of int
 
 
 @njit(cache=True)
-def hash_codes(values, valid, keys, codes, bits, next_code, out):  # pragma: no cover - compiled
-    """Codes for int64 keys from a persistent open-addressing table (``keys``/``codes``, 2**bits
-    slots, code -1: empty; at most half full after the call, which the caller ensures): a key
+def hash_codes(values, valid, table, bits, next_code, out):  # pragma: no cover - compiled
+    """Codes for int64 keys from a persistent open-addressing table of 2**bits slots, slot j
+    being ``table[2j]`` (the key) and ``table[2j + 1]`` (its code, -1: empty) so that a probe
+    touches one cache line; at most half full after the call (the caller ensures it). A key
     seen before gets its code, a new one the next code, in order of first appearance. Rows
     without ``valid`` get -1. Returns the next free code."""
     mask = (1 << bits) - 1
@@ -686,14 +687,14 @@ def hash_codes(values, valid, keys, codes, bits, next_code, out):  # pragma: no 
         v = values[i]
         j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
         while True:
-            c = codes[j]
+            c = table[2 * j + 1]
             if c < 0:
-                keys[j] = v
-                codes[j] = next_code
+                table[2 * j] = v
+                table[2 * j + 1] = next_code
                 out[i] = next_code
                 next_code += 1
                 break
-            if keys[j] == v:
+            if table[2 * j] == v:
                 out[i] = c
                 break
             j = (j + 1) & mask
@@ -701,18 +702,20 @@ def hash_codes(values, valid, keys, codes, bits, next_code, out):  # pragma: no 
 
 
 @njit(cache=True)
-def hash_insert(values, given, keys, codes, bits):  # pragma: no cover - compiled
-    """Put keys ``values`` with codes ``given`` (keys not in the table) into the table of
-    ``hash_codes`` (rehashing into a larger one)."""
+def hash_insert(old, table, bits):  # pragma: no cover - compiled
+    """Move every key of the table ``old`` (the layout of ``hash_codes``) into ``table``."""
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
-    for i in range(len(values)):
-        v = values[i]
+    for s in range(len(old) // 2):
+        c = old[2 * s + 1]
+        if c < 0:
+            continue
+        v = old[2 * s]
         j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
-        while codes[j] >= 0:
+        while table[2 * j + 1] >= 0:
             j = (j + 1) & mask
-        keys[j] = v
-        codes[j] = given[i]
+        table[2 * j] = v
+        table[2 * j + 1] = c
 
 
 # ====================================================================== measures

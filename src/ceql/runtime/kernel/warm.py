@@ -75,7 +75,7 @@ def loaded() -> bool:
     """Whether the kernel's main function is compiled or loaded in this process."""
     from ceql.runtime.kernel import compiled as k
 
-    return bool(k.run.signatures)
+    return bool(getattr(k.run, "signatures", None))
 
 
 def ready() -> bool:
