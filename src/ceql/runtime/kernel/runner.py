@@ -448,8 +448,8 @@ class PlanKernel:
         """A chunk of complex events, projected (then LIMIT), with the partition keys when
         reported: what ``record_batch`` (the output schema's rows) and ``MatchRows`` (Match
         views) take. Measures computed in the kernel's output pass go in
-        ``MatchColumns.measures`` (name -> one raw value per match as an Arrow array, times as
-        int64 nanoseconds): both type and show them."""
+        ``MatchColumns.measures`` (name -> one raw value per match as an Arrow array, or a list
+        when some values fit no column; times as int64 nanoseconds): both type and show them."""
         columns = project(chunk, self.projection, chunk.measures)
         if self.limit is not None:
             columns = limit_projected(columns, self.limit)
@@ -459,7 +459,7 @@ class PlanKernel:
             columns.partition = None
         if columns.measures:
             kinds = self._raw_measure_types()
-            columns.measures = {name: column.arrow(kinds.get(name)) for name, column in columns.measures.items()}
+            columns.measures = {name: column.raw(kinds.get(name)) for name, column in columns.measures.items()}
         return columns
 
     def _raw_measure_types(self) -> dict[str, pa.DataType]:
