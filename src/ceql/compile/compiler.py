@@ -551,7 +551,7 @@ class _Compiler(Visitor):
             ) if label in roles else automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset({end}))
             return self._finish_site(
                 machine, index, "NOT " + print_cond(cond), site_atoms, ("not", tree), list(aggregates.values()),
-                roles, star if uses_star else None, False, end_label=end,
+                roles, star if uses_star else None, False, end_label=end, source=ast.Not(cond),
             )
         conjunctive = _conjunctive(tree, site_atoms)
         if conjunctive:
@@ -565,7 +565,7 @@ class _Compiler(Visitor):
                     conjunctive = False
         return self._finish_site(
             machine, index, print_cond(cond), site_atoms, tree, list(aggregates.values()), roles,
-            star if uses_star else None, conjunctive,
+            star if uses_star else None, conjunctive, source=cond,
         )
 
     def partition_site(
@@ -603,7 +603,7 @@ class _Compiler(Visitor):
             self.iterated = self.optional = self.negated = 0
         try:
             return self._finish_site(
-                machine, index, text, [atom], ("atom", 0), [], roles, star if uses_star else None, True
+                machine, index, text, [atom], ("atom", 0), [], roles, star if uses_star else None, True, source=keys
             )
         finally:
             self.iterated, self.optional, self.negated = saved
@@ -620,6 +620,7 @@ class _Compiler(Visitor):
         star: str | None,
         conjunctive: bool,
         end_label: str | None = None,
+        source=None,
     ) -> automata.Machine:
         """Register the site; wrap the machine with the private labels it reads (unless
         ``end_label`` is given: the machine already carries them)."""
@@ -655,6 +656,7 @@ class _Compiler(Visitor):
             single_free=single_free,
             conjunctive=conjunctive,
             where=where,
+            source=source,
         )
         self.sites.append(site)
         if prewired:
