@@ -149,3 +149,33 @@ def test_a_double_key_equal_to_an_int_key_is_the_same_key(text: str, path: str) 
         )
     ]
     assert engine(text, events, path) == reference(text, events) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM S WHERE ((B AS x1)+ ALL B AS x2) PARTITION BY [x1.v, x2.id]",  # issue 25
+        "SELECT * FROM S WHERE (B AS x1 ALL B AS x2) FILTER x1.v = x2.id",
+        "SELECT * FROM S WHERE ((B AS x1 ; B) AND (B ; B AS x2)) PARTITION BY [x1.v, x2.id]",
+    ],
+)
+@pytest.mark.parametrize("save_at", [None, 1])
+def test_the_equality_index_reads_the_attribute_of_every_move(text: str, save_at: int | None) -> None:
+    """x1's events are keyed by v and x2's by id: a class whose common value came from x1.v = 0
+    must still be found by a later event whose id is 0 (as x2), whatever its v (issue 25: the
+    index read one attribute for every move of a state, and missed (0, 1))."""
+    events = events_of([("B", 0, 0), ("B", 0, 2), ("B", 2, 0)])
+    query = ceql.compile(text, SCHEMA)
+
+    def keys(matches) -> list:
+        return sorted((m.trigger, m.positions, sorted(m.labels.items())) for m in matches)
+
+    expected = keys(ceql.reference.run(query, events))
+    assert any(positions == (0, 1) for _, positions, _ in expected)
+    evaluator = query.evaluator(engine="python")
+    got = list(evaluator.push_batch(events[:save_at] if save_at else events))
+    if save_at:
+        fresh = query.evaluator(engine="python")
+        fresh.import_state(evaluator.export_state())
+        got += fresh.push_batch(events[save_at:])
+    assert keys(got) == expected

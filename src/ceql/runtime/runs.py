@@ -192,7 +192,7 @@ class RegisterRuns(_Store):
         key = registers.key
         self.key_slot = key[0] if key is not None else None
         self.key_attributes: dict[str, int] = key[1] if key is not None else {}
-        self._index: dict[tuple[int, int], Any] = {}  # (state, symbol) -> attribute index or -1
+        self._index: dict[tuple[int, int], Any] = {}  # (state, symbol) -> attribute indexes or None
         self.max_classes = max_classes
         self.live = 0
         # Classes whose complex events have all left the window are dropped (a window on a
@@ -206,32 +206,33 @@ class RegisterRuns(_Store):
         nu = self.initial_registers
         return {self.init: {self._bucket(nu): {nu: BOTTOM}}}
 
-    def _index_attribute(self, state: int, symbol: int, moves: tuple) -> int:
-        """The attribute whose value selects the classes an event moves (-1: all move)."""
-        found = self._index.get((state, symbol))
-        if found is not None:
-            return found
-        found = -1
-        if self.key_slot is not None:
-            stays = not self.det.final[state] and any(
-                labels is None and target == state for labels, target in moves
-            )
-            attribute = None
-            if stays:
-                for labels, target in moves:
-                    if labels is None:
-                        if target != state:
-                            attribute = None
-                            break
-                        continue
-                    hits = [self.key_attributes[label] for label in labels if label in self.key_attributes]
-                    if not hits:
-                        attribute = None
+    def _index_attributes(self, state: int, symbol: int, moves: tuple) -> tuple[int, ...] | None:
+        """The attributes whose event values select the classes an event moves (None: all
+        move). Each labelled move carries a key label, whose attribute the class's common
+        value must equal; moves may read different attributes (x1.v and x2.k in
+        ``PARTITION BY [x1.v, x2.k]``), so every one of them selects buckets."""
+        key = (state, symbol)
+        if key in self._index:
+            return self._index[key]
+        found: tuple[int, ...] | None = None
+        if self.key_slot is not None and not self.det.final[state]:
+            stays = any(labels is None and target == state for labels, target in moves)
+            attributes: list[int] = []
+            for labels, target in moves:
+                if labels is None:
+                    if target != state:
+                        stays = False
                         break
-                    attribute = hits[0]
-            if attribute is not None:
-                found = attribute
-        self._index[(state, symbol)] = found
+                    continue
+                hits = [self.key_attributes[label] for label in labels if label in self.key_attributes]
+                if not hits:
+                    stays = False
+                    break
+                if not any(hit in attributes for hit in hits):
+                    attributes.append(hits[0])
+            if stays:
+                found = tuple(attributes)
+        self._index[key] = found
         return found
 
     def advance(
@@ -262,13 +263,18 @@ class RegisterRuns(_Store):
             if moves is None:
                 moves = det.step(state, symbol)
             buckets = active[state]
-            attribute = self._index_attribute(state, symbol, moves)
-            if attribute >= 0:
-                # Only the classes whose common value is the event's (or unset) can move; the
-                # others stay where they are.
-                value = values[attribute]
+            attributes = self._index_attributes(state, symbol, moves)
+            if attributes is not None:
+                # Only the classes whose common value is one the event carries in a key
+                # attribute (or unset) can move; the others stay where they are.
+                bucket_keys = []
+                for attribute in attributes:
+                    value = values[attribute]
+                    if value is not None and value not in bucket_keys:
+                        bucket_keys.append(value)
+                bucket_keys.append(UNSET)
                 selected = []
-                for bucket_key in (value, UNSET) if value is not None else (UNSET,):
+                for bucket_key in bucket_keys:
                     bucket = buckets.get(bucket_key)
                     if bucket:
                         selected.extend(bucket.items())
