@@ -714,7 +714,8 @@ class Registers:
         }
         self._programs: dict[tuple, Callable | None] = {}
         self.gated = [site for site in self.sites if site.top or not site.conjunctive]
-        self.key: tuple | None = None  # the equality index (set by the compiler)
+        self.key: tuple | None = None  # the first equality index key (set by the compiler)
+        self.keys: tuple = ()  # every equality index key (set by the compiler)
 
     def __len__(self) -> int:
         return len(self.initial)
