@@ -179,3 +179,29 @@ def test_the_equality_index_reads_the_attribute_of_every_move(text: str, save_at
         fresh.import_state(evaluator.export_state())
         got += fresh.push_batch(events[save_at:])
     assert keys(got) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # found by the generated PART-BY run (issue 25), then reduced:
+        "SELECT * WHERE (B UNLESS (B AS x FILTER NOT (MAX(x.v) != -A.id))) ALL (A AS y ALL C AS y) PARTITION BY [B.id, A.id]",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER NOT (x.v != A.id))) ; A",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER x.v = A.id)) ; A",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER x.v = A.id OR x.v = 5)) ALL A",
+        "SELECT * WHERE C ; ((B UNLESS (B AS x FILTER NOT (x.v != A.id))) ; A)+",
+    ],
+)
+@pytest.mark.parametrize("ids", [(0, 0), (1, 0), (0, 1)])
+def test_unless_reading_a_label_that_comes_after_its_left_side(text: str, ids: tuple[int, int]) -> None:
+    """A label defined outside the UNLESS is read from the whole complex event (or its
+    iteration's instance), also its events after f: the match of g is decided once they are
+    all known, not when f ends (the engine read A as empty there: vacuously true or false)."""
+    events = events_of([("C", 0, 0), ("B", 0, 0), ("A", ids[0], 0), ("B", 0, 0), ("A", ids[1], 0)])
+    query = ceql.compile(text, SCHEMA)
+
+    def keys(matches) -> list:
+        return sorted((m.trigger, m.positions, sorted(m.labels.items())) for m in matches)
+
+    expected = keys(ceql.reference.run(query, events))
+    assert keys(query.run(events, engine="python")) == expected

@@ -347,7 +347,7 @@ class _Compiler(Visitor):
         right_types = None if has_not(node.right) else frozenset(_event_types(node.right))
         machine = automata.UnlessTracked(self.counter, left, labels, right_types)
         frames = frozenset({right_frame.index} | set(range(frames_before, self.frame_count)))
-        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right))
+        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right, left_frame=left_frame.index))
         return machine
 
     def _framed(self, body: ast.Formula, repeated: bool) -> automata.Machine:
