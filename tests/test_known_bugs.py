@@ -205,3 +205,14 @@ def test_unless_reading_a_label_that_comes_after_its_left_side(text: str, ids: t
 
     expected = keys(ceql.reference.run(query, events))
     assert keys(query.run(events, engine="python")) == expected
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST"])
+def test_consumption_keeps_the_runs_that_reported_nothing(strategy: str) -> None:
+    """NEXT/LAST keep one complex event per class without a window; a class holding both the
+    empty complex event and a reported one must keep the empty one apart under CONSUME BY ANY:
+    it is what survives an output (found by the generated NEXT/LAST run, issue 25)."""
+    text = f"SELECT {strategy} * WHERE (B AS z+ : B AS x)+ CONSUME BY ANY"
+    events = events_of([("D", 1, 0), ("B", 1, 0), ("B", 1, 2), ("B", 0, 0), ("B", 0, 1)])
+    assert (4, (3, 4), {"x": (4,), "z": (3,)}) in reference(text, events)
+    assert engine(text, events) == reference(text, events)
