@@ -55,12 +55,17 @@ M_START, M_FIRST, M_NODE, M_JOIN = 0, 1, 2, 3
 class _Members:
     """The members of one or more bundles (shared by views until one of them writes)."""
 
-    __slots__ = ("keys", "members", "views")
+    __slots__ = ("keys", "members", "views", "version", "absorbed")
 
     def __init__(self, keys: list, members: list) -> None:
         self.keys = keys  # the members' starts (sort keys; all None without a window)
         self.members = members
         self.views = 0  # bundles reading these members
+        self.version = 0  # changes when a member other than the last appended one changes
+        # id(source store) -> (source store, its members taken in, its version and the chain
+        # they were read through then): members of another store inserted here by a
+        # reporting move (see RankedRuns._join)
+        self.absorbed: dict[int, tuple] | None = None
 
 
 class _Bundle:
@@ -207,6 +212,7 @@ class RankedRuns(_Store):
         self._release(bundle)
         fresh = _Members(keys, members)
         fresh.views = 1
+        fresh.absorbed = dict(store.absorbed) if store.absorbed else None
         self.live += len(members)
         bundle.store = fresh
         bundle.lo = 0
@@ -232,6 +238,7 @@ class RankedRuns(_Store):
                 node = _union(materialize(present, chain), node)
                 self.created += 1
             member = (key, member[M_FIRST], node, chain)
+            store.version += 1
             if order == 0 or not last or key is None:
                 members[index] = member
                 return
@@ -244,7 +251,10 @@ class RankedRuns(_Store):
             while index > bundle.lo and compare(member, chain, members[index - 1], chain, True) > 0:
                 index -= 1
                 del keys[index], members[index]
+                store.version += 1
                 self.live -= 1
+        if index < len(keys):
+            store.version += 1
         keys.insert(index, key)
         members.insert(index, member)
         self.live += 1
@@ -369,13 +379,37 @@ class RankedRuns(_Store):
         base = views[0][0]
         if views[0][2] and views[0][3]:
             self._add_first(base, base.chain, pos, m)
+        base_reported = views[0][2]
         for other, other_chain, other_reported, other_empty, _ in views[1:]:
             if other.size():
                 self._own(base)
-                for member in other.store.members[other.lo :]:
+                source = other.store
+                begin = other.lo
+                absorbed = base.store.absorbed
+                record = absorbed.get(id(source)) if absorbed is not None else None
+                before = other_chain[C_NEXT] if other_reported else None
+                if (
+                    record is not None
+                    and record[0] is source
+                    and record[2] == source.version
+                    and record[3] is before
+                    and other_reported
+                    and (base_reported or not self.last)
+                ):
+                    # These members came in before by a reporting move, unchanged since (same
+                    # members, same chain): each copy here holds them plus that event (and
+                    # later ones), which beats them plus this event alone (NEXT: an earlier
+                    # extra event; LAST: the same, when both copies get this event). Only the
+                    # newer members can count.
+                    begin = max(begin, record[1])
+                for member in source.members[begin:]:
                     node = materialize(member, other_chain)
                     self.created += 1
                     self._insert(base, (member[M_START], member[M_FIRST], node, base.chain))
+                if other_reported:
+                    if base.store.absorbed is None:
+                        base.store.absorbed = {}
+                    base.store.absorbed[id(source)] = (source, len(source.members), source.version, before)
             if other_empty:
                 if other_reported:
                     self._add_first(base, other_chain, pos, m)
