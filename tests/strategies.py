@@ -330,6 +330,16 @@ def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
         return {"or": ast.Union_, "and": ast.Conjunction, "all": ast.AllOf}[kind](parts)
     if kind == "unless":
         return ast.Unless(draw(sub), draw(sub))
+    if kind == "partition" and draw(st.booleans()):
+        # PART-BY over labels right on an ALL / AND, each side labelled (issue 25's bug lived
+        # there: ``((B AS x1)+ ALL B AS x2) PARTITION BY [x1.v, x2.id]``).
+        sides = []
+        for side in (draw(sub), draw(sub)):
+            if not scopes.defined_labels(side) or draw(st.booleans()):
+                side = ast.Label(side, draw(st.sampled_from(LABELS)))
+            sides.append(side)
+        combined = draw(st.sampled_from([ast.AllOf, ast.Conjunction]))(tuple(sides))
+        return ast.PartitionBy(combined, draw(label_keys(tuple(sorted(scopes.defined_labels(combined))))))
     body = draw(sub)
     defined = tuple(sorted(scopes.defined_labels(body)))
     if kind in ("iter", "citer"):
