@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ceql.sql import ir, vm
 from ceql.sql.analysis import Checked
 from ceql.sql.program import Program, compile_pattern
@@ -49,7 +47,7 @@ class Compiled:
     program: Program
     masks: list[list[ir.Node]]  # per variable: conjuncts (row expressions with Shift) of its mask
     mask_exact: list[bool]  # per variable: the mask is the whole condition
-    cond_ranges: list[tuple[int, int]]  # per variable: its condition's code (lo == hi: none)
+    cond_ranges: list[tuple[int, int, int, int]]  # per variable: code of the rest, of the whole
     measure_ranges: list[tuple[int, int]]
     code: list[int] = field(default_factory=list)
     consts_i: list[int] = field(default_factory=list)
@@ -57,6 +55,7 @@ class Compiled:
     strings: dict[int, str] = field(default_factory=dict)  # consts_i index -> string
     vcols: list[ir.Node] = field(default_factory=list)  # row expressions the VM reads
     vcol_slot: list[int] = field(default_factory=list)  # index into the int or float columns
+    vcol_sorted: list[bool] = field(default_factory=list)  # read while matching: kept in sorted order
     classes: list[str | None] = field(default_factory=list)
     aggregates: list[tuple[int, int, int, int, bool]] = field(default_factory=list)  # func, cls, lo, hi, final
     memo: bool = False
@@ -86,6 +85,8 @@ class _Compiler:
         self.vcols: list[ir.Node] = []
         self.vcol_index: dict[ir.Node, int] = {}
         self.vcol_slot: list[int] = []
+        self.vcol_sorted: list[bool] = []
+        self.matching = True  # compiling conditions (read during matching) or measures
         self.n_int = 0
         self.n_float = 0
         self.classes: list[str | None] = [ir.UNIVERSAL, *checked.variables, *checked.subsets]
@@ -96,7 +97,7 @@ class _Compiler:
         program = compile_pattern(q.pattern, q.variables)
         masks: list[list[ir.Node]] = []
         exact: list[bool] = []
-        ranges: list[tuple[int, int]] = [(0, 0)] * len(q.variables)
+        ranges: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * len(q.variables)
         dynamic: set[str] = set()
         for i, v in enumerate(q.variables):
             condition = q.defines.get(v)
@@ -115,11 +116,20 @@ class _Compiler:
             masks.append(local)
             exact.append(whole)
             if not whole:
+                # Where the leading row-local conjuncts are all TRUE (mask 1), only the rest
+                # runs; where one is NULL (mask 2), the whole condition does.
                 dynamic.add(v)
                 lo = len(self.code)
-                self.expr(condition)
-                ranges[i] = (lo, len(self.code))
+                self.expr(_chain(conjuncts[len(local):]))
+                rest = (lo, len(self.code))
+                lo = len(self.code)
+                if local:
+                    self.expr(condition)
+                    ranges[i] = (*rest, lo, len(self.code))
+                else:
+                    ranges[i] = (*rest, *rest)
         measure_ranges = []
+        self.matching = False
         for _, node in q.measures:
             lo = len(self.code)
             self.expr(node)
@@ -140,6 +150,7 @@ class _Compiler:
             strings=self.strings,
             vcols=self.vcols,
             vcol_slot=self.vcol_slot,
+            vcol_sorted=self.vcol_sorted,
             classes=self.classes,
             aggregates=self.aggregates,
             memo=memo,
@@ -218,13 +229,18 @@ class _Compiler:
         if node not in self.vcol_index:
             self.vcol_index[node] = len(self.vcols)
             self.vcols.append(node)
+            self.vcol_sorted.append(False)
             if is_float(node.type):
                 self.vcol_slot.append(self.n_float)
                 self.n_float += 1
             else:
                 self.vcol_slot.append(self.n_int)
                 self.n_int += 1
-        return self.vcol_index[node]
+        k = self.vcol_index[node]
+        # A column read while matching is kept in sorted order (sequential reads); one read only
+        # by measures stays in input order and is read through the permutation (no copy).
+        self.vcol_sorted[k] = self.vcol_sorted[k] or self.matching
+        return k
 
     def load(self, node: ir.Node) -> None:
         k = self.vcol(node)
@@ -260,6 +276,9 @@ class _Compiler:
             self.code.append(vm.E_MATCHNO)
         elif isinstance(node, ir.Agg):
             self.aggregate(node)
+        elif not row and (hoisted := _hoist(node)) is not None:
+            # e.g. B.kind = 'BUY': one column computed column-wise, read on B's row
+            self.expr(hoisted)
         elif isinstance(node, ir.Case):
             ends = []
             for condition, value in node.whens:
@@ -343,7 +362,8 @@ class _Compiler:
         else:
             base = {"SUM": vm.G_SUM_I, "AVG": vm.G_AVG_I, "MIN": vm.G_MIN_I, "MAX": vm.G_MAX_I}[node.func]
             func = base + (1 if arg_float else 0)
-        # the argument's code goes at the end of the code array, jumped over in place
+        # the argument's code is jumped over in place; it runs on each row as it is mapped
+        matching, self.matching = self.matching, True
         jump = len(self.code)
         self.code += [vm.E_JUMP, 0]
         lo = len(self.code)
@@ -352,14 +372,57 @@ class _Compiler:
             self.expr(node.arg, row=True)
         hi = len(self.code)
         self.code[jump + 1] = hi
+        self.matching = matching
         self.aggregates.append((func, cls, lo, hi, node.final))
         self.code += [vm.E_AGG, len(self.aggregates) - 1]
+
+
+def _chain(conjuncts: list[ir.Node]) -> ir.Node:
+    """``c1 AND c2 AND ...``, associated as the parser does (to the left)."""
+    node = conjuncts[0]
+    for c in conjuncts[1:]:
+        node = ir.Op(node.type, "and", (node, c))
+    return node
 
 
 def _conjuncts(node: ir.Node) -> list[ir.Node]:
     if isinstance(node, ir.Op) and node.op == "and":
         return _conjuncts(node.args[0]) + _conjuncts(node.args[1])
     return [node]
+
+
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale"}
+
+
+def _hoist(node: ir.Node) -> ir.At | None:
+    """``f(At(loc, a), At(loc, b), const)`` as ``At(loc, f(a, b, const))`` when f is strict (null
+    in, null out: so a missing row gives null either way) and the result is computed
+    column-wise."""
+    located = _located(node)
+    if located is None or located[0] is None or isinstance(node, ir.At):
+        return None
+    loc, row = located
+    if not _safe_row(row):
+        return None
+    return ir.At(node.type, loc, row)
+
+
+def _located(node: ir.Node):
+    if isinstance(node, ir.Const):
+        return None, node
+    if isinstance(node, ir.At):
+        return node.locator, node.expr
+    if isinstance(node, ir.Op) and node.op in _STRICT:
+        loc = None
+        args = []
+        for a in node.args:
+            found = _located(a)
+            if found is None or (found[0] is not None and loc is not None and found[0] != loc):
+                return None
+            loc = loc or found[0]
+            args.append(found[1])
+        return loc, ir.Op(node.type, node.op, tuple(args))
+    return None
 
 
 def _safe_float(node: ir.Op) -> bool:

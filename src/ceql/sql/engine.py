@@ -68,19 +68,18 @@ class Prepared:
         self.identity = nparts <= 1 and order is None
         self.perm = perm
         self.bounds = bounds
-        counts = np.diff(bounds)
-        self.partition_start = np.repeat(bounds[:-1], counts)
-        self.partition_end = np.repeat(bounds[1:], counts)
         self._sorted_columns: dict[str, pa.Array] = {}
         self.original = Env(self.n, self._original_column)
-        self.sorted = Env(self.n, self._sorted_column, self.partition_start, self.partition_end)
+        self.sorted = _SortedEnv(self.n, self._sorted_column, bounds)
         self._build()
 
     # ------------------------------------------------------------------ columns
 
     def _original_column(self, name: str) -> pa.Array:
         column = self.table.column(name)
-        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if isinstance(column, pa.ChunkedArray):
+            return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        return column
 
     def _sorted_column(self, name: str) -> pa.Array:
         if name not in self._sorted_columns:
@@ -91,9 +90,7 @@ class Prepared:
     def sorted_vec(self, node: ir.Node) -> Vec:
         """``node`` on every row, in sorted order."""
         if self.identity:
-            env = self.original
-            env.partition_start, env.partition_end = self.partition_start, self.partition_end
-            return vector.evaluate(node, env)
+            return vector.evaluate(node, self.sorted)
         for part in _unshifted(node):
             if part not in self.sorted._cache:
                 self.sorted._cache[part] = _permute(vector.evaluate(part, self.original), self.perm)
@@ -106,21 +103,14 @@ class Prepared:
         nvars = len(q.variables)
         masks = np.ones((nvars, n), dtype=np.uint8)
         for i, conjuncts in enumerate(c.masks):
-            if not conjuncts:
-                continue
-            keep = np.ones(n, dtype=np.bool_)
-            for conjunct in conjuncts:
-                vec = self.sorted_vec(conjunct)
-                value = np.asarray(vec.values, dtype=np.bool_)
-                if c.mask_exact[i]:
-                    keep &= vec.valid & value
-                else:  # rule out only rows where this conjunct is FALSE
-                    keep &= ~(vec.valid & ~value)
-            masks[i] = keep
+            if conjuncts:
+                masks[i] = self._mask(conjuncts, c.mask_exact[i])
         self.masks = masks
         first = [q.variables.index(v) for v in c.program.first]
         if c.program.nullable or not first:
             self.starts = np.ones(n, dtype=np.uint8)
+        elif len(first) == 1:
+            self.starts = masks[first[0]]
         else:
             self.starts = np.bitwise_or.reduce(masks[first], axis=0).astype(np.uint8)
         # strings the VM sees, as codes in one sorted dictionary
@@ -128,7 +118,7 @@ class Prepared:
         values = [pa.array(sorted(set(c.strings.values()) | set(q.variables)), pa.string())]
         for k, node in enumerate(c.vcols):
             if node.type.kind == "string":
-                vec = self.sorted_vec(node)
+                vec = vector.dense(self._vcol(k), n)
                 string_vecs[k] = vec
                 values.append(pc.unique(vec.values).drop_null())
         merged = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v in values]))
@@ -141,53 +131,96 @@ class Prepared:
         self.var_code = np.array([self._code(v) for v in q.variables] or [0], dtype=np.int64)
         ints = c.int_vcols
         floats = c.float_vcols
-        self.ci = np.zeros((len(ints), n), dtype=np.int64)
-        self.cin = np.zeros((len(ints), n), dtype=np.uint8)
+        extra = 1 if q.within is not None else 0  # the WITHIN time column, read by the matcher
+        nvi = len(ints) + extra
+        self.ci = np.zeros((nvi, n), dtype=np.int64)
         self.cf = np.zeros((len(floats), n), dtype=np.float64)
-        self.cfn = np.zeros((len(floats), n), dtype=np.uint8)
+        self.valid = np.zeros((nvi + len(floats), n), dtype=np.uint8)
         for k, node in enumerate(c.vcols):
             slot = c.vcol_slot[k]
-            vec = string_vecs.get(k) or self.sorted_vec(node)
+            vec = string_vecs.get(k) or self._vcol(k)
             if node.type.kind == "double":
-                self.cf[slot] = np.asarray(vec.values, dtype=np.float64)
-                self.cfn[slot] = vec.valid
+                self.cf[slot] = vec.values
+                self.valid[nvi + slot] = vec.valid
             elif node.type.kind == "string":
                 codes = pc.index_in(vec.values, value_set=self.dictionary)
                 self.ci[slot] = codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-                self.cin[slot] = vec.valid
+                self.valid[slot] = vec.valid
             else:
-                self.ci[slot] = np.asarray(vec.values).astype(np.int64)
-                self.cin[slot] = vec.valid
+                self.ci[slot] = vec.values
+                self.valid[slot] = vec.valid
+        self.time_slot = 0
+        self.window = -1
         if q.within is not None:
+            self.time_slot = len(ints)
             time = self.sorted_vec(ir.RowCol(_time_type(q), q.time_column))  # type: ignore[arg-type]
-            self.times = np.asarray(time.values, dtype=np.int64)
-            self.times_valid = time.valid.astype(np.uint8)
+            self.ci[self.time_slot] = np.asarray(time.values, dtype=np.int64)
+            self.valid[self.time_slot] = time.valid
             self.window = int(q.within)
-        else:
-            self.times = np.zeros(1, dtype=np.int64)
-            self.times_valid = np.zeros(1, dtype=np.uint8)
-            self.window = -1
         classes = c.classes
         self.cls_member = np.zeros((len(classes), max(nvars, 1)), dtype=np.uint8)
         for k, cls in enumerate(classes):
             for v in q.classes_of(cls):
                 self.cls_member[k, q.variables.index(v)] = 1
-        aggs = c.aggregates
-        self.agg_func = np.array([a[0] for a in aggs], dtype=np.int64)
-        self.agg_cls = np.array([a[1] for a in aggs], dtype=np.int64)
-        self.agg_lo = np.array([a[2] for a in aggs], dtype=np.int64)
-        self.agg_hi = np.array([a[3] for a in aggs], dtype=np.int64)
-        self.agg_final = np.array([1 if a[4] else 0 for a in aggs], dtype=np.int64)
-        self.agg_float = np.zeros(len(aggs), dtype=np.int64)
-        self.cond_lo = np.array([r[0] for r in c.cond_ranges] or [0], dtype=np.int64)
-        self.cond_hi = np.array([r[1] for r in c.cond_ranges] or [0], dtype=np.int64)
-        self.meas_lo = np.array([r[0] for r in c.measure_ranges], dtype=np.int64)
-        self.meas_hi = np.array([r[1] for r in c.measure_ranges], dtype=np.int64)
-        self.meas_float = np.array([1 if m.type.kind == "double" else 0 for _, m in q.measures], dtype=np.int64)
-        self.code = np.array(c.code or [0], dtype=np.int64)
         skip = {"PAST_LAST": 0, "NEXT_ROW": 1, "FIRST": 2, "LAST": 3}[q.skip]
         self.skip_kind = skip
         self.skip_cls = classes.index(q.skip_to) if q.skip in ("FIRST", "LAST") else 0
+        # (func, final, class, code lo, code hi) per aggregate
+        aggregates = [(a[0], 1 if a[4] else 0, a[1], a[2], a[3]) for a in c.aggregates]
+        self.K = vm.pack_program(
+            c.program.instructions,
+            np.array(c.cond_ranges or [(0, 0, 0, 0)], dtype=np.int64),
+            c.code or [0],
+            consts_i,
+            self.var_code,
+            self.cls_member,
+            np.array(aggregates, dtype=np.int64).reshape(-1, vm.AGG_FIELDS),
+            [r[0] for r in c.measure_ranges],
+            [r[1] for r in c.measure_ranges],
+            self.time_slot,
+            nvi,
+            512,
+            [1 if c.vcol_sorted[k] else 0 for k in ints] + [1] * extra + [1 if c.vcol_sorted[k] else 0 for k in floats],
+        )
+        self.KF = self.consts_f
+
+    def _vcol(self, k: int) -> Vec:
+        """A VM column: in sorted order if the matcher reads it, else in input order."""
+        node = self.c.vcols[k]
+        return self.sorted_vec(node) if self.c.vcol_sorted[k] else vector.evaluate(node, self.original)
+
+    def _mask(self, conjuncts: list[ir.Node], exact: bool) -> np.ndarray:
+        """A variable's row mask, in sorted order, from its leading row-local conjuncts: 0 where
+        one is FALSE (or, when they are the whole condition, not TRUE), 1 where all are TRUE, 2
+        where one is NULL and none FALSE (the whole condition then runs in the VM). Conjuncts
+        without PREV/NEXT are evaluated on the input order and the result is permuted once."""
+        mask = None
+        for where in ("original", "sorted"):
+            items = [x for x in conjuncts if _has_shift(x) == (where == "sorted")]
+            if not items:
+                continue
+            true = None
+            null = None
+            for conjunct in items:
+                vec = vector.evaluate(conjunct, self.original) if where == "original" else self.sorted_vec(conjunct)
+                value = np.asarray(vec.values, dtype=np.bool_)
+                if value.ndim == 0:
+                    value = np.full(self.n, bool(value))
+                is_true = value & vec.valid
+                true = is_true if true is None else true & is_true
+                if not exact and not vec.valid.all():
+                    is_null = ~vec.valid
+                    null = is_null if null is None else null | is_null
+            if exact or null is None:
+                part = true.view(np.uint8)
+            else:
+                # 2 where no conjunct is FALSE but one is NULL
+                part = np.where(true, 1, np.where(null & ~_any_false(items, where, self), 2, 0)).astype(np.uint8)
+            if where == "original" and not self.identity:
+                part = part[self.perm]
+            mask = part if mask is None else _combine_masks(mask, part)
+        assert mask is not None
+        return np.ascontiguousarray(mask, dtype=np.uint8)
 
     def _code(self, text: str) -> int:
         index = pc.index_in(pa.array([text], pa.string()), value_set=self.dictionary)[0].as_py()
@@ -204,45 +237,27 @@ class Prepared:
         resume, numbers, covered = state
         q = self.q
         found = vm.match_all(
-            self.c.program.instructions,
+            self.K,
+            self.KF,
             self.masks,
-            self.cond_lo,
-            self.cond_hi,
             self.starts,
+            self.ci,
+            self.cf,
+            self.valid,
+            self.perm,
             self.bounds,
             resume,
             numbers,
             covered,
-            self.times,
-            self.times_valid,
-            self.window,
-            self.c.memo,
-            max_steps,
-            self.skip_kind,
-            self.skip_cls,
-            q.rows_per_match == "ALL",
-            {"SHOW": 0, "OMIT": 1, "UNMATCHED": 2}[q.empty],
-            self.meas_lo,
-            self.meas_hi,
-            self.meas_float,
-            final,
-            self.code,
-            self.ci,
-            self.cin,
-            self.cf,
-            self.cfn,
-            self.consts_i,
-            self.consts_f,
-            self.cls_member,
-            self.var_code,
-            self.agg_func,
-            self.agg_final,
-            self.agg_cls,
-            self.agg_lo,
-            self.agg_hi,
-            self.agg_float,
-            self.c.program.slots,
-            512,
+            window=self.window,
+            memo_ok=self.c.memo,
+            max_steps=max_steps,
+            skip_kind=self.skip_kind,
+            skip_cls=self.skip_cls,
+            all_rows=q.rows_per_match == "ALL",
+            empty_mode={"SHOW": 0, "OMIT": 1, "UNMATCHED": 2}[q.empty],
+            final=final,
+            nslots=self.c.program.slots,
         )
         err, err_f = found[8], found[9]
         if err[0]:
@@ -364,6 +379,36 @@ def outer(q: Checked, table: pa.Table) -> pa.Table:
     return result
 
 
+def _any_false(items, where: str, prepared: Prepared) -> np.ndarray:
+    out = np.zeros(prepared.n, dtype=np.bool_)
+    for conjunct in items:
+        vec = vector.evaluate(conjunct, prepared.original) if where == "original" else prepared.sorted_vec(conjunct)
+        out |= vec.valid & ~np.asarray(vec.values, dtype=np.bool_)
+    return out
+
+
+def _combine_masks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Both parts of a conjunction: 0 if either is 0, 1 if both are 1, else 2."""
+    return np.where((a == 0) | (b == 0), 0, np.maximum(a, b)).astype(np.uint8)
+
+
+class _SortedEnv(Env):
+    """Columns in sorted order; the partition of each row is computed when a shift needs it."""
+
+    def __init__(self, length: int, column, bounds: np.ndarray) -> None:
+        super().__init__(length, column)
+        self._bounds = bounds
+
+    def __getattribute__(self, name: str):
+        if name in ("partition_start", "partition_end") and object.__getattribute__(self, "_bounds") is not None:
+            bounds = object.__getattribute__(self, "_bounds")
+            counts = np.diff(bounds)
+            object.__setattr__(self, "partition_start", np.repeat(bounds[:-1], counts))
+            object.__setattr__(self, "partition_end", np.repeat(bounds[1:], counts))
+            object.__setattr__(self, "_bounds", None)
+        return object.__getattribute__(self, name)
+
+
 def _vector_error(code: int, vec: Vec, row: int) -> EventError:
     if code == vector.E_CAST:
         return EventError("CAST to BIGINT of a value out of range", row=row)
@@ -409,6 +454,8 @@ def _reads_column(node: ir.Node) -> bool:
 def _permute(vec: Vec, perm: np.ndarray) -> Vec:
     if isinstance(vec.values, (pa.Array, pa.ChunkedArray)):
         values = vec.values.take(pa.array(perm))
+    elif isinstance(vec.values, pa.Scalar) or np.ndim(vec.values) == 0:
+        values = vec.values
     else:
         values = np.asarray(vec.values)[perm]
     return Vec(values, vec.valid[perm], None if vec.err is None else vec.err[perm])
@@ -467,23 +514,29 @@ def _order_keys(column, descending: bool, nulls_first: bool) -> list[np.ndarray]
     if pa.types.is_dictionary(t):
         column = column.cast(t.value_type)
         t = column.type
-    is_null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
-    null_key = (~is_null if nulls_first else is_null).astype(np.int8)
+    if column.null_count:
+        is_null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
+        null_keys = [(~is_null if nulls_first else is_null).astype(np.int8)]
+    else:
+        is_null = None
+        null_keys = []
     if pa.types.is_floating(t):
-        values = np.asarray(column.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+        column = column.cast(pa.float64())
+        values = np.asarray((column.fill_null(0.0) if column.null_count else column).to_numpy(zero_copy_only=False))
         nan = np.isnan(values)
-        values = np.where(nan, 0.0, values)
-        nan_key = nan.astype(np.int8)
-        if descending:
-            return [null_key, -nan_key, -values]
-        return [null_key, nan_key, values]
+        if nan.any():
+            values = np.where(nan, 0.0, values)
+            nan_key = nan.astype(np.int8)
+            return null_keys + ([-nan_key, -values] if descending else [nan_key, values])
+        return null_keys + [-values if descending else values]
     if pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t):
-        values = np.asarray(column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        return [null_key, ~values if descending else values]
+        column = column.cast(pa.int64())
+        values = np.asarray((column.fill_null(0) if column.null_count else column).to_numpy(zero_copy_only=False))
+        return null_keys + [~values if descending else values]
     # strings and anything else Arrow can order: dense ranks
     ranks = pc.rank(column, sort_keys="descending" if descending else "ascending", tiebreaker="dense")
     values = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return [null_key, np.where(is_null, 0, values)]
+    return null_keys + [values if is_null is None else np.where(is_null, 0, values)]
 
 
 def _already_sorted(keys: list[np.ndarray]) -> bool:

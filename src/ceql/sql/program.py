@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ceql.sql import ast
-from ceql.sql import vm
+from ceql.sql import ast, vm
 
 
 @dataclass

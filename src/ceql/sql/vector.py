@@ -94,6 +94,7 @@ def evaluate(node: ir.Node, env: Env) -> Vec:
 
 def to_arrow(vec: Vec, t: SqlType) -> pa.Array:
     """A Vec as an Arrow array of ``t``'s Arrow type (nulls where not valid)."""
+    vec = dense(vec, len(vec.valid))
     if t.kind == "string":
         array = vec.values if isinstance(vec.values, (pa.Array, pa.ChunkedArray)) else pa.array(vec.values, pa.string())
         if isinstance(array, pa.ChunkedArray):
@@ -143,14 +144,16 @@ def _arrow_column(env: Env, name: str) -> Vec:
         return Vec(array, valid)
     if pa.types.is_timestamp(t):
         array = array.cast(pa.int64())
+        t = array.type
     if pa.types.is_boolean(t):
         values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
         return Vec(values, valid)
-    if pa.types.is_floating(t):
-        values = array.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-        return Vec(np.asarray(values, dtype=np.float64), valid)
-    values = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-    return Vec(np.asarray(values, dtype=np.int64), valid)
+    target = pa.float64() if pa.types.is_floating(t) else pa.int64()
+    if t != target:
+        array = array.cast(target)
+    if array.null_count:
+        array = array.fill_null(0)
+    return Vec(array.to_numpy(zero_copy_only=False), valid)
 
 
 def _valid(array: pa.Array) -> np.ndarray:
@@ -160,20 +163,34 @@ def _valid(array: pa.Array) -> np.ndarray:
 
 
 def _const(node: ir.Const, n: int) -> Vec:
+    """A constant: a scalar value (numpy and Arrow broadcast it) with a validity per row."""
     t = node.type
     if node.value is None:
         if t.kind == "string":
-            return Vec(pa.nulls(n, pa.string()), np.zeros(n, dtype=np.bool_))
+            return Vec(pa.scalar(None, pa.string()), np.zeros(n, dtype=np.bool_))
         dtype = np.float64 if t.kind == "double" else (np.bool_ if t.kind == "bool" else np.int64)
-        return Vec(np.zeros(n, dtype=dtype), np.zeros(n, dtype=np.bool_))
+        return Vec(dtype(0), np.zeros(n, dtype=np.bool_))
     valid = np.ones(n, dtype=np.bool_)
     if t.kind == "string":
-        return Vec(pa.array([node.value] * n, pa.string()) if n else pa.array([], pa.string()), valid)
+        return Vec(pa.scalar(node.value, pa.string()), valid)
     if t.kind == "double":
-        return Vec(np.full(n, float(node.value), dtype=np.float64), valid)  # type: ignore[arg-type]
+        return Vec(np.float64(node.value), valid)  # type: ignore[arg-type]
     if t.kind == "bool":
-        return Vec(np.full(n, bool(node.value), dtype=np.bool_), valid)
-    return Vec(np.full(n, int(node.value), dtype=np.int64), valid)  # type: ignore[arg-type]
+        return Vec(np.bool_(node.value), valid)
+    return Vec(np.int64(node.value), valid)  # type: ignore[arg-type]
+
+
+def dense(vec: Vec, n: int) -> Vec:
+    """``vec`` with one value per row (constants are kept as scalars until needed)."""
+    values = vec.values
+    if isinstance(values, pa.Scalar):
+        return Vec(pa.array([values.as_py()] * n, values.type) if n else pa.array([], values.type), vec.valid, vec.err)
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return vec
+    array = np.asarray(values)
+    if array.ndim == 0:
+        return Vec(np.full(n, array, dtype=array.dtype), vec.valid, vec.err)
+    return vec
 
 
 def _merge_err(*errs: np.ndarray | None) -> np.ndarray | None:
@@ -372,7 +389,7 @@ def _select(current: Vec | None, value: Vec, mask: np.ndarray, t: SqlType, n: in
     if t.kind == "string":
         values = pc.if_else(pa.array(mask), value.values, current.values)
         return Vec(values, current.valid)
-    return Vec(np.where(mask, np.asarray(value.values), np.asarray(current.values)), current.valid)
+    return Vec(np.where(mask, value.values, current.values), current.valid)
 
 
 def _coalesce(node: ir.Op, env: Env) -> Vec:
@@ -417,6 +434,8 @@ def _shift(vec: Vec, delta: int, env: Env) -> Vec:
     valid = inside & vec.valid[source] if n else np.zeros(0, dtype=np.bool_)
     if isinstance(vec.values, (pa.Array, pa.ChunkedArray)):
         values = vec.values.take(pa.array(source)) if n else vec.values
+    elif isinstance(vec.values, pa.Scalar) or np.ndim(vec.values) == 0:
+        values = vec.values
     else:
         values = np.asarray(vec.values)[source] if n else np.asarray(vec.values)
     err = None if vec.err is None else np.where(inside, vec.err[source], 0).astype(np.int8)
