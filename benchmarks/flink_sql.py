@@ -101,3 +101,115 @@ def ceql_rows(table: pa.Table) -> list[dict]:
             if hasattr(value, "timestamp"):
                 row[key] = int(value.timestamp() * 1000)
     return rows
+
+
+# ---------------------------------------------------------------------------- the benchmark
+#
+#     .venv/bin/python -m benchmarks.flink_sql [--events N] [--no-flink] [--json FILE]
+#
+# The MATCH_RECOGNIZE queries of `python -m benchmarks flink` (flink_side.SQL), from the SQL text
+# Flink runs, unchanged, through ceql.sql; beside their CEQL equivalent (flink_side.WORKLOADS)
+# on the compiled kernel, and Flink itself, on the same 1M generated events; the rows of all three
+# are checked equal.
+
+SQL_GENERATOR = {"t": "keyed", "stock_time": "stocks"}
+
+
+def flink_text(name: str) -> str:
+    """The SELECT that flink_worker.py sends to Flink for workload ``name`` (without INSERT)."""
+    from benchmarks.flink_side import SQL
+
+    _, body, measures = SQL[name]
+    selected = ", ".join(f"CAST(`{m}` AS BIGINT)" for m in measures)
+    return f"SELECT {selected} FROM ev MATCH_RECOGNIZE ({body})"
+
+
+def _clock(run, repeat: int) -> tuple[float, float, object]:
+    """Best CPU seconds (and the wall seconds of that run) over ``repeat`` runs."""
+    import time
+
+    best = None
+    for _ in range(repeat):
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = run()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        if best is None or cpu < best[0]:
+            best = (cpu, wall, result)
+    assert best is not None
+    return best
+
+
+def measure(name: str, events: int, flink: bool, repeat: int = 3) -> dict:
+    """One workload: ceql.sql on the Flink SQL text, its CEQL equivalent, and Flink."""
+    import ceql
+    from benchmarks import generators
+    from benchmarks.flink_side import SQL, WORKLOADS, canonical
+    from benchmarks.flink_side import run as run_flink_workload
+    from benchmarks.workloads import DECLARATIONS
+
+    time_column = SQL[name][0]
+    generator = SQL_GENERATOR[time_column]
+    table = getattr(generators, generator)(events=events)
+    data = with_rowtime(table, time_column)
+    text = flink_text(name)
+    _, declaration, _, ceql_text = WORKLOADS[name]
+    query = ceql.compile(ceql_text, ceql.declare(DECLARATIONS[declaration]))
+    # JIT load from numba's cache, untimed (as in `python -m benchmarks`)
+    ceql.sql(text, ev=data.slice(0, 2000))
+    query.run(table.slice(0, 2000), output="arrow")
+    sql_cpu, sql_wall, sql_result = _clock(lambda: ceql.sql(text, ev=data), repeat)
+    ceql_cpu, ceql_wall, ceql_result = _clock(lambda: query.run(table, output="arrow"), repeat)
+    sql_rows = sorted(tuple(row.values()) for row in sql_result.to_pylist())
+    positions = ceql_result.column("positions").to_pylist() if "positions" in ceql_result.column_names else None
+    ceql_rows = sorted(canonical(name, tuple(p)) for p in positions) if positions is not None else None
+    out = {
+        "workload": name,
+        "events": events,
+        "rows": len(sql_rows),
+        "sql_cpu": sql_cpu,
+        "sql_wall": sql_wall,
+        "ceql_cpu": ceql_cpu,
+        "ceql_wall": ceql_wall,
+        "ceql_rows": ceql_result.num_rows,
+        "same_as_ceql": ceql_rows == sql_rows if ceql_rows is not None else None,
+        "text": text,
+    }
+    if flink and available():
+        result = run_flink_workload(table, f"{generator}-events={events}", name, timeout=1800)
+        if "error" in result:
+            out["flink_error"] = result["error"]
+        else:
+            out["flink_seconds"] = result["seconds"]
+            out["flink_startup"] = result["startup_seconds"]
+            out["same_as_flink"] = sorted(result["matches"]) == sql_rows
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from benchmarks.flink_side import SQL
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.flink_sql", description=__doc__)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--no-flink", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    rows = [measure(name, args.events, not args.no_flink) for name in SQL]
+    print("| workload | events | rows | ceql.sql CPU s (wall) | CEQL kernel CPU s (wall) | SQL / CEQL | Flink s (start-up) | Flink / ceql.sql (wall) | same rows |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        flink = f"{r['flink_seconds']:.1f} ({r['flink_startup']:.1f})" if "flink_seconds" in r else r.get("flink_error", "n/a")
+        speedup = f"{r['flink_seconds'] / r['sql_wall']:.0f}x" if "flink_seconds" in r else ""
+        same = "CEQL: " + str(r["same_as_ceql"]) + (f", Flink: {r['same_as_flink']}" if "same_as_flink" in r else "")
+        print(
+            f"| {r['workload']} | {r['events']:,} | {r['rows']:,} | {r['sql_cpu']:.3f} ({r['sql_wall']:.3f}) | "
+            f"{r['ceql_cpu']:.3f} ({r['ceql_wall']:.3f}) | {r['sql_cpu'] / r['ceql_cpu']:.2f} | {flink} | {speedup} | {same} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

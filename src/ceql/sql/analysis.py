@@ -711,6 +711,7 @@ class _Outer:
         # Everything else binds as in a row expression over the result's columns.
         saved = a.schema, a.columns_read
         a.schema = pa.schema([pa.field(c.name, c.type) for c in self.output])
+        a.columns_read = set()  # the result's columns, not the input's
         a.context = "outer"
         try:
             return self._rewrite(e)
