@@ -163,7 +163,7 @@ def measures(draw, names: tuple[str, ...]) -> list[str]:
     options = [
         lambda: draw(numbers(names, 1)),
         lambda: draw(doubles(names)),
-        lambda: draw(st.sampled_from(["CLASSIFIER()", f"CLASSIFIER({x[:-1]})", f"{x}s", "LAST(s, 1)", "MAX(s)", "PREV(CLASSIFIER())"])),
+        lambda: draw(st.sampled_from(["CLASSIFIER()", f"CLASSIFIER({x[:-1]})", f"{x}s", "LAST(s, 1)", "MAX(s)", "PREV(CLASSIFIER())", "FINAL LAST(CLASSIFIER())", "NEXT(CLASSIFIER())", "FINAL FIRST(CLASSIFIER(), 1)"])),
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['LAST', 'FIRST']))}({x}v{draw(st.sampled_from(['', ', 1']))})",
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['COUNT', 'SUM', 'MAX']))}({x}v)",
         lambda: f"{x}ts",

@@ -308,8 +308,10 @@ class _Context:
             return None
         return rows[loc.offset] if loc.func == "FIRST" else rows[len(rows) - 1 - loc.offset]
 
-    def classifier(self, position: int) -> str | None:
-        for p, var, _ in self.path[: self.upto]:
+    def classifier(self, position: int, final: bool) -> str | None:
+        """The variable a row is mapped to, if the row is in the part of the match visible to
+        the locator that found it (the rows so far; all of them for FINAL)."""
+        for p, var, _ in self.visible(final):
             if p == position:
                 return var
         return None
@@ -319,7 +321,8 @@ class _Context:
             position = self.locate(node.locator)
             if position is None:
                 return None
-            return _Row(self, position).value(node.expr)
+            base = node.locator.base if isinstance(node.locator, ir.Physical) else node.locator
+            return _Row(self, position, base.final).value(node.expr)
         if isinstance(node, ir.Agg):
             return self.aggregate(node)
         if isinstance(node, ir.MatchNo):
@@ -331,7 +334,7 @@ class _Context:
         values = []
         for p, var, _ in self.visible(node.final):
             if var in members:
-                values.append(_Row(self, p).value(node.arg) if node.arg is not None else 1)
+                values.append(_Row(self, p, node.final).value(node.arg) if node.arg is not None else 1)
         if node.func == "COUNT":
             return sum(1 for v in values if v is not None)
         present = [v for v in values if v is not None]
@@ -356,15 +359,16 @@ class _Context:
 class _Row:
     """A row expression read on one row of the partition."""
 
-    def __init__(self, ctx: _Context, position: int) -> None:
+    def __init__(self, ctx: _Context, position: int, final: bool) -> None:
         self.ctx = ctx
         self.position = position
+        self.final = final
 
     def value(self, node: ir.Node) -> Any:
         if isinstance(node, ir.RowCol):
             return self.ctx.ref.values[node.column][self.ctx.part.rows[self.position]]
         if isinstance(node, ir.RowClassifier):
-            return self.ctx.classifier(self.position)
+            return self.ctx.classifier(self.position, self.final)
         if isinstance(node, ir.MatchNo):
             return self.ctx.number
         return _scalar(node, self.value)

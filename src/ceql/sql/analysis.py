@@ -141,7 +141,7 @@ class _Analyzer:
                 raise self.error(f"variable {name.text} is defined twice", name.pos)
             node = self.bind(expr, "define")
             if node.type.kind not in ("bool", "null"):
-                raise self.error(f"the condition of {name.text} is {node.type}, not a boolean", expr.pos)
+                raise self.error(f"the condition of {name.text} is {node.type}, not a boolean", _start(expr))
             defines[key] = node
         measures: list[tuple[str, ir.Node]] = []
         for measure in mr.measures:
@@ -221,8 +221,13 @@ class _Analyzer:
         seen: dict[str, OutputColumn] = {}
         for column in out:
             if column.name in seen:
-                where = self.mr.measures[column.measure].name.pos if column.measure is not None else self.mr.pos
-                raise self.error(f"the result would have two columns named {column.name!r}", where)
+                measure = column.measure if column.measure is not None else seen[column.name].measure
+                where = self.mr.measures[measure].name.pos if measure is not None else self.mr.pos
+                raise self.error(
+                    f"the result would have two columns named {column.name!r} (a measure and an input column "
+                    "of ALL ROWS PER MATCH, or two measures): rename the measure",
+                    where,
+                )
             seen[column.name] = column
         return out
 
@@ -755,6 +760,13 @@ def _strip_alias(e: ast.Expr, outer: _Outer) -> ast.Expr:
     if isinstance(e, ast.Function):
         return ast.Function(e.pos, e.name, tuple(_strip_alias(x, outer) for x in e.args))
     return e
+
+
+def _start(e: ast.Expr) -> int:
+    """Where an expression's text starts (a binary operation's node is at its operator)."""
+    while isinstance(e, ast.Binary):
+        e = e.left
+    return e.pos
 
 
 def _is_literal(node: ir.Node) -> bool:

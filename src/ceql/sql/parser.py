@@ -70,6 +70,7 @@ class _Parser:
             raise QuerySyntaxError(f"query too large ({len(self.tokens)} tokens; at most {MAX_TOKENS})", text, 0)
         self.i = 0
         self.depth = 0
+        self.semantics_pos = 0
 
     # ------------------------------------------------------------------ helpers
 
@@ -253,7 +254,7 @@ class _Parser:
             raise self.unsupported(f"{self.tok.upper} (row pattern recognition in a window)", self.tok.offset)
         if not self.is_kw("PATTERN"):
             return self._clause_error(
-                ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER"],
+                ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "WITHIN", "SUBSET", "DEFINE"],
                 "PARTITION BY, ORDER BY, MEASURES, ONE/ALL ROWS PER MATCH, AFTER MATCH SKIP or PATTERN",
             )
         pattern_pos = self.advance().offset
@@ -646,6 +647,7 @@ class _Parser:
             raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
         if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
             semantics = self.advance().upper
+            self.semantics_pos = tok.offset
             call = self.tok
             if call.upper not in NAVIGATIONS | AGGREGATES:
                 raise self.error("FIRST, LAST or an aggregate after " + semantics)
@@ -674,6 +676,7 @@ class _Parser:
     def call(self, semantics: str | None) -> ast.Expr:
         tok = self.advance()
         name = tok.upper
+        start = self.semantics_pos if semantics else tok.offset  # RUNNING/FINAL starts the call
         self.expect_op("(")
         self.enter()
         try:
@@ -684,7 +687,7 @@ class _Parser:
                     self.advance()
                     offset = self.count("a non-negative whole number (the offset)")
                 self.expect_op(")", "')' (or ',' and an offset)")
-                return ast.Navigation(tok.offset, name, arg, offset, semantics)
+                return ast.Navigation(start, name, arg, offset, semantics)
             if name in AGGREGATES:
                 if self.is_kw("DISTINCT"):
                     raise self.unsupported(f"{name}(DISTINCT ...)", self.tok.offset)
@@ -713,7 +716,7 @@ class _Parser:
                 self.expect_op(")", "')'")
                 if self.is_kw("FILTER", "OVER", "WITHIN"):
                     raise self.unsupported(f"{self.tok.upper} after an aggregate", self.tok.offset)
-                return ast.Aggregate(tok.offset, name, arg, semantics)
+                return ast.Aggregate(start, name, arg, semantics)
             if name == "CLASSIFIER":
                 var = None if self.is_op(")") else self.name("a pattern variable or ')'")
                 self.expect_op(")", "')'")
