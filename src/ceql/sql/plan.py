@@ -32,10 +32,11 @@ def describe(compiled: Compiled) -> str:
     rows = "ONE ROW PER MATCH" if q.rows_per_match == "ONE" else f"ALL ROWS PER MATCH ({q.empty.lower()})"
     skip = {"PAST_LAST": "PAST LAST ROW", "NEXT_ROW": "TO NEXT ROW"}.get(q.skip, f"TO {q.skip} {q.skip_to}")
     lines.append(f"  {rows}, AFTER MATCH SKIP {skip}")
-    text, reason = to_ceql(q)
+    declaration, text, reason = to_ceql(q)
     lines.append("")
     if text is not None:
         lines.append("CEQL equivalent (every complex event; MATCH_RECOGNIZE keeps the preferred one per start):")
+        lines.append(f"  {declaration}")
         lines.append(f"  {text}")
     else:
         lines.append(f"CEQL equivalent: none ({reason})")
@@ -73,8 +74,10 @@ class _NoEquivalent(Exception):
     pass
 
 
-def to_ceql(q: Checked) -> tuple[str | None, str]:
-    """(CEQL declaration and query text, "") or (None, why there is none)."""
+def to_ceql(q: Checked) -> tuple[str | None, str | None, str]:
+    """(CEQL declaration, CEQL query, "") or (None, None, why there is none). The stream's
+    events are the input's rows, all of type R (an ``event_type`` column of "R"); timestamps are
+    their integer value in the column's unit."""
     try:
         columns = sorted(q.columns_read)
         fields = []
@@ -94,9 +97,9 @@ def to_ceql(q: Checked) -> tuple[str | None, str]:
             query += f" PARTITION BY [{', '.join(_name(c) for c in q.partition)}]"
         if q.within is not None:
             query += f" WITHIN {q.within} [{_name(q.time_column)}]"  # type: ignore[arg-type]
-        return f"{declaration}  {query}", ""
+        return declaration, query, ""
     except _NoEquivalent as exc:
-        return None, str(exc)
+        return None, None, str(exc)
 
 
 def _name(text: str) -> str:
