@@ -278,3 +278,18 @@ def test_benchmark_queries_run_from_flink_text_unchanged(name: str) -> None:
     positions = ceql.compile(text, ceql.declare(DECLARATIONS[declaration])).run(table, output="arrow").column("positions")
     assert sorted(tuple(r.values()) for r in rows.to_pylist()) == sorted(canonical(name, tuple(p)) for p in positions.to_pylist())
     assert rows.num_rows > 20
+
+
+def test_frames_with_to_arrow_such_as_polars() -> None:
+    """polars (not a dependency) is read through ``to_arrow()``, as any frame that has it."""
+
+    class Frame:
+        def __init__(self, table: pa.Table) -> None:
+            self.table = table
+
+        def to_arrow(self) -> pa.Table:
+            return self.table
+
+    frame = Frame(pa.table({"t": [1, 2, 3], "v": [3, 1, 2]}))
+    query = "SELECT * FROM f MATCH_RECOGNIZE (ORDER BY t MEASURES FIRST(v) AS a, LAST(v) AS b PATTERN (X Y) DEFINE Y AS v > PREV(v))"
+    assert ceql.sql(query, f=frame).to_pylist() == [{"a": 1, "b": 2}]

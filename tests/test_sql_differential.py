@@ -45,3 +45,10 @@ def check_agrees(text: str, table: pa.Table) -> None:
 @given(queries(), tables())
 def test_engine_agrees_with_reference(text: str, table: pa.Table) -> None:
     check_agrees(text, table)
+
+
+@pytest.mark.slow
+@settings(max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(queries(), tables(max_rows=16))
+def test_engine_agrees_with_reference_long_run(text: str, table: pa.Table) -> None:
+    check_agrees(text, table)
