@@ -136,7 +136,8 @@ class _Compiler:
             measure_ranges.append((lo, len(self.code)))
         # Failed states can be remembered only when nothing but the row decides a condition
         # (and no window ties a state to the match's first row, and no iteration check).
-        memo = not dynamic and q.within is None and program.slots == 0
+        branches = bool((program.instructions[:, 0] == vm.P_SPLIT).any())  # else nothing is revisited
+        memo = branches and not dynamic and q.within is None and program.slots == 0
         return Compiled(
             checked=q,
             program=program,

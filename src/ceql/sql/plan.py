@@ -41,7 +41,7 @@ def describe(compiled: Compiled) -> str:
     else:
         lines.append(f"CEQL equivalent: none ({reason})")
     lines.append("")
-    memo = "yes" if compiled.memo else "no (a condition depends on the match so far, or WITHIN, or an empty iteration)"
+    memo = "yes" if compiled.memo else f"no ({_why_no_memo(compiled)})"
     lines.append("evaluator: compiled matcher (numba): row masks computed column-wise, then a backtracking search")
     lines.append(f"  in order of preference per start row; failed states remembered: {memo}")
     lines.append("row masks (column-wise, once over the input):")
@@ -65,6 +65,19 @@ def describe(compiled: Compiled) -> str:
     lines.append("program:")
     lines.extend(f"  {line}" for line in compiled.program.describe())
     return "\n".join(lines)
+
+
+def _why_no_memo(compiled: Compiled) -> str:
+    from ceql.sql import vm
+
+    q = compiled.checked
+    if not (compiled.program.instructions[:, 0] == vm.P_SPLIT).any():
+        return "not needed: the pattern has no choice to revisit"
+    if compiled.dynamic:
+        return f"the conditions of {', '.join(sorted(compiled.dynamic))} read the match so far"
+    if q.within is not None:
+        return "WITHIN ties a state to the match's first row"
+    return "an iteration may map no row"
 
 
 # ---------------------------------------------------------------------------- CEQL equivalent

@@ -978,6 +978,9 @@ def _workspace(nagg: int, cap: int, stack: int, btcap: int, nslots: int, trailca
     return W, WF
 
 
+MEMO_ENTRIES = 1 << 24
+
+
 def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers, covered, *, window, memo_ok, max_steps,
               skip_kind, skip_cls, all_rows, empty_mode, final, nslots):
     """Match every partition (rows ``bounds[p]`` to ``bounds[p + 1]``, resuming at
@@ -990,6 +993,9 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
     stack = int(K[K_STACK])
     maxlen = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
     stride = maxlen + 1
+    # Remembering failed (instruction, row) states costs 8 bytes each: only up to MEMO_ENTRIES
+    # (a longer partition is matched without it, correctly, with more backtracking).
+    memo_ok = memo_ok and int(K[K_NPROG]) * stride <= MEMO_ENTRIES
     memo = np.zeros(int(K[K_NPROG]) * stride if memo_ok else 1, dtype=np.int64)
     cap, btcap, trailcap = 64, 256, 64
     W, WF = _workspace(nagg, cap, stack, btcap, nslots, trailcap)
