@@ -70,7 +70,7 @@ class Prepared:
         self.bounds = bounds
         self._sorted_columns: dict[str, pa.Array] = {}
         self.original = Env(self.n, self._original_column)
-        self.sorted = _SortedEnv(self.n, self._sorted_column, bounds)
+        self.sorted = Env(self.n, self._sorted_column, bounds)
         self._build()
 
     # ------------------------------------------------------------------ columns
@@ -390,23 +390,6 @@ def _any_false(items, where: str, prepared: Prepared) -> np.ndarray:
 def _combine_masks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Both parts of a conjunction: 0 if either is 0, 1 if both are 1, else 2."""
     return np.where((a == 0) | (b == 0), 0, np.maximum(a, b)).astype(np.uint8)
-
-
-class _SortedEnv(Env):
-    """Columns in sorted order; the partition of each row is computed when a shift needs it."""
-
-    def __init__(self, length: int, column, bounds: np.ndarray) -> None:
-        super().__init__(length, column)
-        self._bounds = bounds
-
-    def __getattribute__(self, name: str):
-        if name in ("partition_start", "partition_end") and object.__getattribute__(self, "_bounds") is not None:
-            bounds = object.__getattribute__(self, "_bounds")
-            counts = np.diff(bounds)
-            object.__setattr__(self, "partition_start", np.repeat(bounds[:-1], counts))
-            object.__setattr__(self, "partition_end", np.repeat(bounds[1:], counts))
-            object.__setattr__(self, "_bounds", None)
-        return object.__getattribute__(self, name)
 
 
 def _vector_error(code: int, vec: Vec, row: int) -> EventError:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 
 def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
@@ -58,8 +57,3 @@ def as_table(data: Any, name: str = "input") -> pa.Table:
         f"table {name}: expected an Arrow table, a pandas or polars DataFrame, a dict of columns or a list "
         f"of dicts, not {type(data).__name__}"
     )
-
-
-def is_true(array: pa.Array) -> pa.Array:
-    """TRUE where the boolean array is true; null counts as false."""
-    return pc.fill_null(array, False)

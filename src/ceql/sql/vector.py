@@ -58,21 +58,24 @@ class Vec:
 
 
 class Env:
-    """Where columns come from: ``column(name)`` gives a column as an Arrow array, and
-    ``partition_index`` each row's index inside its partition (for shifts)."""
+    """Where columns come from: ``column(name)`` gives a column as an Arrow array; ``bounds``
+    (partition boundaries, for PREV/NEXT shifts) give each row's partition, computed when a shift
+    first needs it."""
 
-    def __init__(
-        self,
-        length: int,
-        column: Callable[[str], pa.Array],
-        partition_start: np.ndarray | None = None,
-        partition_end: np.ndarray | None = None,
-    ) -> None:
+    def __init__(self, length: int, column: Callable[[str], pa.Array], bounds: np.ndarray | None = None) -> None:
         self.length = length
         self.column = column
-        self.partition_start = partition_start  # per row: the first row of its partition
-        self.partition_end = partition_end  # per row: one past the last row of its partition
+        self.bounds = bounds
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
         self._cache: dict[object, Vec] = {}
+
+    def partition_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the first row of its partition, and one past its last row."""
+        if self._rows is None:
+            bounds = self.bounds if self.bounds is not None else np.array([0, self.length], dtype=np.int64)
+            counts = np.diff(bounds)
+            self._rows = (np.repeat(bounds[:-1], counts), np.repeat(bounds[1:], counts))
+        return self._rows
 
 
 def evaluate(node: ir.Node, env: Env) -> Vec:
@@ -428,8 +431,8 @@ def _shift(vec: Vec, delta: int, env: Env) -> Vec:
     """Row i gets row i + delta's value when that row is in i's partition, else null."""
     n = env.length
     index = np.arange(n, dtype=np.int64) + delta
-    assert env.partition_start is not None and env.partition_end is not None
-    inside = (index >= env.partition_start) & (index < env.partition_end)
+    start, end = env.partition_rows()
+    inside = (index >= start) & (index < end)
     source = np.where(inside, index, 0)
     valid = inside & vec.valid[source] if n else np.zeros(0, dtype=np.bool_)
     if isinstance(vec.values, (pa.Array, pa.ChunkedArray)):
