@@ -19,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 BATCH = 100
 
 
