@@ -293,3 +293,37 @@ def test_frames_with_to_arrow_such_as_polars() -> None:
     frame = Frame(pa.table({"t": [1, 2, 3], "v": [3, 1, 2]}))
     query = "SELECT * FROM f MATCH_RECOGNIZE (ORDER BY t MEASURES FIRST(v) AS a, LAST(v) AS b PATTERN (X Y) DEFINE Y AS v > PREV(v))"
     assert ceql.sql(query, f=frame).to_pylist() == [{"a": 1, "b": 2}]
+
+
+@pytest.mark.parametrize(
+    "pattern, rows",
+    [
+        ("A B+ C", "ALL ROWS PER MATCH"),  # matches longer than the first path buffer, many output rows
+        ("A+ B", "ONE ROW PER MATCH"),  # hundreds of backtracking entries
+        ("(A? X?)+ B", "ONE ROW PER MATCH"),  # iterations that may map no row: the trail grows
+        ("(A | X)+ B", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"),
+    ],
+)
+def test_buffers_grow_mid_partition(pattern: str, rows: str) -> None:
+    """The matcher's buffers (path, backtracking stack, trail, output) start small and grow,
+    resuming where it stopped: long inputs agree with the reference."""
+    n = 2100  # 6 partitions of 350 rows: over 1024 output rows
+    table = pa.table(
+        {
+            "k": [i // 350 for i in range(n)],
+            "t": range(n),
+            "kind": ["a" if i % 350 == 0 else ("c" if i % 350 == 349 else "b") for i in range(n)],
+            "v": [i % 7 for i in range(n)],
+        }
+    )
+    conditions = {"A": "A AS kind <> 'c'", "B": "B AS kind = 'c' OR COUNT(*) > 400", "C": "C AS kind = 'c'", "X": "X AS v > 3"}
+    define = ", ".join(c for v, c in conditions.items() if v in pattern)
+    query = f"""SELECT * FROM e MATCH_RECOGNIZE (PARTITION BY k ORDER BY t
+        MEASURES COUNT(*) AS n, SUM(v) AS s, LAST(A.v, 1) AS prev_a, CLASSIFIER() AS c
+        {rows} PATTERN ({pattern}) DEFINE {define})"""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # the reference recurses once per iteration
+    try:
+        both(query, e=table)
+    finally:
+        sys.setrecursionlimit(old)
