@@ -48,8 +48,8 @@ def test_after_match_skip_past_last_row_and_to_last() -> None:
     table = ticker([7, 9, 10, 5, 10, 7, 14])
     rows = both(SKIP_QUERY.format(skip="PAST LAST ROW"), Ticker=table)
     assert [(r["sumPrice"], r["startTime"], r["endTime"]) for r in rows] == [(26, 1, 4), (17, 5, 7)]
-    # SKIP TO LAST A: Flink publishes 26, 25, 17; the standard then resumes at the last A of the
-    # third match, its first row: an error (Oracle's and Trino's too), where Flink stops silently.
+    # SKIP TO LAST A: Flink's documentation publishes 26, 25, 17; the standard then resumes at
+    # the last A of the third match, its first row: an error (Oracle, Trino, and Flink itself).
     with pytest.raises(EventError, match="would resume at the first row of the match number 4"):
         ceql.sql(SKIP_QUERY.format(skip="TO LAST A"), Ticker=table)
 

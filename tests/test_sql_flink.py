@@ -204,3 +204,66 @@ def test_what_flink_rejects_is_what_the_docs_list() -> None:
     flink = flink_sql.run_flink(jobs, outputs)
     accepted = [name for name, result in zip(cases, flink) if "error" not in result]
     assert not accepted, f"Flink now runs {accepted}: update docs/sql.md"
+
+
+def test_where_flink_reads_differently() -> None:
+    """The differences docs/sql.md lists (section 9), on Flink itself: each query gives the
+    standard's rows on ceql and other rows on Flink."""
+    table = pa.table({"p": [1, 1, 1, 1, 2, 2, 1, 2, 1, 1], "t": list(range(1000, 11000, 1000)), "v": [1, 5, 3, 4, 2, 8, 7, 1, 9, 0]})
+    head = "SELECT * FROM data MATCH_RECOGNIZE (PARTITION BY p ORDER BY rt "
+    cases = {
+        # greedy quantifiers do not backtrack on Flink: every C row also satisfies B
+        "greedy": (
+            head + "MEASURES COUNT(B.v) AS n, C.v AS c ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN (A B* C) DEFINE B AS B.v > 1, C AS C.v > 3)",
+            [(1, 4, 9), (2, 0, 8)],
+            [],
+        ),
+        # Flink's default is AFTER MATCH SKIP TO NEXT ROW
+        "default skip": (
+            head + "MEASURES A.v AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.v > A.v)",
+            [(1, 1), (1, 3), (1, 7), (2, 2)],
+            [(1, 1), (1, 3), (1, 4), (1, 7), (2, 2)],
+        ),
+        # Flink ends a match as soon as the rest of the pattern is optional
+        "optional rest": (
+            head + "MEASURES COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN (A B? C*?) DEFINE A AS A.v = 4, B AS B.v = 7)",
+            [(1, 2)],
+            [(1, 1)],
+        ),
+        # AVG of integers is an integer on Flink
+        "avg": (
+            head + "MEASURES AVG(A.v) AS m ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            "PATTERN (A+ B) DEFINE A AS A.v < 6, B AS B.v > 6)",
+            [(1, 3.25), (2, 2.0)],
+            [(1, 3), (2, 2)],
+        ),
+    }
+    jobs, outputs, expected = [], [], []
+    for text, ours, theirs in cases.values():
+        result = ceql.sql(text, data=flink_sql.with_rowtime(table, "t"))
+        assert sorted(tuple(r.values()) for r in result.to_pylist()) == ours, text
+        jobs.append(flink_sql.Job(text, table, "t"))
+        outputs.append(result.schema)
+        expected.append(theirs)
+    flink = flink_sql.run_flink(jobs, outputs)
+    for name, schema, result, theirs in zip(cases, outputs, flink, expected):
+        assert "error" not in result, (name, result)
+        got = [tuple(v for v in row) for row in flink_sql.canonical_rows(result["rows"], schema)]
+        assert got == sorted(theirs), (name, got)
+
+
+def test_flink_skip_to_the_first_row() -> None:
+    """SKIP TO LAST v landing on the match's first row is an error on ceql (as on Trino and
+    Oracle) and on Flink (the job fails)."""
+    table = pa.table({"p": [1] * 4, "t": [1000, 2000, 3000, 4000], "v": [1, 2, 3, 4]})
+    text = (
+        "SELECT * FROM data MATCH_RECOGNIZE (PARTITION BY p ORDER BY rt MEASURES A.v AS a ONE ROW PER MATCH "
+        "AFTER MATCH SKIP TO LAST A PATTERN (A B) DEFINE B AS B.v > A.v)"
+    )
+    with pytest.raises(ceql.EventError, match="would resume at the first row"):
+        ceql.sql(text, data=flink_sql.with_rowtime(table, "t"))
+    schema = pa.schema([("p", pa.int64()), ("a", pa.int64())])
+    (result,) = flink_sql.run_flink([flink_sql.Job(text, table, "t")], [schema])
+    assert "Could not skip to first element of a match" in result.get("error", ""), result
