@@ -78,3 +78,12 @@ def test_errors_are_one_message_and_exit_2(tmp_path: Path, readings, capsys) -> 
     assert "give the input table r" in capsys.readouterr().err
     assert main(["check", "--query", "x"]) == 2  # a CEQL check still needs its declaration
     assert "needs --declaration" in capsys.readouterr().err
+
+
+def test_json_lines_follow_the_output_contract(tmp_path: Path, readings, capsys) -> None:
+    """Timestamps as ISO-8601 text in their zone, integers exact (docs/guide.md, "Output")."""
+    table = pa.table({"t": [1, 2], "v": [2**62, 2**62 + 1], "at": pa.array([0, 10**9], pa.timestamp("us", tz="UTC"))})
+    pq.write_table(table, tmp_path / "big.parquet")
+    query = "SELECT * FROM r MATCH_RECOGNIZE (ORDER BY t MEASURES LAST(v) AS v, LAST(at) AS at PATTERN (A B))"
+    assert main(["sql", query, "--input", f"r={tmp_path / 'big.parquet'}"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"v": 2**62 + 1, "at": "1970-01-01T00:16:40Z"}

@@ -5,19 +5,16 @@
 
 QUERY is the SQL text or a file holding it. Each input is a CSV (with a header), JSON Lines or
 Parquet file, named as the query's FROM names it (``--input FILE`` alone takes the name from the
-query). The result is written as JSON Lines (default; timestamps as ISO 8601 text), CSV or
-Parquet (the result's Arrow types, timestamps with their unit and zone).
+query). The result is written as JSON Lines (default) or Parquet by ceql's writers (the output
+contract of docs/guide.md: timestamps as ISO-8601 text in their zone, integers exact, NaN as
+"NaN"), or CSV.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import math
 import os
 import sys
-from typing import Any
 
 import pyarrow as pa
 
@@ -146,36 +143,23 @@ def read_table(path: str) -> pa.Table:
 
 
 def write(table: pa.Table, path: str | None, fmt: str | None) -> None:
-    """The result as JSON Lines, CSV or Parquet, to a file or standard output."""
-    if fmt is None:
-        fmt = "parquet" if path and path.lower().endswith(".parquet") else (
-            "csv" if path and path.lower().endswith(".csv") else "jsonl"
-        )
-    if fmt == "parquet":
-        if not path:
-            raise CeqlError("--format parquet needs --output FILE")
-        import pyarrow.parquet as pq
+    """The result as JSON Lines or Parquet (ceql's writers: the output contract of docs/guide.md,
+    "Output") or CSV, to a file or standard output."""
+    from ceql.io.writers import open_writer
 
-        pq.write_table(table, path)
-        return
+    if fmt is None:
+        lower = (path or "").lower()
+        fmt = "parquet" if lower.endswith(".parquet") else ("csv" if lower.endswith(".csv") else "jsonl")
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
-        sink = path or sys.stdout.buffer
-        pcsv.write_csv(table, sink)
+        pcsv.write_csv(table, path or sys.stdout.buffer)
         return
-    handle = open(path, "w", encoding="utf-8") if path else sys.stdout
+    if fmt == "parquet" and not path:
+        raise CeqlError("--format parquet needs --output FILE")
+    writer = open_writer(fmt, path or sys.stdout, table.schema)
     try:
-        for row in table.to_pylist():
-            handle.write(json.dumps({k: _json(v) for k, v in row.items()}) + "\n")
+        for batch in table.to_batches():
+            writer.write(batch)
     finally:
-        if path:
-            handle.close()
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, datetime.datetime):
-        return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
+        writer.close()
