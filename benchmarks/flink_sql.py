@@ -139,11 +139,23 @@ def _clock(run, repeat: int) -> tuple[float, float, object]:
     return best
 
 
+def _ceql_canonical(name: str, result: pa.Table) -> list[tuple]:
+    """The CEQL query's matches in the shape of the Flink measures (flink_side.canonical; with
+    the match's measures when it takes them, as for a workload whose measures are values)."""
+    import inspect
+
+    from benchmarks.flink_side import canonical
+
+    if len(inspect.signature(canonical).parameters) > 2:
+        return sorted(canonical(name, tuple(row["positions"]), row) for row in result.to_pylist())
+    return sorted(canonical(name, tuple(p)) for p in result.column("positions").to_pylist())
+
+
 def measure(name: str, events: int, flink: bool, repeat: int = 3) -> dict:
     """One workload: ceql.sql on the Flink SQL text, its CEQL equivalent, and Flink."""
     import ceql
     from benchmarks import generators
-    from benchmarks.flink_side import SQL, WORKLOADS, canonical
+    from benchmarks.flink_side import SQL, WORKLOADS
     from benchmarks.flink_side import run as run_flink_workload
     from benchmarks.workloads import DECLARATIONS
 
@@ -160,8 +172,7 @@ def measure(name: str, events: int, flink: bool, repeat: int = 3) -> dict:
     sql_cpu, sql_wall, sql_result = _clock(lambda: ceql.sql(text, ev=data), repeat)
     ceql_cpu, ceql_wall, ceql_result = _clock(lambda: query.run(table, output="arrow"), repeat)
     sql_rows = sorted(tuple(row.values()) for row in sql_result.to_pylist())
-    positions = ceql_result.column("positions").to_pylist() if "positions" in ceql_result.column_names else None
-    ceql_rows = sorted(canonical(name, tuple(p)) for p in positions) if positions is not None else None
+    ceql_rows = _ceql_canonical(name, ceql_result) if "positions" in ceql_result.column_names else None
     out = {
         "workload": name,
         "events": events,

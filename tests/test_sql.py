@@ -196,6 +196,14 @@ def test_result_keeps_column_types() -> None:
     assert result.column("b2").to_pylist() == [2**62, -(2**62)]  # integers exact
 
 
+def test_unnamed_select_items_are_named_by_their_place_as_calcite_does() -> None:
+    """``EXPR$n``, n the item's place in the list; a CAST to the column's own type is still an
+    expression (Flink names it so), only a plain column keeps its name."""
+    table = pa.table({"t": [1, 2], "v": [5, 7]})
+    query = "SELECT t1, t1 + 1, CAST(t1 AS BIGINT), R.v1 FROM e MATCH_RECOGNIZE (ORDER BY t MEASURES A.t AS t1, A.v AS v1 PATTERN (A)) AS R"
+    assert ceql.sql(query, e=table).column_names == ["t1", "EXPR$1", "EXPR$2", "v1"]
+
+
 def test_empty_input() -> None:
     table = pa.table({"k": pa.array([], pa.int64()), "t": pa.array([], pa.int64())})
     query = "SELECT * FROM e MATCH_RECOGNIZE (PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+))"

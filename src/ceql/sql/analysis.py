@@ -651,7 +651,6 @@ class _Outer:
 
     def bind(self, query: ast.Query) -> tuple[list[SelectColumn], ir.Node | None]:
         columns: list[SelectColumn] = []
-        unnamed = 0
         for item in query.select:
             if item.star is not None:
                 if item.star.text != "*":
@@ -663,11 +662,12 @@ class _Outer:
             node = self.expr(item.expr)
             if item.name is not None:
                 name = item.name.text
-            elif isinstance(node, ir.RowCol):
+            elif isinstance(item.expr, ast.Column) and isinstance(node, ir.RowCol):
                 name = node.column
             else:
-                name = f"EXPR${unnamed}"  # Calcite's (and so Flink's) name for an unnamed column
-                unnamed += 1
+                # Calcite's (and so Flink's) name: the item's place in the list, decided by the
+                # text (CAST(v AS BIGINT) of a BIGINT v is still EXPR$n)
+                name = f"EXPR${len(columns)}"
             columns.append(SelectColumn(name, node))
         names = [c.name for c in columns]
         duplicates = {n for n in names if names.count(n) > 1}
