@@ -13,7 +13,8 @@ How a fenced block is checked depends on its language (CONTRIBUTING.md, "Example
   and ``python`` commands run.
 - ``bash``/``sh``/``shell``: commands without prompts, one a line (``#`` comments ignored):
   each must exit 0; nothing is compared.
-- ``ceql`` (or ``sql``): a query (or, starting with CREATE/DECLARE, declarations), which must parse.
+- ``ceql`` (or ``sql``): a query (or, starting with CREATE/DECLARE, declarations; or a SQL query with
+  MATCH_RECOGNIZE), which must parse.
 - ``json``/``jsonl``: must parse. ``text``, ``output``, ``csv``, ``dot``: shown, not run.
 - ``<!-- docs-test: skip REASON -->`` on the line before a block: not run, and the reason is
   required. Any other block (no language, another language) fails the test.
@@ -170,7 +171,9 @@ def _check_data(block: Block, where: str) -> None:
             if line.strip():
                 json.loads(line)
     elif block.language in {"ceql", "sql"}:
-        if block.text.lstrip().upper().startswith(("CREATE", "DECLARE")):
+        if "MATCH_RECOGNIZE" in block.text.upper():  # SQL row pattern recognition (docs/sql.md)
+            ceql.sql.parse_sql(block.text)
+        elif block.text.lstrip().upper().startswith(("CREATE", "DECLARE")):
             ceql.declare(block.text)
         else:
             ceql.parse(block.text)

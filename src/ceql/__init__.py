@@ -10,12 +10,13 @@
 ``ceql.check`` parses and analyses a query without compiling it. ``ceql.reference.run`` is the
 brute-force evaluator of the semantics (docs/semantics.md) that the tests use as an oracle; it is
 exponential, not the way to run queries. The same queries run on Spark with ``ceql.spark``
-(extra ``ceql[spark]``) and from the shell with the ``ceql`` command.
+(extra ``ceql[spark]``) and from the shell with the ``ceql`` command. ``ceql.sql(text, t=table)``
+runs SQL row pattern recognition (``SELECT ... FROM t MATCH_RECOGNIZE (...)``, docs/sql.md).
 """
 
 from __future__ import annotations
 
-from ceql import reference
+from ceql import reference, sql  # sql: MATCH_RECOGNIZE (a module you can call: ceql.sql(text, t=table))
 from ceql.api import Query, compile
 from ceql.errors import (
     CeqlError,
@@ -67,4 +68,5 @@ __all__ = [
     "parse",
     "print_query",
     "reference",
+    "sql",
 ]

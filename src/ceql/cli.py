@@ -1,6 +1,7 @@
 """The ``ceql`` command line.
 
 ceql check   --declaration DECL --query QUERY        parse and analyse a query
+ceql sql     QUERY --input NAME=FILE                   SQL MATCH_RECOGNIZE over files (src/ceql/sql/cli.py)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
 from ceql.compile.limits import DEFAULT_MAX_MATCHES
 from ceql.errors import CeqlError, QueryError
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES
+from ceql.sql import cli as sql_cli
 
 EXIT_USER_ERROR = 2
 
@@ -454,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--query", "-q", required=True, metavar="FILE_OR_TEXT", help="query file or query text"
     )
     check.set_defaults(func=cmd_check)
+    sql_cli.register(sub, check)  # ceql sql, ceql check --sql (MATCH_RECOGNIZE, src/ceql/sql/cli.py)
 
     run = sub.add_parser(
         "run",

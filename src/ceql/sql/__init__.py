@@ -1,0 +1,94 @@
+"""SQL row pattern recognition: ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` on Arrow tables,
+pandas and polars frames (docs/sql.md).
+
+    import ceql
+    result = ceql.sql(text, t=table)          # an Arrow table; t is the name used in FROM
+    checked = ceql.sql.check(text, table)     # parse and resolve against the input's columns
+    print(ceql.sql.explain(text, table))      # the plan: masks, VM conditions, CEQL equivalent
+
+``ceql.sql`` is this module, and calling it runs a query. The layers: ``lexer``/``parser``
+(text to ``ast``), ``analysis`` (names and types against the input: ``ir``), ``program`` and
+``compiler`` (the matcher's program, row masks, VM code), ``engine`` and ``vm`` (running it).
+``ceql.reference.match_recognize`` is the literal oracle of the semantics.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from types import ModuleType
+from typing import Any
+
+import pyarrow as pa
+
+from ceql.errors import QueryError
+from ceql.sql.analysis import Checked, analyze
+from ceql.sql.parser import parse_sql
+from ceql.sql.values import as_table
+
+__all__ = ["Checked", "check", "explain", "parse_sql", "run", "sql"]
+
+
+def sql(text: str, /, **tables: Any) -> pa.Table:
+    """Run a ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query over the table named in FROM
+    (an Arrow table, a pandas or polars DataFrame, given as a keyword argument) and return the
+    result as an Arrow table."""
+    return run(text, tables)
+
+
+def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> pa.Table:
+    """``sql`` with the tables as a dict (and the matcher's step bound, see engine.MAX_STEPS)."""
+    from ceql.sql import engine
+
+    query = parse_sql(text)
+    table = as_table(_table(query, tables), query.table.text)
+    compiled = _compile(text, table.schema)
+    options = {} if max_steps is None else {"max_steps": max_steps}
+    return engine.run(compiled, table, **options)
+
+
+def check(text: str, table_or_schema: Any) -> Checked:
+    """Parse ``text`` and resolve it against an input (a table, a frame or an Arrow schema)."""
+    schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
+    return analyze(parse_sql(text), schema)
+
+
+def explain(text: str, table_or_schema: Any) -> str:
+    """How ceql runs the query: its CEQL equivalent where there is one, the row masks, the
+    conditions that run in the VM, and the matcher's program."""
+    from ceql.sql.plan import describe
+
+    schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
+    return describe(_compile(text, schema))
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(text: str, schema: pa.Schema):
+    from ceql.sql.compiler import compile_query
+
+    return compile_query(analyze(parse_sql(text), schema))
+
+
+def _table(query, tables: dict[str, Any]) -> Any:
+    name = query.table
+    if name.text in tables:
+        return tables[name.text]
+    matches = [k for k in tables if not name.quoted and k.upper() == name.text.upper()]
+    if len(matches) == 1:
+        return tables[matches[0]]
+    given = ", ".join(sorted(tables)) or "none"
+    raise QueryError(
+        f"table {name.text} is not given (tables given: {given}; pass it as ceql.sql(text, {name.text}=...))",
+        query.text,
+        name.pos,
+    )
+
+
+class _CallableModule(ModuleType):
+    """``ceql.sql`` is a module whose call runs a query: ``ceql.sql(text, t=table)``."""
+
+    def __call__(self, text: str, /, **tables: Any) -> pa.Table:
+        return sql(text, **tables)
+
+
+sys.modules[__name__].__class__ = _CallableModule

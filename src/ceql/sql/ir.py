@@ -1,0 +1,126 @@
+"""The checked form of MATCH_RECOGNIZE expressions: every column reference resolved to an input
+column and to the row it is read on.
+
+A value is read on a row found by a *locator*: ``Logical`` (``FIRST``/``LAST`` of the rows
+mapped to a variable, a union variable or any variable, with an offset, RUNNING or FINAL),
+optionally moved by ``Physical`` (``PREV``/``NEXT``: rows of the partition, inside the match or
+not). ``A.price`` is ``At(LAST(A, 0), price)``; ``PREV(price, 2)`` is
+``At(Physical(LAST(*, 0), -2), price)``; ``PREV(FIRST(A.price, 1), 2)`` is
+``At(Physical(FIRST(A, 1), -2), price)``. What is read on the located row (``At.expr``) is a *row
+expression*: columns of that row (``RowCol``), its ``RowClassifier``, constants and operators.
+``Agg`` aggregates a row expression over the rows mapped to a variable class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ceql.sql.types import SqlType
+
+#: The class of every primary variable ("the universal row pattern variable").
+UNIVERSAL = None
+
+
+@dataclass(frozen=True)
+class Logical:
+    func: str  # FIRST or LAST
+    cls: str | None  # a variable, a union variable, or UNIVERSAL
+    offset: int
+    final: bool
+
+
+@dataclass(frozen=True)
+class Physical:
+    base: Logical
+    delta: int  # -n for PREV(.., n), +n for NEXT(.., n)
+
+
+Locator = Logical | Physical
+
+
+@dataclass(frozen=True)
+class Node:
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Const(Node):
+    value: object  # int, float, str, bool, None; timestamps and intervals as int in type's unit / ns
+
+
+@dataclass(frozen=True)
+class RowCol(Node):
+    column: str  # the input column's name
+
+
+@dataclass(frozen=True)
+class RowClassifier(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class At(Node):
+    locator: Locator
+    expr: Node  # a row expression
+
+
+@dataclass(frozen=True)
+class Agg(Node):
+    func: str  # COUNT, SUM, AVG, MIN, MAX
+    cls: str | None
+    arg: Node | None  # a row expression; None: COUNT(*) / COUNT(A.*)
+    final: bool
+
+
+@dataclass(frozen=True)
+class MatchNo(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Op(Node):
+    """``op`` in: neg, abs, + - * / %, = <> < <= > >=, and, or, not, isnull, notnull, coalesce,
+    cast (to ``type``), scale (a timestamp or interval times ``args[1]``'s constant factor)."""
+
+    op: str
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Case(Node):
+    whens: tuple[tuple[Node, Node], ...]
+    otherwise: Node | None
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-expressions of a node."""
+    if isinstance(node, At):
+        return (node.expr,)
+    if isinstance(node, Agg):
+        return (node.arg,) if node.arg is not None else ()
+    if isinstance(node, Op):
+        return node.args
+    if isinstance(node, Case):
+        out = [x for pair in node.whens for x in pair]
+        if node.otherwise is not None:
+            out.append(node.otherwise)
+        return tuple(out)
+    return ()
+
+
+def walk(node: Node):
+    """Every node of the tree, parents first."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        yield item
+        stack.extend(reversed(children(item)))
+
+
+def describe_locator(loc: Locator) -> str:
+    """``LAST(A, 0)``, ``PREV(FIRST(*, 1), 2)``: a locator as text (plans and messages)."""
+    if isinstance(loc, Physical):
+        func = "PREV" if loc.delta < 0 else "NEXT"
+        return f"{func}({describe_locator(loc.base)}, {abs(loc.delta)})"
+    sem = "FINAL " if loc.final else ""
+    return f"{sem}{loc.func}({loc.cls or '*'}, {loc.offset})"

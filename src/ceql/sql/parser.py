@@ -1,0 +1,879 @@
+"""A hand-written recursive-descent parser for ``SELECT ... FROM t MATCH_RECOGNIZE (...)``.
+
+Errors are QuerySyntaxError (the text does not follow the grammar: line, column, what was
+expected) or UnsupportedQueryError (valid SQL that ceql does not run: the clause is named, with
+its line and column). Nesting and size are bounded so that hostile input fails with an error,
+never with a RecursionError.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from fractions import Fraction
+
+from ceql.errors import QuerySyntaxError, UnsupportedQueryError
+from ceql.sql import ast
+from ceql.sql.lexer import RESERVED, Token, tokenize
+
+MAX_DEPTH = 100
+MAX_TOKENS = 100_000
+INT64_MAX = 2**63 - 1
+
+NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
+AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
+SCALARS = {"ABS", "COALESCE"}
+
+# CAST target names -> the type ceql computes with.
+CAST_TYPES = {
+    "BIGINT": "BIGINT",
+    "INT": "BIGINT",
+    "INTEGER": "BIGINT",
+    "SMALLINT": "BIGINT",
+    "TINYINT": "BIGINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "DOUBLE",
+    "REAL": "DOUBLE",
+    "VARCHAR": "VARCHAR",
+    "STRING": "VARCHAR",
+    "CHAR": "VARCHAR",
+    "BOOLEAN": "BOOLEAN",
+}
+
+INTERVAL_UNITS = {"DAY": 86_400 * 10**9, "HOUR": 3_600 * 10**9, "MINUTE": 60 * 10**9, "SECOND": 10**9}
+_UNIT_ALIASES = {"DAYS": "DAY", "HOURS": "HOUR", "MINUTES": "MINUTE", "SECONDS": "SECOND"}
+
+# Things that are valid SQL around MATCH_RECOGNIZE but not run by ceql: named in the error.
+_UNSUPPORTED_AFTER_FROM = {
+    "GROUP": "GROUP BY",
+    "HAVING": "HAVING",
+    "ORDER": "ORDER BY on the result",
+    "LIMIT": "LIMIT",
+    "JOIN": "JOIN",
+    "UNION": "UNION",
+    "WINDOW": "WINDOW",
+    "FETCH": "FETCH",
+    "OFFSET": "OFFSET",
+}
+
+
+def parse_sql(text: str) -> ast.Query:
+    """Parse one ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query into its syntax tree."""
+    return _Parser(text).query()
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = tokenize(text)
+        if len(self.tokens) > MAX_TOKENS:
+            raise QuerySyntaxError(f"query too large ({len(self.tokens)} tokens; at most {MAX_TOKENS})", text, 0)
+        self.i = 0
+        self.depth = 0
+        self.semantics_pos = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.i]
+        if tok.kind != "EOF":
+            self.i += 1
+        return tok
+
+    def error(self, expected: str, tok: Token | None = None) -> QuerySyntaxError:
+        tok = tok or self.tok
+        return QuerySyntaxError(f"expected {expected}, found {tok.describe()}", self.text, tok.offset, expected)
+
+    def unsupported(self, what: str, offset: int, hint: str = "") -> UnsupportedQueryError:
+        message = f"{what} is not supported by ceql's MATCH_RECOGNIZE"
+        return UnsupportedQueryError(message + (f" ({hint})" if hint else ""), self.text, offset)
+
+    def is_kw(self, *words: str, tok: Token | None = None) -> bool:
+        tok = tok or self.tok
+        return tok.kind == "IDENT" and tok.upper in words
+
+    def is_op(self, *ops: str, tok: Token | None = None) -> bool:
+        tok = tok or self.tok
+        return tok.kind == "OP" and tok.value in ops
+
+    def expect_kw(self, *words: str) -> Token:
+        if not self.is_kw(*words):
+            raise self.error(" or ".join(words))
+        return self.advance()
+
+    def expect_op(self, op: str, expected: str | None = None) -> Token:
+        if not self.is_op(op):
+            raise self.error(expected or f"'{op}'")
+        return self.advance()
+
+    def is_name(self, tok: Token | None = None) -> bool:
+        tok = tok or self.tok
+        return tok.kind == "QIDENT" or (tok.kind == "IDENT" and tok.upper not in RESERVED)
+
+    def name(self, what: str) -> ast.Name:
+        tok = self.tok
+        if self.is_name(tok):
+            self.advance()
+            return ast.Name(str(tok.value), tok.kind == "QIDENT", tok.offset)
+        if tok.kind == "IDENT":
+            raise QuerySyntaxError(
+                f"expected {what}, found keyword {tok.upper} (quote it to use it as a name: \"{tok.text}\")",
+                self.text,
+                tok.offset,
+                what,
+            )
+        raise self.error(what)
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise QuerySyntaxError(f"query nests too deeply (more than {MAX_DEPTH} levels)", self.text, self.tok.offset)
+
+    def leave(self) -> None:
+        self.depth -= 1
+
+    def count(self, what: str) -> int:
+        tok = self.tok
+        if tok.kind != "INT":
+            raise self.error(what)
+        if int(tok.value) > INT64_MAX:  # type: ignore[arg-type]
+            raise QuerySyntaxError(f"integer {tok.text} is out of range", self.text, tok.offset)
+        self.advance()
+        return int(tok.value)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ query
+
+    def query(self) -> ast.Query:
+        if self.is_kw("WITH"):
+            raise self.unsupported("WITH (common table expressions)", self.tok.offset)
+        self.expect_kw("SELECT")
+        if self.is_kw("DISTINCT"):
+            raise self.unsupported("SELECT DISTINCT", self.tok.offset)
+        if self.is_kw("ALL") and not self.is_op("(", tok=self.peek()):
+            self.advance()
+        select = [self.select_item()]
+        while self.is_op(","):
+            self.advance()
+            select.append(self.select_item())
+        self.expect_kw("FROM")
+        if self.is_op("("):
+            raise self.unsupported("a subquery in FROM", self.tok.offset, "name a table, frame or view")
+        table = self.name("a table name")
+        if self.is_op("."):
+            raise self.unsupported("a qualified table name", self.tok.offset, "name the table alone")
+        if self.is_op(","):
+            raise self.unsupported("several tables in FROM", self.tok.offset)
+        if self.is_kw("AS") or (self.is_name() and not self.is_kw("MATCH_RECOGNIZE")):
+            raise self.unsupported(
+                "an alias of the input table", self.tok.offset, "MATCH_RECOGNIZE reads the table's columns directly"
+            )
+        if not self.is_kw("MATCH_RECOGNIZE"):
+            if self.is_kw(*_UNSUPPORTED_AFTER_FROM):
+                raise self.unsupported(_UNSUPPORTED_AFTER_FROM[self.tok.upper], self.tok.offset)
+            raise self.error("MATCH_RECOGNIZE")
+        match = self.match_recognize()
+        alias = None
+        if self.is_kw("AS"):
+            self.advance()
+            alias = self.name("an alias for the MATCH_RECOGNIZE result")
+        elif self.is_name() and not self.is_kw("WHERE"):
+            alias = self.name("an alias")
+        where = None
+        if self.is_kw("WHERE"):
+            self.advance()
+            where = self.expr()
+        if self.is_kw(*_UNSUPPORTED_AFTER_FROM):
+            raise self.unsupported(_UNSUPPORTED_AFTER_FROM[self.tok.upper], self.tok.offset)
+        if self.is_op(";"):
+            self.advance()
+        if self.tok.kind != "EOF":
+            raise self.error("WHERE or the end of the query")
+        return ast.Query(tuple(select), table, match, alias, where, self.text)
+
+    def select_item(self) -> ast.SelectItem:
+        start = self.tok.offset
+        if self.is_op("*"):
+            self.advance()
+            return ast.SelectItem(None, None, ast.Name("*", False, start), start)
+        if self.is_name() and self.is_op(".", tok=self.peek()) and self.is_op("*", tok=self.peek(2)):
+            qualifier = self.name("a name")
+            self.advance()
+            self.advance()
+            return ast.SelectItem(None, None, qualifier, start)
+        expr = self.expr()
+        name = None
+        if self.is_kw("AS"):
+            self.advance()
+            name = self.name("a column name")
+        elif self.is_name():
+            name = self.name("a column name")
+        return ast.SelectItem(expr, name, None, start)
+
+    # ------------------------------------------------------------------ MATCH_RECOGNIZE
+
+    def match_recognize(self) -> ast.MatchRecognize:
+        start = self.advance().offset
+        self.expect_op("(", "'(' after MATCH_RECOGNIZE")
+        partition: list[ast.Name] = []
+        order: list[ast.SortKey] = []
+        measures: list[ast.Measure] = []
+        rows, empty = "ONE", "SHOW"
+        skip = ast.Skip("PAST_LAST")
+        if self.is_kw("PARTITION"):
+            self.advance()
+            self.expect_kw("BY")
+            partition.append(self.partition_column())
+            while self.is_op(","):
+                self.advance()
+                partition.append(self.partition_column())
+        if self.is_kw("ORDER"):
+            self.advance()
+            self.expect_kw("BY")
+            order.append(self.sort_key())
+            while self.is_op(","):
+                self.advance()
+                order.append(self.sort_key())
+        if self.is_kw("MEASURES"):
+            self.advance()
+            measures.append(self.measure())
+            while self.is_op(","):
+                self.advance()
+                measures.append(self.measure())
+        if self.is_kw("ONE", "ALL"):
+            rows, empty = self.rows_per_match()
+        if self.is_kw("AFTER"):
+            skip = self.after_match()
+        if self.is_kw("INITIAL", "SEEK"):
+            raise self.unsupported(f"{self.tok.upper} (row pattern recognition in a window)", self.tok.offset)
+        if not self.is_kw("PATTERN"):
+            return self._clause_error(
+                ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "WITHIN", "SUBSET", "DEFINE"],
+                "PARTITION BY, ORDER BY, MEASURES, ONE/ALL ROWS PER MATCH, AFTER MATCH SKIP or PATTERN",
+            )
+        pattern_pos = self.advance().offset
+        self.expect_op("(", "'(' after PATTERN")
+        if self.is_op(")"):
+            pattern: ast.Pattern = ast.PEmpty(self.tok.offset)
+        else:
+            pattern = self.pattern()
+        self.expect_op(")", "')' closing the pattern (or a pattern variable, '|', a quantifier)")
+        del pattern_pos
+        within = None
+        if self.is_kw("WITHIN"):
+            self.advance()
+            if not self.is_kw("INTERVAL"):
+                raise self.error("INTERVAL '...' unit after WITHIN")
+            within = self.interval()
+        subsets: list[tuple[ast.Name, tuple[ast.Name, ...]]] = []
+        if self.is_kw("SUBSET"):
+            self.advance()
+            subsets.append(self.subset())
+            while self.is_op(","):
+                self.advance()
+                subsets.append(self.subset())
+        defines: list[tuple[ast.Name, ast.Expr]] = []
+        if self.is_kw("DEFINE"):
+            self.advance()
+            defines.append(self.define())
+            while self.is_op(","):
+                self.advance()
+                defines.append(self.define())
+        if not self.is_op(")"):
+            return self._clause_error(
+                ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "WITHIN", "SUBSET"],
+                "WITHIN, SUBSET, DEFINE or ')'" if not defines else "',' or ')' closing MATCH_RECOGNIZE",
+            )
+        self.advance()
+        return ast.MatchRecognize(
+            tuple(partition), tuple(order), tuple(measures), rows, empty, skip, pattern, within,
+            tuple(subsets), tuple(defines), start,
+        )
+
+    def _clause_error(self, clauses: list[str], expected: str):
+        tok = self.tok
+        if self.is_kw(*clauses):
+            raise QuerySyntaxError(
+                f"clause {tok.upper} is out of place: MATCH_RECOGNIZE's clauses come in the order PARTITION BY, "
+                "ORDER BY, MEASURES, ONE/ALL ROWS PER MATCH, AFTER MATCH SKIP, PATTERN, WITHIN, SUBSET, DEFINE",
+                self.text,
+                tok.offset,
+                expected,
+            )
+        raise self.error(expected)
+
+    def partition_column(self) -> ast.Name:
+        name = self.name("a column name")
+        if self.is_op(".", "("):
+            raise self.unsupported("an expression in PARTITION BY", self.tok.offset, "partition by columns")
+        return name
+
+    def sort_key(self) -> ast.SortKey:
+        column = self.name("a column name")
+        if self.is_op(".", "(", "+", "-", "*", "/"):
+            raise self.unsupported("an expression in ORDER BY", self.tok.offset, "order by columns")
+        descending = False
+        if self.is_kw("ASC", "DESC"):
+            descending = self.advance().upper == "DESC"
+        nulls_first = descending
+        if self.is_kw("NULLS"):
+            self.advance()
+            nulls_first = self.expect_kw("FIRST", "LAST").upper == "FIRST"
+        return ast.SortKey(column, descending, nulls_first)
+
+    def measure(self) -> ast.Measure:
+        expr = self.expr()
+        if not self.is_kw("AS"):
+            raise self.error("AS and the measure's name")
+        self.advance()
+        return ast.Measure(expr, self.name("the measure's name"))
+
+    def rows_per_match(self) -> tuple[str, str]:
+        tok = self.advance()
+        if tok.upper == "ONE":
+            self.expect_kw("ROW")
+            self.expect_kw("PER")
+            self.expect_kw("MATCH")
+            if self.is_kw("WITH"):
+                raise self.unsupported("ONE ROW PER MATCH WITH ...", self.tok.offset)
+            return "ONE", "SHOW"
+        self.expect_kw("ROWS")
+        self.expect_kw("PER")
+        self.expect_kw("MATCH")
+        if self.is_kw("SHOW", "OMIT"):
+            kind = self.advance().upper
+            self.expect_kw("EMPTY")
+            self.expect_kw("MATCHES")
+            return "ALL", kind
+        if self.is_kw("WITH"):
+            self.advance()
+            self.expect_kw("UNMATCHED")
+            self.expect_kw("ROWS")
+            return "ALL", "UNMATCHED"
+        return "ALL", "SHOW"
+
+    def after_match(self) -> ast.Skip:
+        self.advance()
+        self.expect_kw("MATCH")
+        self.expect_kw("SKIP")
+        pos = self.tok.offset
+        if self.is_kw("PAST"):
+            self.advance()
+            self.expect_kw("LAST")
+            self.expect_kw("ROW")
+            return ast.Skip("PAST_LAST", None, pos)
+        self.expect_kw("TO")
+        if self.is_kw("NEXT") and self.is_kw("ROW", tok=self.peek()):
+            self.advance()
+            self.advance()
+            return ast.Skip("NEXT_ROW", None, pos)
+        kind = "LAST"
+        if self.is_kw("FIRST", "LAST") and (self.is_name(self.peek())):
+            kind = self.advance().upper
+        return ast.Skip(kind, self.name("NEXT ROW, FIRST v, LAST v or a pattern variable"), pos)
+
+    def subset(self) -> tuple[ast.Name, tuple[ast.Name, ...]]:
+        name = self.name("a union variable name")
+        self.expect_op("=", "'=' after the union variable")
+        self.expect_op("(", "'(' and the variables of the subset")
+        items = [self.name("a pattern variable")]
+        while self.is_op(","):
+            self.advance()
+            items.append(self.name("a pattern variable"))
+        self.expect_op(")", "',' or ')'")
+        return name, tuple(items)
+
+    def define(self) -> tuple[ast.Name, ast.Expr]:
+        name = self.name("a pattern variable")
+        if not self.is_kw("AS"):
+            raise self.error("AS and the variable's condition")
+        self.advance()
+        return name, self.expr()
+
+    # ------------------------------------------------------------------ row patterns
+
+    def pattern(self) -> ast.Pattern:
+        self.enter()
+        start = self.tok.offset
+        items = [self.concatenation()]
+        while self.is_op("|"):
+            self.advance()
+            items.append(self.concatenation())
+        self.leave()
+        return items[0] if len(items) == 1 else ast.PAlt(start, tuple(items))
+
+    def concatenation(self) -> ast.Pattern:
+        start = self.tok.offset
+        items = []
+        while not (self.is_op(")", "|", "-}", ",") or self.tok.kind == "EOF"):
+            items.append(self.quantified())
+        if not items:
+            raise self.error("a pattern variable, '(', '^', '$', PERMUTE or '{-'")
+        return items[0] if len(items) == 1 else ast.PConcat(start, tuple(items))
+
+    def quantified(self) -> ast.Pattern:
+        start = self.tok.offset
+        body = self.primary_pattern()
+        if self.is_op("*", "+", "?"):
+            op = self.advance().value
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op]  # type: ignore[index]
+        elif self.is_op("{"):
+            brace = self.advance()
+            low, high = 0, None
+            if self.tok.kind == "INT":
+                low = self.count("a number")
+                high = low
+                if self.is_op(","):
+                    self.advance()
+                    high = self.count("a number") if self.tok.kind == "INT" else None
+            elif self.is_op(","):
+                self.advance()
+                high = self.count("a number") if self.tok.kind == "INT" else None
+            else:
+                raise self.error("a number or ',' in a quantifier")
+            self.expect_op("}", "'}' closing the quantifier")
+            if high is not None and high < low:
+                raise QuerySyntaxError(
+                    f"quantifier {{{low},{high}}}: the upper bound is below the lower bound", self.text, brace.offset
+                )
+        else:
+            return body
+        greedy = True
+        if self.is_op("?"):
+            self.advance()
+            greedy = False
+        if self.is_op("*", "+", "{") or (self.is_op("?")):
+            raise QuerySyntaxError(
+                "a quantifier cannot follow a quantifier (put the quantified part in parentheses)",
+                self.text,
+                self.tok.offset,
+            )
+        return ast.PQuant(start, body, low, high, greedy)
+
+    def primary_pattern(self) -> ast.Pattern:
+        tok = self.tok
+        if self.is_op("("):
+            self.advance()
+            if self.is_op(")"):
+                self.advance()
+                return ast.PEmpty(tok.offset)
+            inner = self.pattern()
+            self.expect_op(")", "')' (or '|', a pattern variable, a quantifier)")
+            return inner
+        if self.is_op("^", "$"):
+            self.advance()
+            return ast.PAnchor(tok.offset, str(tok.value))
+        if self.is_op("{-"):
+            self.advance()
+            inner = self.pattern()
+            self.expect_op("-}", "'-}' closing the exclusion")
+            return ast.PExclude(tok.offset, inner)
+        if self.is_kw("PERMUTE") and self.is_op("(", tok=self.peek()):
+            self.advance()
+            self.advance()
+            items = [self.pattern()]
+            while self.is_op(","):
+                self.advance()
+                items.append(self.pattern())
+            self.expect_op(")", "',' or ')' closing PERMUTE")
+            return ast.PPermute(tok.offset, tuple(items))
+        if self.is_name():
+            return ast.PVar(tok.offset, self.name("a pattern variable"))
+        raise self.error("a pattern variable, '(', '^', '$', PERMUTE or '{-'")
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self) -> ast.Expr:
+        self.enter()
+        left = self.and_expr()
+        while self.is_kw("OR"):
+            tok = self.advance()
+            left = ast.Binary(tok.offset, "OR", left, self.and_expr())
+        self.leave()
+        return left
+
+    def and_expr(self) -> ast.Expr:
+        left = self.not_expr()
+        while self.is_kw("AND"):
+            tok = self.advance()
+            left = ast.Binary(tok.offset, "AND", left, self.not_expr())
+        return left
+
+    def not_expr(self) -> ast.Expr:
+        if self.is_kw("NOT"):
+            tok = self.advance()
+            self.enter()
+            operand = self.not_expr()
+            self.leave()
+            return ast.Unary(tok.offset, "NOT", operand)
+        return self.predicate()
+
+    def predicate(self) -> ast.Expr:
+        left = self.concat_expr()
+        tok = self.tok
+        if self.is_op("=", "<>", "!=", "<", "<=", ">", ">="):
+            self.advance()
+            op = "<>" if tok.value == "!=" else str(tok.value)
+            right = self.concat_expr()
+            if self.is_op("=", "<>", "!=", "<", "<=", ">", ">="):
+                raise QuerySyntaxError(
+                    "comparisons do not chain (write a < b AND b < c)", self.text, self.tok.offset
+                )
+            return ast.Binary(tok.offset, op, left, right)
+        if self.is_kw("IS"):
+            self.advance()
+            negated = False
+            if self.is_kw("NOT"):
+                self.advance()
+                negated = True
+            if self.is_kw("TRUE", "FALSE", "UNKNOWN", "DISTINCT"):
+                raise self.unsupported(f"IS {'NOT ' if negated else ''}{self.tok.upper}", self.tok.offset)
+            self.expect_kw("NULL")
+            return ast.IsNull(tok.offset, left, negated)
+        negated = False
+        if self.is_kw("NOT") and self.is_kw("BETWEEN", "IN", "LIKE", tok=self.peek()):
+            self.advance()
+            negated = True
+            tok = self.tok
+        if self.is_kw("BETWEEN"):
+            self.advance()
+            if self.is_kw("SYMMETRIC", "ASYMMETRIC"):
+                raise self.unsupported(f"BETWEEN {self.tok.upper}", self.tok.offset)
+            low = self.concat_expr()
+            self.expect_kw("AND")
+            high = self.concat_expr()
+            inside = ast.Binary(
+                tok.offset,
+                "AND",
+                ast.Binary(tok.offset, ">=", left, low),
+                ast.Binary(tok.offset, "<=", left, high),
+            )
+            return ast.Unary(tok.offset, "NOT", inside) if negated else inside
+        if self.is_kw("IN"):
+            self.advance()
+            self.expect_op("(", "'(' and a list of values")
+            if self.is_kw("SELECT"):
+                raise self.unsupported("a subquery in IN", self.tok.offset)
+            values = [self.concat_expr()]
+            while self.is_op(","):
+                self.advance()
+                values.append(self.concat_expr())
+            self.expect_op(")", "',' or ')'")
+            result: ast.Expr = ast.Binary(tok.offset, "=", left, values[0])
+            for value in values[1:]:
+                result = ast.Binary(tok.offset, "OR", result, ast.Binary(tok.offset, "=", left, value))
+            return ast.Unary(tok.offset, "NOT", result) if negated else result
+        if self.is_kw("LIKE"):
+            raise self.unsupported("LIKE", tok.offset, "compare with = or <>")
+        return left
+
+    def concat_expr(self) -> ast.Expr:
+        left = self.additive()
+        while self.is_op("||"):
+            tok = self.advance()
+            left = ast.Binary(tok.offset, "||", left, self.additive())
+        return left
+
+    def additive(self) -> ast.Expr:
+        left = self.multiplicative()
+        while self.is_op("+", "-"):
+            tok = self.advance()
+            left = ast.Binary(tok.offset, str(tok.value), left, self.multiplicative())
+        return left
+
+    def multiplicative(self) -> ast.Expr:
+        left = self.unary()
+        while self.is_op("*", "/", "%"):
+            tok = self.advance()
+            left = ast.Binary(tok.offset, str(tok.value), left, self.unary())
+        return left
+
+    def unary(self) -> ast.Expr:
+        if self.is_op("-", "+"):
+            tok = self.advance()
+            if tok.value == "-" and self.tok.kind == "INT":
+                number = self.advance()
+                value = -int(number.value)  # type: ignore[arg-type]
+                return ast.Literal(tok.offset, value, "int")
+            self.enter()
+            operand = self.unary()
+            self.leave()
+            return ast.Unary(tok.offset, str(tok.value), operand)
+        return self.primary()
+
+    def primary(self) -> ast.Expr:
+        tok = self.tok
+        if tok.kind == "INT":
+            self.advance()
+            if int(tok.value) > INT64_MAX:  # type: ignore[arg-type]
+                raise QuerySyntaxError(f"integer {tok.text} is out of range (at most {INT64_MAX})", self.text, tok.offset)
+            return ast.Literal(tok.offset, int(tok.value), "int")  # type: ignore[arg-type]
+        if tok.kind == "FLOAT":
+            self.advance()
+            return ast.Literal(tok.offset, float(tok.value), "double")  # type: ignore[arg-type]
+        if tok.kind == "STRING":
+            self.advance()
+            return ast.Literal(tok.offset, tok.value, "string")
+        if self.is_op("("):
+            self.advance()
+            if self.is_kw("SELECT"):
+                raise self.unsupported("a subquery", self.tok.offset)
+            inner = self.expr()
+            self.expect_op(")", "')'")
+            return inner
+        if self.is_kw("TRUE", "FALSE"):
+            self.advance()
+            return ast.Literal(tok.offset, tok.upper == "TRUE", "bool")
+        if self.is_kw("NULL"):
+            self.advance()
+            return ast.Literal(tok.offset, None, "null")
+        if self.is_kw("CASE"):
+            return self.case()
+        if self.is_kw("CAST"):
+            return self.cast()
+        if self.is_kw("INTERVAL"):
+            return self.interval()
+        if self.is_kw("TIMESTAMP") and self.peek().kind == "STRING":
+            self.advance()
+            text = str(self.advance().value)
+            return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset))
+        if self.is_kw("DATE", "TIME") and self.peek().kind == "STRING":
+            raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
+        if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
+            semantics = self.advance().upper
+            self.semantics_pos = tok.offset
+            call = self.tok
+            if call.upper not in NAVIGATIONS | AGGREGATES:
+                raise self.error("FIRST, LAST or an aggregate after " + semantics)
+            if call.upper in ("PREV", "NEXT"):
+                raise QuerySyntaxError(
+                    f"{semantics} applies to FIRST, LAST and aggregates, not to {call.upper}",
+                    self.text,
+                    tok.offset,
+                )
+            return self.call(semantics)
+        if tok.kind == "IDENT" and self.is_op("(", tok=self.peek()) and tok.upper not in RESERVED:
+            return self.call(None)
+        if self.is_name():
+            first = self.name("a column name")
+            if self.is_op("."):
+                self.advance()
+                if self.is_op("*"):
+                    raise QuerySyntaxError(f"{first.text}.* is only allowed in COUNT({first.text}.*)", self.text, first.pos)
+                second = self.name("a column name")
+                if self.is_op("."):
+                    raise self.unsupported("a column qualified twice", self.tok.offset)
+                return ast.Column(first.pos, first, second)
+            return ast.Column(first.pos, None, first)
+        raise self.error("an expression")
+
+    def call(self, semantics: str | None) -> ast.Expr:
+        tok = self.advance()
+        name = tok.upper
+        start = self.semantics_pos if semantics else tok.offset  # RUNNING/FINAL starts the call
+        self.expect_op("(")
+        self.enter()
+        try:
+            if name in NAVIGATIONS:
+                arg = self.expr()
+                offset = 1 if name in ("PREV", "NEXT") else 0
+                if self.is_op(","):
+                    self.advance()
+                    offset = self.count("a non-negative whole number (the offset)")
+                self.expect_op(")", "')' (or ',' and an offset)")
+                return ast.Navigation(start, name, arg, offset, semantics)
+            if name in AGGREGATES:
+                if self.is_kw("DISTINCT"):
+                    raise self.unsupported(f"{name}(DISTINCT ...)", self.tok.offset)
+                if self.is_kw("ALL"):
+                    self.advance()
+                star_pos = self.tok.offset
+                if name == "COUNT" and self.is_op("*"):
+                    self.advance()
+                    arg: ast.Expr = ast.Star(star_pos, None)
+                elif (
+                    name == "COUNT"
+                    and self.is_name()
+                    and self.is_op(".", tok=self.peek())
+                    and self.is_op("*", tok=self.peek(2))
+                ):
+                    var = self.name("a pattern variable")
+                    self.advance()
+                    self.advance()
+                    arg = ast.Star(star_pos, var)
+                elif name == "COUNT" and self.is_op(")"):
+                    arg = ast.Star(star_pos, None)
+                else:
+                    arg = self.expr()
+                if self.is_op(","):
+                    raise self.unsupported(f"{name} with several arguments", self.tok.offset)
+                self.expect_op(")", "')'")
+                if self.is_kw("FILTER", "OVER", "WITHIN"):
+                    raise self.unsupported(f"{self.tok.upper} after an aggregate", self.tok.offset)
+                return ast.Aggregate(start, name, arg, semantics)
+            if name == "CLASSIFIER":
+                var = None if self.is_op(")") else self.name("a pattern variable or ')'")
+                self.expect_op(")", "')'")
+                return ast.Classifier(tok.offset, var)
+            if name == "MATCH_NUMBER":
+                self.expect_op(")", "')' (MATCH_NUMBER takes no argument)")
+                return ast.MatchNumber(tok.offset)
+            if name in SCALARS:
+                args = [self.expr()]
+                while self.is_op(","):
+                    self.advance()
+                    args.append(self.expr())
+                self.expect_op(")", "',' or ')'")
+                if name == "ABS" and len(args) != 1:
+                    raise QuerySyntaxError("ABS takes one argument", self.text, tok.offset)
+                return ast.Function(tok.offset, name, tuple(args))
+            if name in ("MATCH_ROWTIME", "MATCH_PROCTIME", "PROCTIME"):
+                raise self.unsupported(f"{name}()", tok.offset)
+            raise self.unsupported(
+                f"function {name}",
+                tok.offset,
+                "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE",
+            )
+        finally:
+            self.leave()
+
+    def case(self) -> ast.Expr:
+        start = self.advance().offset
+        operand = None
+        if not self.is_kw("WHEN"):
+            operand = self.expr()
+        whens = []
+        while self.is_kw("WHEN"):
+            self.advance()
+            condition = self.expr()
+            self.expect_kw("THEN")
+            whens.append((condition, self.expr()))
+        if not whens:
+            raise self.error("WHEN")
+        otherwise = None
+        if self.is_kw("ELSE"):
+            self.advance()
+            otherwise = self.expr()
+        self.expect_kw("END")
+        return ast.Case(start, operand, tuple(whens), otherwise)
+
+    def cast(self) -> ast.Expr:
+        start = self.advance().offset
+        self.expect_op("(", "'(' after CAST")
+        operand = self.expr()
+        self.expect_kw("AS")
+        type_tok = self.tok
+        if type_tok.kind != "IDENT":
+            raise self.error("a type name")
+        self.advance()
+        word = type_tok.upper
+        if word == "DOUBLE" and self.is_kw("PRECISION"):
+            self.advance()
+        if word == "TIMESTAMP":
+            type_name = "TIMESTAMP"
+            if self.is_op("("):
+                self.advance()
+                self.count("a precision")
+                self.expect_op(")")
+        elif word in CAST_TYPES:
+            type_name = CAST_TYPES[word]
+            if self.is_op("(") and type_name == "VARCHAR":
+                self.advance()
+                self.count("a length")
+                self.expect_op(")")
+        else:
+            raise self.unsupported(
+                f"CAST to {word}", type_tok.offset, "supported: BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP"
+            )
+        self.expect_op(")", "')' closing CAST")
+        return ast.Cast(start, operand, type_name, type_tok.offset)
+
+    def interval(self) -> ast.IntervalLiteral:
+        start = self.advance().offset
+        negative = False
+        if self.is_op("-"):
+            self.advance()
+            negative = True
+        if self.tok.kind != "STRING":
+            raise self.error("a quoted interval such as '10' after INTERVAL")
+        value_tok = self.advance()
+        unit_tok = self.tok
+        unit = _UNIT_ALIASES.get(unit_tok.upper, unit_tok.upper)
+        if unit in ("YEAR", "MONTH", "YEARS", "MONTHS"):
+            raise self.unsupported(f"INTERVAL ... {unit}", unit_tok.offset, "months and years have no fixed length")
+        if unit not in INTERVAL_UNITS:
+            raise self.error("DAY, HOUR, MINUTE or SECOND")
+        self.advance()
+        self._precision()
+        last_unit = unit
+        if self.is_kw("TO"):
+            self.advance()
+            last_tok = self.tok
+            last_unit = _UNIT_ALIASES.get(last_tok.upper, last_tok.upper)
+            order = list(INTERVAL_UNITS)
+            if last_unit not in INTERVAL_UNITS or order.index(last_unit) <= order.index(unit):
+                raise self.error(f"a unit smaller than {unit} after TO")
+            self.advance()
+            self._precision()
+        nanos = self._interval_nanos(str(value_tok.value), unit, last_unit, value_tok.offset)
+        return ast.IntervalLiteral(start, value_tok.text, -nanos if negative else nanos)
+
+    def _precision(self) -> None:
+        if self.is_op("("):
+            self.advance()
+            self.count("a precision")
+            self.expect_op(")")
+
+    def _interval_nanos(self, text: str, first: str, last: str, offset: int) -> int:
+        """'10' SECOND, '1.5' SECOND, '1:30' MINUTE TO SECOND, '2 03:00:00' DAY TO SECOND."""
+        units = list(INTERVAL_UNITS)
+        wanted = units[units.index(first) : units.index(last) + 1]
+        value = text.strip()
+        sign = 1
+        if value.startswith("-"):
+            sign, value = -1, value[1:]
+        parts = re.split(r"[ :]", value) if len(wanted) > 1 else [value]
+        if len(parts) != len(wanted) or not all(re.fullmatch(r"\d+(\.\d+)?", p) for p in parts):
+            raise QuerySyntaxError(
+                f"interval '{text}' does not match {first}{' TO ' + last if last != first else ''}",
+                self.text,
+                offset,
+            )
+        total = Fraction(0)
+        for part, unit in zip(parts, wanted):
+            if "." in part and unit != wanted[-1]:
+                raise QuerySyntaxError(f"interval '{text}': only the last field may have a fraction", self.text, offset)
+            total += Fraction(part) * INTERVAL_UNITS[unit]
+        if total.denominator != 1:
+            raise QuerySyntaxError(f"interval '{text}' is not a whole number of nanoseconds", self.text, offset)
+        if total > INT64_MAX:
+            raise QuerySyntaxError(f"interval '{text}' is too long", self.text, offset)
+        return sign * int(total)
+
+    def _timestamp(self, text: str, offset: int) -> int:
+        """'YYYY-MM-DD[ HH:MM:SS[.fraction]]' as nanoseconds since the epoch (read as UTC)."""
+        match = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?", text.strip())
+        if not match:
+            raise QuerySyntaxError(
+                f"timestamp '{text}' is not of the form 'YYYY-MM-DD HH:MM:SS[.fraction]'", self.text, offset
+            )
+        year, month, day, hour, minute, second, fraction = match.groups()
+        try:
+            moment = datetime(
+                int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                tzinfo=timezone.utc,
+            )
+        except ValueError as exc:
+            raise QuerySyntaxError(f"timestamp '{text}': {exc}", self.text, offset) from None
+        seconds = (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // _ONE_SECOND
+        nanos = int((fraction or "").ljust(9, "0") or 0)
+        return seconds * 10**9 + nanos
+
+
+_ONE_SECOND = datetime(1970, 1, 1, 0, 0, 1) - datetime(1970, 1, 1)

@@ -1,0 +1,104 @@
+"""ceql.spark.sql: MATCH_RECOGNIZE on Spark DataFrames gives the local engine's rows, batch
+(partitioned or not, from a DataFrame or a temporary view) and streaming (files arriving one by
+one, rows shuffled within a file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import ceql
+
+QUERIES = [
+    # partitioned, navigation, aggregates, CLASSIFIER, MATCH_NUMBER
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES FIRST(A.seq) AS a, LAST(B.seq) AS b, "
+    "COUNT(B.*) AS n, CLASSIFIER() AS c, MATCH_NUMBER() AS m ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+    "PATTERN (A B+ C) DEFINE A AS A.k = 'a', B AS B.k <> 'a' AND B.v >= PREV(B.v), C AS C.k = 'c')",
+    # no PARTITION BY: one task
+    "SELECT T.a, T.s FROM ev MATCH_RECOGNIZE (ORDER BY t, seq MEASURES A.seq AS a, SUM(B.v) AS s "
+    "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B{1,3} C?) DEFINE A AS A.v > 6, B AS B.v < A.v) AS T "
+    "WHERE T.s > 3",
+    # ALL ROWS PER MATCH with unmatched rows and RUNNING measures
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES RUNNING COUNT(*) AS r, "
+    "FINAL LAST(seq) AS f ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B) DEFINE B AS B.v > A.v)",
+]
+
+
+def rows_of(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out, t = [], 0
+    for i in range(n):
+        t += rng.choice([0, 1, 1, 2])
+        out.append({"p": rng.randint(1, 3), "t": t, "k": rng.choice("abc"), "v": rng.randint(0, 9), "seq": i})
+    return out
+
+
+def local_rows(text: str, rows: list[dict], table_name: str = "ev") -> list[tuple]:
+    return sorted(tuple(r.values()) for r in ceql.sql.run(text, {table_name: pa.Table.from_pylist(rows)}).to_pylist())
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_batch_matches_local(spark, text: str) -> None:
+    rows = rows_of(150, 3)
+    df = spark.createDataFrame(rows).repartition(3)  # rows spread over tasks
+    got = sorted(tuple(r) for r in ceql.spark.sql(text, ev=df).collect())
+    assert got == local_rows(text, rows)
+    assert got
+
+
+def test_temporary_view_and_errors(spark) -> None:
+    rows = rows_of(60, 4)
+    spark.createDataFrame(rows).createOrReplaceTempView("ev_view")
+    text = QUERIES[0].replace("FROM ev ", "FROM ev_view ")
+    assert sorted(tuple(r) for r in ceql.spark.sql(text).collect()) == local_rows(text, rows, "ev_view")
+    with pytest.raises(ceql.QueryError, match="neither given"):
+        ceql.spark.sql(QUERIES[0].replace("FROM ev ", "FROM missing "))
+    with pytest.raises(ceql.QueryError, match="no such column"):
+        ceql.spark.sql(QUERIES[0].replace("A.k = 'a'", "A.kind = 'a'"), ev=spark.createDataFrame(rows))
+
+
+def test_streaming_matches_batch(spark, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    rows = rows_of(300, 5)
+    source = tmp_path / "in"
+    source.mkdir()
+    rng = random.Random(5)
+    for number in range(0, len(rows), 50):
+        chunk = rows[number : number + 50]
+        rng.shuffle(chunk)  # only ORDER BY orders rows
+        path = source / f"part{number:04d}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in chunk))
+        os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
+    schema = T.StructType(
+        [T.StructField(name, T.StringType() if name == "k" else T.LongType()) for name in ("p", "t", "k", "v", "seq")]
+    )
+    stream = (
+        spark.readStream.schema(schema)
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .withColumn("ts", F.timestamp_seconds("t"))
+    )
+    text = (
+        "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts, seq MEASURES FIRST(A.seq) AS a, "
+        "LAST(B.seq) AS b, COUNT(B.*) AS n, C.seq AS c, MATCH_NUMBER() AS m ONE ROW PER MATCH "
+        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C) DEFINE A AS A.k = 'a', B AS B.k = 'b' AND "
+        "B.v >= PREV(B.v), C AS C.k = 'c')"
+    )
+    result = ceql.spark.sql(text, ev=stream)
+    query = (
+        result.writeStream.format("memory").queryName("mr_stream").outputMode("append").trigger(availableNow=True).start()
+    )
+    query.awaitTermination()
+    got = sorted(tuple(r) for r in spark.sql("SELECT * FROM mr_stream").collect())
+    table = pa.Table.from_pylist(rows)
+    table = table.append_column("ts", table.column("t").cast(pa.timestamp("s")))
+    expected = sorted(tuple(r.values()) for r in ceql.sql(text, ev=table).to_pylist())
+    assert got == expected
+    assert len(got) >= 5
