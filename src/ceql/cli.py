@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from ceql import __version__
 from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
-from ceql.compile.limits import DEFAULT_MAX_MATCHES
+from ceql.compile.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.errors import CeqlError, QueryError
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES
 
@@ -454,6 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"live partial-match classes per partition key (default {DEFAULT_MAX_CLASSES:,})",
     )
     bounds.add_argument(
+        "--max-nodes",
+        type=_count,
+        default=DEFAULT_MAX_NODES,
+        metavar="N",
+        help=f"stored partial-match nodes, all partitions together (default {DEFAULT_MAX_NODES:,})",
+    )
+    bounds.add_argument(
         "--max-states",
         type=_count,
         default=DEFAULT_MAX_STATES,
@@ -508,6 +515,7 @@ def _engine_options(args: argparse.Namespace) -> dict:
     return {
         "engine": args.evaluator,
         "max_classes": args.max_classes or unbounded,
+        "max_nodes": args.max_nodes or unbounded,
         "max_states": args.max_states or unbounded,
         "max_work": args.max_work or unbounded,
     }

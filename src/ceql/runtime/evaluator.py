@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
@@ -36,6 +37,7 @@ class Evaluator:
     it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
     labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
     partition (conditions across events keep runs with different register values apart);
+    ``max_nodes`` bounds the stored partial matches (live tECS nodes, all partitions);
     ``max_states`` and ``max_work`` bound the lazily determinized automaton (docs/limits.md)."""
 
     def __init__(
@@ -45,6 +47,7 @@ class Evaluator:
         engine: str = "auto",
         type_labels: bool = False,
         max_classes: int = DEFAULT_MAX_CLASSES,
+        max_nodes: int = DEFAULT_MAX_NODES,
         max_states: int | None = None,
         max_work: int | None = None,
     ) -> None:
@@ -77,6 +80,7 @@ class Evaluator:
         self.output = Output(plan, type_labels=type_labels, ranked=ranked)
         self.type_labels = type_labels
         self.max_classes = max_classes
+        self.max_nodes = max_nodes
         # The compiled kernel (runtime/kernel) runs the plans it supports: always with
         # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
         # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
@@ -84,7 +88,7 @@ class Evaluator:
         if engine == "auto" and forced in ("0", "1"):
             engine = "compiled" if forced == "1" else "python"
         self.engine = engine
-        self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
+        self._kernel = _kernel_for(plan, max_nodes) if engine == "compiled" and not type_labels else None
 
     # ------------------------------------------------------------------ public API
 
@@ -101,7 +105,7 @@ class Evaluator:
         fully before pushing more events."""
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
             if not self.type_labels:
-                self._kernel = _kernel_for(self.plan)
+                self._kernel = _kernel_for(self.plan, self.max_nodes)
         if self._kernel is not None:
             yield from self._kernel.matches(events)
             return
@@ -113,7 +117,7 @@ class Evaluator:
         column per reported label, partition, one typed column per measure). The compiled
         kernel builds it without a Python object per match when it supports the query."""
         if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
-            self._kernel = _kernel_for(self.plan)
+            self._kernel = _kernel_for(self.plan, self.max_nodes)
         if self._kernel is not None:
             return self._kernel.arrow(events)
         from ceql.runtime.arrow import matches_table
@@ -160,7 +164,12 @@ class Evaluator:
         return {
             "query": self.plan.checked.text,
             "schema": self.plan.checked.schema,
-            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes, "engine": self.engine},
+            "options": {
+                "type_labels": self.type_labels,
+                "max_classes": self.max_classes,
+                "max_nodes": self.max_nodes,
+                "engine": self.engine,
+            },
             "state": self.export_state(),
         }
 
@@ -262,8 +271,14 @@ class Evaluator:
         runs = self.runs
         if plan.window is None or not plan.monotone or plan.silent_reads:
             # (A run that ends by reading without reporting keeps an old complex event valid:
-            # its window is that of its own events, whatever the trigger.)
-            runs.compact_at = runs.created + max(COMPACT_MIN, runs.created)
+            # its window is that of its own events, whatever the trigger.) Nothing expires, so
+            # the stored nodes are counted against max_nodes (at doubling intervals: amortised
+            # constant work per node).
+            live = self.live_nodes()
+            if live > self.max_nodes:
+                raise too_many_nodes(live, self.max_nodes)
+            runs.created = 0
+            runs.compact_at = max(COMPACT_MIN, live)
             return
         if plan.window_kind == "events":
             now = self.position - 1  # the last position seen
@@ -274,6 +289,8 @@ class Evaluator:
                 return
         runs.compact(now - plan.window)
         live = self.live_nodes()
+        if live > self.max_nodes:
+            raise too_many_nodes(live, self.max_nodes)
         runs.created = 0
         runs.compact_at = max(COMPACT_MIN, 2 * live)
 
@@ -289,11 +306,11 @@ def _large(events: Any) -> bool:
     return rows is not None and rows >= KERNEL_MIN_ROWS
 
 
-def _kernel_for(plan: Plan) -> Any:
+def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
     """The compiled kernel for this plan, or None when it stays on the Python path."""
     from ceql.runtime import kernel
 
-    return kernel.PlanKernel(plan) if kernel.unsupported(plan) is None else None
+    return kernel.PlanKernel(plan, max_nodes=max_nodes) if kernel.unsupported(plan) is None else None
 
 
 def _import(evaluator: Evaluator, blob: bytes) -> None:
@@ -302,7 +319,7 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
 
     if kernel.is_kernel_state(blob):
         if evaluator._kernel is None:
-            evaluator._kernel = _kernel_for(evaluator.plan)
+            evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
         if evaluator._kernel is None:
             raise ValueError("the saved state was made by the compiled kernel, which cannot run this query")
         evaluator._kernel.import_json(blob)

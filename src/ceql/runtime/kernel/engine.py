@@ -99,6 +99,8 @@ class KernelEvaluator:
             (when a projection may make some of them equal, duplicates are removed per chunk).
         labels: also output each event's label-set id.
         anchored: runs may all die (START): a sub-stream left without runs stays so.
+        max_nodes: the stored nodes (live after a compaction) may not exceed this (LimitError;
+            None: no bound).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class KernelEvaluator:
         whole_triggers: bool = False,
         labels: bool = True,
         anchored: bool = False,
+        max_nodes: int | None = None,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -134,6 +137,7 @@ class KernelEvaluator:
         self.cfg[k.C_LABELS] = int(self.labels)
         self.cfg[k.C_ANCHORED] = int(anchored)
         self.whole_triggers = whole_triggers
+        self.max_nodes = max_nodes
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._reset()
 
@@ -180,9 +184,10 @@ class KernelEvaluator:
         positions: np.ndarray,
         measures: np.ndarray,
         key_codes: np.ndarray | None = None,
+        missing: np.ndarray | None = None,
     ) -> KernelMatches:
         """Process a batch of events; return the complex events it triggers (all at once)."""
-        chunks = list(self.process_chunks(symbols, positions, measures, key_codes))
+        chunks = list(self.process_chunks(symbols, positions, measures, key_codes, missing))
         return KernelMatches.concat(chunks, self.label_sets, self.labels)
 
     def process_chunks(
@@ -191,17 +196,20 @@ class KernelEvaluator:
         positions: np.ndarray,
         measures: np.ndarray,
         key_codes: np.ndarray | None = None,
+        missing: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
         """Process a batch of events, yielding its complex events in chunks of bounded size.
 
-        ``symbols``, ``positions`` (increasing) and ``measures`` (int64; MISSING where the event
-        has none) have one entry per event; ``key_codes`` too when partitioned (dense codes >= 0
-        that stay the same for a key across batches, -1 for events without a key). Consume the
-        iterator fully before the next call."""
+        ``symbols``, ``positions`` (increasing) and ``measures`` (any int64) have one entry per
+        event; ``missing`` flags the events without a window measure (default: the measures equal
+        to MISSING); ``key_codes`` too when partitioned (dense codes >= 0 that stay the same for
+        a key across batches, -1 for events without a key). Consume the iterator fully before
+        the next call."""
         n = len(symbols)
         symbols = np.ascontiguousarray(symbols, dtype=np.int64)
         positions = np.ascontiguousarray(positions, dtype=np.int64)
         measures = np.ascontiguousarray(measures, dtype=np.int64)
+        miss = np.ascontiguousarray(measures == k.MISSING if missing is None else missing, dtype=np.bool_)
         if key_codes is None:
             if self.partitioned:
                 raise ValueError("a partitioned evaluator needs key codes")
@@ -217,7 +225,7 @@ class KernelEvaluator:
         index = 0
         while True:
             status, index, a, b = k.run(
-                symbols, measures, codes, positions, index, n, self.cfg, self.st, self.nodes,
+                symbols, measures, miss, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
                 self.out_pos, self.out_lab, self._first,
@@ -289,7 +297,12 @@ class KernelEvaluator:
             np.empty(n, dtype=np.int64), out,
         )  # fmt: skip
         self.nodes = out
-        self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
+        live = int(self.st[k.S_NODES]) - 1
+        self.compact_at = max(COMPACT_MIN, 2 * live + 2)
+        if self.max_nodes is not None and live > self.max_nodes:
+            from ceql.compile.limits import too_many_nodes
+
+            raise too_many_nodes(live, self.max_nodes)
 
     # ------------------------------------------------------------------ growth and output
 
