@@ -26,3 +26,24 @@ def forge(blob: bytes, **fields) -> bytes:
     header, body = open_state(blob)
     body.update(fields)
     return reseal(header, body)
+
+
+def array(body: dict, name: str):
+    """A kernel state body's array field as numpy."""
+    import base64
+
+    import numpy as np
+
+    return np.frombuffer(
+        base64.b64decode(body[name]), dtype="<i8" if name != "node_has_empty" else "?"
+    ).copy()
+
+
+def with_array(body: dict, name: str, values) -> dict:
+    """The body with a kernel array field replaced."""
+    import base64
+
+    import numpy as np
+
+    dtype = "<i8" if name != "node_has_empty" else "?"
+    return dict(body, **{name: base64.b64encode(np.asarray(values, dtype=dtype).tobytes()).decode()})

@@ -98,7 +98,9 @@ def unseal(blob: Any, format_name: str, version: int, query: str) -> Any:
     if header is None:
         raise StateError("not a saved ceql evaluator state")
     if header.get("format") != format_name:
-        raise StateError(f"the saved state is a {str(header.get('format'))[:40]!r} state, not a {format_name!r} one")
+        raise StateError(
+            f"the saved state is a {str(header.get('format'))[:40]!r} state, not a {format_name!r} one"
+        )
     if header.get("version") != version:
         raise StateError(
             f"saved state has format version {str(header.get('version'))[:20]}; this ceql reads {version}"
@@ -106,8 +108,15 @@ def unseal(blob: Any, format_name: str, version: int, query: str) -> Any:
     if header.get("query") != query:
         raise StateError("the saved state belongs to another query or schema")
     size, digest = header.get("size"), header.get("digest")
-    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_BYTES or not isinstance(digest, str):
-        raise StateError(f"saved state claims an impossible size {str(size)[:30]} (at most {MAX_BYTES:,} bytes)")
+    if (
+        not isinstance(size, int)
+        or isinstance(size, bool)
+        or not 0 <= size <= MAX_BYTES
+        or not isinstance(digest, str)
+    ):
+        raise StateError(
+            f"saved state claims an impossible size {str(size)[:30]} (at most {MAX_BYTES:,} bytes)"
+        )
     prefix = len(json.dumps(header, separators=(",", ":")).encode()) + 1
     decompressor = zlib.decompressobj()
     try:
@@ -179,7 +188,12 @@ def _decode(value: Any, depth: int = 0) -> Any:
 
 def _int(value: Any, what: str, low: int = -1, high: int | None = None) -> int:
     """An int in [low, high) (high: exclusive), else StateError naming ``what``."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value >= high):
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < low
+        or (high is not None and value >= high)
+    ):
         raise StateError(f"saved state has an impossible {what}: {str(value)[:40]}")
     return value
 
@@ -277,7 +291,9 @@ def check_measure(plan: Plan, measure: Any, pos: int) -> Any:
     kind = plan.window_kind
     if kind is None or kind == "events":
         if measure != pos or isinstance(measure, bool) or not isinstance(measure, int):
-            raise StateError(f"saved state has an impossible window measure {str(measure)[:40]} at position {pos}")
+            raise StateError(
+                f"saved state has an impossible window measure {str(measure)[:40]} at position {pos}"
+            )
         return measure
     if measure is None and kind == "attribute" and not plan.ordered_time:
         return None
@@ -323,7 +339,11 @@ def export_state(evaluator: Evaluator) -> bytes:
                 entry: list = ["B"]
             elif not expanded:
                 stack.append((node, True))
-                children = (node[nodes.LEFT], node[nodes.RIGHT]) if size == nodes.UNION_SIZE else (node[nodes.CHILD],)
+                children = (
+                    (node[nodes.LEFT], node[nodes.RIGHT])
+                    if size == nodes.UNION_SIZE
+                    else (node[nodes.CHILD],)
+                )
                 stack.extend((child, False) for child in children if id(child) not in index)
                 continue
             elif size == nodes.UNION_SIZE:
@@ -377,7 +397,16 @@ class _Loaded:
 
 
 BODY_FIELDS = frozenset(
-    {"position", "states", "nodes", "partitions", "consumed_at", "partition_consumed", "last_time", "local_counts"}
+    {
+        "position",
+        "states",
+        "nodes",
+        "partitions",
+        "consumed_at",
+        "partition_consumed",
+        "last_time",
+        "local_counts",
+    }
 )
 
 
@@ -470,7 +499,12 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
             raise StateError(f"saved state has the partition {str(key)[:40]} twice")
         classes = []
         for entry in item[1]:
-            if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], int) or str(entry[0]) not in remap:
+            if (
+                not isinstance(entry, list)
+                or len(entry) != 3
+                or not isinstance(entry[0], int)
+                or str(entry[0]) not in remap
+            ):
                 raise StateError("saved state has a malformed run class")
             registers = _decode(entry[1])
             if not _scalar_tree(registers):
@@ -479,7 +513,11 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
                 registers = runs.restore(registers)
             except CeqlError as exc:
                 raise StateError(f"saved state has impossible register values ({exc})") from None
-            if registers is None or not runs.valid_registers(registers) or not _ranked_ok(runs, registers, plan, position):
+            if (
+                registers is None
+                or not runs.valid_registers(registers)
+                or not _ranked_ok(runs, registers, plan, position)
+            ):
                 raise StateError("saved state has malformed register values")
             index = _int(entry[2], "node index", 0, len(built))
             largest_local[key] = max(largest_local.get(key, -1), local_of[index])

@@ -116,7 +116,8 @@ def decode(body: Any) -> dict:
     if not isinstance(body, dict) or set(body) != set(FIELDS):
         unknown = sorted(set(body) - set(FIELDS)) if isinstance(body, dict) else []
         raise StateError(
-            "saved kernel state has missing or unknown fields" + (f": {', '.join(unknown)[:80]}" if unknown else "")
+            "saved kernel state has missing or unknown fields"
+            + (f": {', '.join(unknown)[:80]}" if unknown else "")
         )
     state: dict = {}
     for name, kind in FIELDS.items():
@@ -152,7 +153,9 @@ def decode(body: Any) -> dict:
 def _scalar(state: dict, name: str, low: int, high: int) -> int:
     array = state[name]
     if len(array) != 1 or not low <= int(array[0]) < high:
-        raise StateError(f"saved kernel state has an impossible {name.replace('_', ' ')}: {array[:2].tolist()}")
+        raise StateError(
+            f"saved kernel state has an impossible {name.replace('_', ' ')}: {array[:2].tolist()}"
+        )
     return int(array[0])
 
 
@@ -185,7 +188,9 @@ def check_state(runner: PlanKernel, state: dict) -> None:
             except (TypeError, ValueError, IndexError, KeyError, AttributeError):
                 valid = False
             if not valid:
-                raise StateError(f"saved kernel state names an automaton state this query does not have: {str(item)[:40]}")
+                raise StateError(
+                    f"saved kernel state names an automaton state this query does not have: {str(item)[:40]}"
+                )
     vocabulary = label_vocabulary(plan)
     label_sets = [check_labels(labels, vocabulary) for labels in state["label_sets"]]
     if len(set(label_sets)) != len(label_sets):
@@ -198,7 +203,9 @@ def check_state(runner: PlanKernel, state: dict) -> None:
     if n < 1 or any(len(state[name]) != n for name in node_fields):
         raise StateError("saved kernel state has node arrays of different lengths")
     if n - 1 > runner.max_nodes:
-        raise StateError(f"saved kernel state holds {n - 1:,} nodes, more than the bound max_nodes ({runner.max_nodes:,})")
+        raise StateError(
+            f"saved kernel state holds {n - 1:,} nodes, more than the bound max_nodes ({runner.max_nodes:,})"
+        )
     window = plan.window_kind
     code, row = _check_nodes(
         state["node_kind"],
@@ -277,7 +284,9 @@ _NODE_ERRORS = {
 
 
 @njit(cache=True)
-def _check_nodes(kind, empty, pos, lab, left, right, mf, minf, meas, position, labels, window, gone_ok):  # pragma: no cover - compiled
+def _check_nodes(
+    kind, empty, pos, lab, left, right, mf, minf, meas, position, labels, window, gone_ok
+):  # pragma: no cover - compiled
     """(error code, row) of the first impossible node, (0, 0) if all are possible. ``window``:
     0 none (measures 0), 1 events (measures are positions), 2 time or attribute (any int64);
     ``gone_ok``: an output node may have no measure (an attribute window)."""
