@@ -287,7 +287,7 @@ class Evaluator:
             if now is None:
                 runs.compact_at = runs.created + COMPACT_MIN
                 return
-        runs.compact(now - plan.window)
+        runs.compact(nodes.window_limit(now, plan.window))
         live = self.live_nodes()
         if live > self.max_nodes:
             raise too_many_nodes(live, self.max_nodes)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ceql.compile.plan import Plan
 from ceql.runtime import nodes
-from ceql.runtime.nodes import HAS_EMPTY
+from ceql.runtime.nodes import HAS_EMPTY, window_limit
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES, LimitExceeded, _Store, nodes_reports
 
 BOTTOM = nodes.BOTTOM
@@ -140,7 +140,7 @@ class RankedRuns(_Store):
                 entry[4]
                 for entry in group
                 if id(entry) in finals_set
-                and (entry[2] is None or window is None or entry[3] - entry[2] < window)
+                and (entry[2] is None or window is None or entry[2] > window_limit(entry[3], window))
                 and (registers is None or registers.gate(entry[1]))
             ]
             if chosen:

@@ -18,7 +18,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ceql.runtime.nodes import CHILD, DATA, HAS_EMPTY, LABELS, LEFT, MAX_FIRST, MEASURE, POS, RIGHT
+from ceql.runtime.nodes import (
+    CHILD,
+    DATA,
+    HAS_EMPTY,
+    LABELS,
+    LEFT,
+    MAX_FIRST,
+    MEASURE,
+    POS,
+    RIGHT,
+    window_limit,
+)
 
 _INF = math.inf
 
@@ -131,7 +142,7 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
             parts = [(child, lim, eok) for child in _union_leaves(node, lim, eok, window)]
         else:
             m = node[MEASURE]
-            child_limit = lim if lim is not None or window is None else m - window
+            child_limit = lim if lim is not None or window is None else window_limit(m, window)
             parts = [(node[CHILD], child_limit, True if child_limit is None else m > child_limit)]
         missing = [p for p in parts if (id(p[0]), p[1], p[2]) not in memo]
         if missing and not expanded:
@@ -210,7 +221,7 @@ def paths_with_supports(
             if following is None:
                 continue
             if limit is None and window is not None:
-                limit = m - window
+                limit = window_limit(m, window)
             child_ok = True if limit is None else m > limit
             stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
 
@@ -235,6 +246,6 @@ def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: flo
             if index >= len(descending) or pos != descending[index]:
                 continue
             if limit is None and window is not None:
-                limit = m - window
+                limit = window_limit(m, window)
             child_ok = True if limit is None else m > limit
             stack.append((node[CHILD], index + 1, (pos, node[LABELS], node[DATA], path), limit, child_ok))

@@ -287,7 +287,7 @@ def _value_fits(arrow_type: Any, value: Any) -> bool:
 def check_measure(plan: Plan, measure: Any, pos: int) -> Any:
     """A saved window measure of the event at ``pos``: its position for an event window (and
     without a window), an int64 time for a time window, the attribute's value (a number, or
-    None when the event has none) for an attribute window."""
+    NaN when the event has none) for an attribute window."""
     kind = plan.window_kind
     if kind is None or kind == "events":
         if measure != pos or isinstance(measure, bool) or not isinstance(measure, int):
@@ -295,8 +295,9 @@ def check_measure(plan: Plan, measure: Any, pos: int) -> Any:
                 f"saved state has an impossible window measure {str(measure)[:40]} at position {pos}"
             )
         return measure
-    if measure is None and kind == "attribute" and not plan.ordered_time:
-        return None
+    missing = measure is None or (isinstance(measure, float) and math.isnan(measure))
+    if missing and kind == "attribute" and not plan.ordered_time:
+        return math.nan  # the event has no value (ingest.NAN)
     if isinstance(measure, bool) or not isinstance(measure, (int, float)):
         raise StateError(f"saved state has an impossible window measure: {str(measure)[:40]}")
     if isinstance(measure, int) and not -INT64 <= measure < INT64:

@@ -1,0 +1,164 @@
+"""Regression tests of issue 27: exact at the int64 and double edges on every path, an empty
+window value, special output files, bounds that fire before memory runs out, and clear errors
+instead of tracebacks. (Saved states: tests/test_state.py; generated cases: tests/test_fuzz.py.)"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ceql
+from ceql.runtime import kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+I64 = 1 << 63
+EDGE = ceql.declare("CREATE STREAM S { EVENT A { x:int, d:double }, EVENT B { x:int, d:double } }")
+INT_EDGES = [-I64, -I64 + 1, -I64 + 2, -(2**62) - 1, -(2**62), -1, 0, 1, 2**62, 2**62 + 1, I64 - 2, I64 - 1]
+DOUBLE_EDGES = [
+    -math.inf, -1e300, -(2.0**63), -(2.0**62), -1e20, -0.5, -0.0, 0.0, 0.5, 1.0, 1e20, 2.0**53 + 2,
+    2.0**62, 2.0**63, 1e300, math.inf, math.nan,
+]  # fmt: skip
+
+
+def engines(text: str, events: list[dict], schema=EDGE) -> dict[str, list]:
+    """The matches of every path that evaluates the query: the reference, the Python evaluator,
+    the compiled kernel (when it runs the query), Arrow output, and push with a state saved and
+    reloaded half-way."""
+    query = ceql.compile(text, schema)
+    out = {"reference": sorted(m.positions for m in ceql.reference.run(query.checked, events))}
+    out["python"] = sorted(m.positions for m in query.run(events, engine="python"))
+    if kernel.unsupported(query.plan) is None:
+        out["compiled"] = sorted(m.positions for m in query.run(events, engine="compiled"))
+        table = query.run(events, output="arrow", engine="compiled")
+        out["arrow"] = sorted(tuple(p) for p in table.column("positions").to_pylist())
+    for engine in ("python", "compiled"):
+        half = len(events) // 2
+        first = query.evaluator(engine=engine)
+        found = first.push_batch(events[:half])
+        second = query.evaluator(engine=engine)
+        second.import_state(first.export_state())
+        found += second.push_batch(events[half:])
+        out[f"{engine}+state"] = sorted(m.positions for m in found)
+    return out
+
+
+def assert_all_agree(text: str, events: list[dict], schema=EDGE) -> list:
+    found = engines(text, events, schema)
+    expected = found["reference"]
+    for name, matches in found.items():
+        assert matches == expected, f"{name} differs from the reference on {text}: {matches} != {expected}"
+    return expected
+
+
+# --------------------------------------------------------------------------- int64 and double edges
+
+
+def test_int64_edge_window_values_on_every_path() -> None:
+    # A measure of -2**63 was the kernel's "missing" marker: the match was lost.
+    assert assert_all_agree(
+        "SELECT * FROM S WHERE A ; B WITHIN 2 [x]",
+        [{"event_type": "A", "x": -I64, "d": 0.0}, {"event_type": "B", "x": -I64 + 1, "d": 0.0}],
+    ) == [(0, 1)]
+    # Values beyond +-2**62 raised EventError on the kernel.
+    assert assert_all_agree(
+        "SELECT * FROM S WHERE A ; B WITHIN 2 [x]",
+        [{"event_type": "A", "x": I64 - 2, "d": 0.0}, {"event_type": "B", "x": I64 - 1, "d": 0.0}],
+    ) == [(0, 1)]
+    # The difference of the extremes does not fit in int64: exact, not wrapped around.
+    for first, last, expected in [(-I64, I64 - 1, []), (I64 - 1, -I64, [(0, 1)])]:
+        events = [{"event_type": "A", "x": first, "d": 0.0}, {"event_type": "B", "x": last, "d": 0.0}]
+        assert assert_all_agree("SELECT * FROM S WHERE A ; B WITHIN 5 [x]", events) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    values=st.lists(st.sampled_from(INT_EDGES), min_size=2, max_size=7),
+    types=st.lists(st.sampled_from("AB"), min_size=7, max_size=7),
+    window=st.sampled_from([1, 2, 3, 2**32, 2**61 - 1, 2**62, I64 - 1]),
+    shape=st.sampled_from(["A ; B", "A+ ; B", "A ; B+", "(A OR B)+"]),
+)
+def test_int64_edges_generated(values, types, window, shape) -> None:
+    events = [{"event_type": t, "x": v, "d": 0.0} for v, t in zip(values, types)]
+    assert_all_agree(f"SELECT * FROM S WHERE {shape} WITHIN {window} [x]", events)
+
+
+def test_double_window_values_are_exact() -> None:
+    # |d| >= 2**62: every match was dropped (d - window rounds back to d).
+    for d in (1e20, -1e20, 2.0**62, -1e300):
+        events = [{"event_type": "A", "x": 0, "d": d}, {"event_type": "B", "x": 0, "d": d}]
+        assert assert_all_agree("SELECT * FROM S WHERE A ; B WITHIN 1 [d]", events) == [(0, 1)]
+    # The exact difference is 2**53 + 1.5 < 2**53 + 2, though the rounded one equals it.
+    events = [{"event_type": "A", "x": 0, "d": 0.5}, {"event_type": "B", "x": 0, "d": 2.0**53 + 2}]
+    assert assert_all_agree(f"SELECT * FROM S WHERE A ; B WITHIN {2**53 + 2} [d]", events) == [(0, 1)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    values=st.lists(st.sampled_from(DOUBLE_EDGES), min_size=2, max_size=6),
+    types=st.lists(st.sampled_from("AB"), min_size=6, max_size=6),
+    window=st.sampled_from([1, 2, 2**53 + 2, 2**62, I64 - 1]),
+    shape=st.sampled_from(["A ; B", "A+ ; B", "(A OR B)+"]),
+)
+def test_double_edges_generated(values, types, window, shape) -> None:
+    events = [{"event_type": t, "x": 0, "d": v} for v, t in zip(values, types)]
+    assert_all_agree(f"SELECT * FROM S WHERE {shape} WITHIN {window} [d]", events)
+
+
+@pytest.mark.parametrize(
+    "condition, value, expected",
+    [
+        ("d IN {0}", -0.0, [(0,)]),  # as d = 0
+        ("d = 0", -0.0, [(0,)]),
+        ("d IN {-0.0}", 0.0, [(0,)]),
+        ("d IN {0, 1}", -0.0, [(0,)]),
+        ("d NOT IN {0}", -0.0, []),
+        ("d NOT IN {0}", math.nan, []),  # NaN is missing: NOT IN is false too
+        ("d NOT IN {1..2}", math.nan, []),
+        ("d IN {0}", math.nan, []),
+        ("NOT (d IN {0})", math.nan, [(0,)]),
+        ("d NOT IN {0}", None, []),
+    ],
+)
+def test_in_with_signed_zero_and_nan_on_every_path(condition, value, expected) -> None:
+    events = [{"event_type": "A", "x": 0, "d": value}]
+    assert assert_all_agree(f"SELECT * FROM S WHERE A FILTER A[{condition}]", events) == expected
+
+
+# --------------------------------------------------------------------------- empty window values
+
+
+@pytest.mark.parametrize("attribute", ["x", "d"])
+def test_an_empty_window_value_puts_no_complex_event_in_the_window(attribute) -> None:
+    """A missing value (null, NaN) in the window attribute: a complex event whose first or last
+    event has it is in no window (a comparison with a missing value is false); as a middle
+    event it does not matter. It was a TypeError traceback on every engine."""
+    rows = [(1, 1.0), (None, None), (2, 2.0), (3, 3.0), (None, math.nan)]
+    events = [{"event_type": t, "x": x, "d": d} for t, (x, d) in zip("ABABB", rows)]
+    assert assert_all_agree(f"SELECT * FROM S WHERE A ; B WITHIN 5 [{attribute}]", events) == [(0, 3), (2, 3)]
+    assert assert_all_agree(f"SELECT * FROM S WHERE A ; A ; B WITHIN 5 [{attribute}]", events) == [(0, 2, 3)]
+    assert assert_all_agree(f"SELECT * FROM S WHERE A ; B ; A ; B WITHIN 5 [{attribute}]", events) == [(0, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip", "dead-letter"])
+def test_an_empty_window_value_in_csv_under_every_policy(tmp_path, policy) -> None:
+    (tmp_path / "decl.core").write_text("CREATE STREAM S { EVENT A { d:double, x:int }, EVENT B { d:double, x:int } }")
+    (tmp_path / "ev.csv").write_text("event_type,d,x\nA,1.0,1\nA,,2\nB,,\nB,3.0,3\n")
+    for attribute, evaluator in itertools.product("dx", ("python", "compiled")):
+        args = ["run", "-d", "decl.core", "-q", f"SELECT * FROM S WHERE A ; B WITHIN 5 [{attribute}]", "-i", "ev.csv"]
+        args += ["--on-error", policy, "--evaluator", evaluator, "--quiet"]
+        if policy == "dead-letter":
+            args += ["--dead-letter", "dead.jsonl", "--overwrite"]
+        result = subprocess.run(
+            [sys.executable, "-m", "ceql", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stderr
+        expected = [(3, [0, 3])] if attribute == "d" else [(3, [0, 3]), (3, [1, 3])]  # row 1 has an x
+        assert [(m["trigger"], m["positions"]) for m in map(json.loads, result.stdout.splitlines())] == expected
