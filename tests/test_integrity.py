@@ -162,3 +162,108 @@ def test_an_empty_window_value_in_csv_under_every_policy(tmp_path, policy) -> No
         assert result.returncode == 0, result.stderr
         expected = [(3, [0, 3])] if attribute == "d" else [(3, [0, 3]), (3, [1, 3])]  # row 1 has an x
         assert [(m["trigger"], m["positions"]) for m in map(json.loads, result.stdout.splitlines())] == expected
+
+
+# --------------------------------------------------------------------------- special output files
+
+DECLARATION = "CREATE STREAM S { EVENT A { d:double, x:int }, EVENT B { d:double, x:int } }"
+EVENTS_CSV = "event_type,d,x\nA,1.0,1\nB,2.0,2\n"
+
+
+def _run_cli(folder: Path, *args: str, stdin=None, **options) -> subprocess.CompletedProcess:
+    (folder / "decl.core").write_text(DECLARATION)
+    command = [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B", *args]
+    streams = options or {"capture_output": True}
+    return subprocess.run(command, cwd=folder, text=True, timeout=300, stdin=stdin, **streams)
+
+
+def _special_files(folder: Path) -> dict[str, Path]:
+    import os
+    import socket
+
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    null_link = folder / "null-link"
+    null_link.symlink_to("/dev/null")
+    fifo_link = folder / "fifo-link"
+    fifo_link.symlink_to(fifo)
+    sock = folder / "sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock))
+    server.close()
+    return {"FIFO": fifo, "character device": null_link, "FIFO ": fifo_link, "socket": sock}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_special_files_are_never_replaced(tmp_path, overwrite) -> None:
+    (tmp_path / "ev.csv").write_text(EVENTS_CSV)
+    for what, path in _special_files(tmp_path).items():
+        for option in ("-o", "--dead-letter"):
+            args = ["-i", "ev.csv", option, path.name] + (["--overwrite"] if overwrite else [])
+            if option == "--dead-letter":
+                args += ["--on-error", "dead-letter", "-o", "out.jsonl"]
+            result = _run_cli(tmp_path, *args)
+            assert result.returncode == 2, result.stderr
+            assert f"is a {what.strip()}" in result.stderr and "--overwrite" not in result.stderr, result.stderr
+            assert "Traceback" not in result.stderr
+        assert path.is_symlink() or not path.is_file()  # still what it was
+    assert (tmp_path / "null-link").readlink() == Path("/dev/null")
+    assert not list(tmp_path.glob("*.ceql-tmp"))
+
+
+def test_the_null_device_is_refused_without_suggesting_overwrite(tmp_path) -> None:
+    (tmp_path / "ev.csv").write_text(EVENTS_CSV)
+    result = _run_cli(tmp_path, "-i", "ev.csv", "-o", "/dev/null")  # (never with --overwrite here)
+    assert result.returncode == 2
+    assert "is a character device" in result.stderr and "--overwrite" not in result.stderr, result.stderr
+
+
+def test_a_link_to_the_own_standard_output_is_refused(tmp_path) -> None:
+    (tmp_path / "ev.csv").write_text(EVENTS_CSV)
+    (tmp_path / "my-stdout").symlink_to("/proc/self/fd/1")  # standard output is a regular file here
+    with open(tmp_path / "captured", "w") as captured:
+        result = _run_cli(tmp_path, "-i", "ev.csv", "-o", "my-stdout", "--overwrite", stdout=captured, stderr=subprocess.PIPE)
+    assert result.returncode == 2 and "standard output" in result.stderr, result.stderr
+    assert (tmp_path / "my-stdout").is_symlink()
+
+
+def test_an_input_read_from_standard_input_is_not_replaced(tmp_path) -> None:
+    events = tmp_path / "in.csv"
+    events.write_text(EVENTS_CSV)
+    with open(events) as stdin:
+        result = _run_cli(tmp_path, "-i", "-", "--input-format", "csv", "-o", "in.csv", "--overwrite", stdin=stdin)
+    assert result.returncode == 2 and "standard input" in result.stderr, result.stderr
+    assert events.read_text() == EVENTS_CSV
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_every_signal_that_ends_a_run_removes_its_temporary_output(tmp_path, signal_name) -> None:
+    import signal
+    import time
+
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    (tmp_path / "out.jsonl").write_text("previous result\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B"]
+        + ["-i", "-", "--input-format", "csv", "-o", "out.jsonl", "--overwrite"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        process.stdin.write(EVENTS_CSV)
+        process.stdin.flush()
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("*.ceql-tmp")):
+            assert time.monotonic() < deadline and process.poll() is None, "the run did not start"
+            time.sleep(0.1)
+        process.send_signal(getattr(signal, signal_name))
+        status = process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert status != 0
+    assert "Traceback" not in process.stderr.read()
+    assert not list(tmp_path.glob("*.ceql-tmp"))
+    assert (tmp_path / "out.jsonl").read_text() == "previous result\n"

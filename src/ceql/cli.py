@@ -294,22 +294,27 @@ def _restrictions(query) -> dict:
 
 @contextlib.contextmanager
 def _cleanup_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (``kill``) into SystemExit while running, so temporary outputs are removed
-    on the way out; the previous handler is restored afterwards."""
+    """Turn SIGTERM (``kill``) and SIGHUP (the terminal closed) into SystemExit while running,
+    so temporary outputs are removed on the way out (SIGINT is KeyboardInterrupt already); the
+    previous handlers are restored afterwards."""
     import signal
 
     def terminate(signum, frame):
         raise SystemExit(128 + signum)
 
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, terminate)
+        for number in wanted:
+            previous[number] = signal.signal(number, terminate)
     except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:
