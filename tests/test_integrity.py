@@ -267,3 +267,69 @@ def test_every_signal_that_ends_a_run_removes_its_temporary_output(tmp_path, sig
     assert "Traceback" not in process.stderr.read()
     assert not list(tmp_path.glob("*.ceql-tmp"))
     assert (tmp_path / "out.jsonl").read_text() == "previous result\n"
+
+
+# --------------------------------------------------------------------------- bounds before memory
+
+
+@pytest.mark.parametrize("operands, window", [(14, ""), (30, " WITHIN 3 EVENTS"), (16, " WITHIN 2 EVENTS")])
+def test_the_determinizer_bound_fires_while_it_builds_a_product(operands, window) -> None:
+    import tracemalloc
+
+    from ceql.compile.determinize import AutomatonTooLarge
+
+    query = ceql.compile("SELECT * FROM S WHERE " + " ALL ".join(["A"] * operands) + window, EDGE)
+    tracemalloc.start()
+    try:
+        with pytest.raises(AutomatonTooLarge, match="grew past its bounds"):
+            list(query.run([{"event_type": "A", "x": i, "d": 0.0} for i in range(5)], engine="python"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 300 << 20, peak  # was a MemoryError after gigabytes
+
+
+def _unending(chunk: int = 20_000):
+    """A then B forever: ``A ; B+ ; C`` never matches, and every B extends every partial match."""
+    import pyarrow as pa
+
+    start = 0
+    while True:
+        types = ["A" if (start + i) % 100 == 0 else "B" for i in range(chunk)]
+        yield pa.table({"event_type": types, "x": list(range(start, start + chunk))})
+        start += chunk
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_stored_partial_matches_are_bounded(engine) -> None:
+    """``A ; B+ ; C`` without a window over an unending stream stops with the bound's error
+    (max_nodes), never MemoryError."""
+    schema = ceql.declare("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
+    evaluator = ceql.compile("SELECT * FROM S WHERE A ; B+ ; C", schema).evaluator(engine=engine, max_nodes=200_000)
+    with pytest.raises(ceql.errors.LimitError, match="max_nodes") as caught:
+        for table in _unending():
+            assert not evaluator.push_batch(table)
+            assert evaluator.position < 2_000_000, "the bound did not fire"
+    assert caught.value.limit == "max_nodes" and caught.value.value == 200_000
+    # A window expires partial matches: the same stream runs within the same bound.
+    windowed = ceql.compile("SELECT * FROM S WHERE A ; B+ ; C WITHIN 50 EVENTS", schema).evaluator(engine=engine, max_nodes=200_000)
+    for table, _ in zip(_unending(), range(30)):
+        assert not windowed.push_batch(table)
+
+
+def test_the_node_bound_on_the_command_line(tmp_path) -> None:
+    (tmp_path / "decl.core").write_text("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
+    rows = "".join(f"{'A' if i % 100 == 0 else 'B'},{i}\n" for i in range(300_000))
+    (tmp_path / "ev.csv").write_text("event_type,x\n" + rows)
+    for evaluator in ("python", "compiled"):
+        result = subprocess.run(
+            [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B+ ; C"]
+            + ["-i", "ev.csv", "-o", "out.jsonl", "--max-nodes", "100000", "--evaluator", evaluator],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 2, result.stderr
+        assert "max_nodes" in result.stderr and "--max-nodes" in result.stderr and "Traceback" not in result.stderr
+        assert not (tmp_path / "out.jsonl").exists()
