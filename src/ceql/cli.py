@@ -548,10 +548,74 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _SignalLog:
+    """Which signals arrived during the run, noted by the interpreter itself (a wakeup fd), so
+    that an interrupt is recognised even when a library swallows its KeyboardInterrupt: Py4J,
+    Spark's bridge to the JVM, turns a Ctrl-C during a call into Py4JError (or a network error
+    on the next call)."""
+
+    def __enter__(self) -> _SignalLog:
+        import logging
+        import signal
+
+        self.seen = False
+        self.fds: tuple[int, int] | None = None
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return self
+        for fd in (read, write):
+            os.set_blocking(fd, False)
+        try:
+            self.previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no signals to see
+            os.close(read)
+            os.close(write)
+            return self
+        self.fds = (read, write)
+        logging.getLogger().addFilter(self)
+        return self
+
+    def interrupted(self) -> bool:
+        import signal
+
+        if self.fds is not None and not self.seen:
+            try:
+                self.seen = signal.SIGINT in os.read(self.fds[0], 4096)
+            except OSError:
+                pass
+        return self.seen
+
+    def filter(self, record) -> bool:
+        """Py4J logs (with a traceback) the calls an interrupt broke: not shown after Ctrl-C."""
+        return not (str(record.msg).endswith("while sending command.") and self.interrupted())
+
+    def __exit__(self, *exc_info) -> None:
+        import logging
+        import signal
+
+        if self.fds is not None:
+            logging.getLogger().removeFilter(self)
+            signal.set_wakeup_fd(self.previous)
+            for fd in self.fds:
+                os.close(fd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ceql`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with _SignalLog() as signals:
+        try:
+            return _main(args)
+        except Exception:
+            if signals.interrupted():  # Ctrl-C during a Spark call (Py4JError, or what follows)
+                print("ceql: interrupted", file=sys.stderr)
+                return 130
+            raise
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except CeqlError as exc:
@@ -564,6 +628,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a full disk, a file that vanished: the cause, not a traceback
+        print(f"ceql {args.command}: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def _os_error(exc: OSError) -> str:
+    """An operating system error in words (temporary outputs are already removed)."""
+    import errno
+
+    what = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        what += " (the disk or quota is full; no output was written)"
+    return f"{exc.filename}: {what}" if exc.filename else what
 
 
 if __name__ == "__main__":

@@ -246,7 +246,15 @@ class ParquetWriter(Writer):
             self.schema = self._schema()
             self.writer = pq.ParquetWriter(self.path, self.schema)
         if self.rows["trigger"]:
-            self.writer.write_table(pa.table(self.rows, schema=self.schema))
+            try:
+                table = pa.table(self.rows, schema=self.schema)
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+                from ceql.runtime.arrow import typed_column
+
+                for name in self.measures:  # name the measure that does not fit (raises)
+                    typed_column(name, self.rows[name], self.schema.field(name).type, "Parquet")
+                raise
+            self.writer.write_table(table)
             self.rows = self._empty()
 
     def close(self) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from ceql.compile.plan import Plan
-from ceql.errors import UnsupportedQueryError
+from ceql.errors import CeqlError, UnsupportedQueryError
 from ceql.match import Match
 
 _SCALARS = {
@@ -79,8 +79,29 @@ def matches_table(plan: Plan, matches: Iterable[Match], type_labels: bool = Fals
             if name in _RESERVED or name in columns or name.startswith(("labels.", "partition.")):
                 raise UnsupportedQueryError(f"measure name {name!r} clashes with an output column; rename it with AS")
             values = [_plain(m.measures.get(name)) for m in rows]
-            columns[name] = pa.array(values, measure_type(types.get(name)))
+            columns[name] = typed_column(name, values, measure_type(types.get(name)), "Arrow")
     return pa.table(columns)
+
+
+def typed_column(name: str, values: list, kind: pa.DataType | None, output: str) -> pa.Array:
+    """A measure column of its declared type; a value the type cannot hold (an exact integer
+    beyond int64, as SUM or x * 2 may give) is a clear error naming the measure, not a
+    traceback."""
+    try:
+        return pa.array(values, kind)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    shown = "a value"
+    for value in values:
+        try:
+            pa.array([value], kind)
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            shown = str(value)[:60]
+            break
+    raise CeqlError(
+        f"measure {name}: {shown} does not fit its {kind} column in {output} output (an integer beyond int64); "
+        "JSON Lines output keeps such values exact"
+    )
 
 
 def _plain(value):

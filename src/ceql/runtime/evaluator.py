@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
+from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.batches import builder_for, iter_tables
@@ -133,9 +134,15 @@ class Evaluator:
         is a list (one item per row) or a function of the row index, and a match's payloads are
         those of its reported events. Runs on the Python evaluator."""
         self._python_path()
+        try:
+            typed = builder_for(self.plan).from_table(table, self.position if positions is None else 0)
+        except EventError as exc:  # name the row by its stream position, as everywhere else
+            if positions is not None and exc.row is not None and 0 <= exc.row < len(positions):
+                raise EventError(exc.reason, int(positions[exc.row]), exc.source, exc.line, exc.unit) from None
+            raise
         if positions is None:
-            return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
-        return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
+            return self._run(typed, payload=payload, detailed=True)
+        return self._run(typed, positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items

@@ -135,7 +135,8 @@ class KeyCodes:
                     # event type keyed against id:int in another); NaN is no key, as null.
                     nan = np.array([v != v for v in values] + [False], dtype=bool)
                     index = np.where(nan[index], -1, index)
-                    values = [int(v) if v == v and float(v).is_integer() else v for v in values]
+                    # (Not beyond int64: no int key can equal such a double, and Arrow keeps it.)
+                    values = [int(v) if v == v and float(v).is_integer() and -(2**63) <= v < 2**63 else v for v in values]
                 if combined is None:
                     combined, uniques = index, [(v,) for v in values]
                     continue
