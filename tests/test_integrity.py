@@ -333,3 +333,255 @@ def test_the_node_bound_on_the_command_line(tmp_path) -> None:
         assert result.returncode == 2, result.stderr
         assert "max_nodes" in result.stderr and "--max-nodes" in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "out.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- clear errors, no tracebacks
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip", "dead-letter"])
+def test_a_lone_surrogate_escape_in_json_is_a_bad_row(tmp_path, policy) -> None:
+    lines = [
+        '{"event_type": "A", "d": 1.0, "x": 1}',
+        '{"event_type": "B", "d": "\\ud800", "x": 2}',  # valid JSON, but not a character
+        '{"event_type": "\\udc00", "x": 3}',
+        '{"event_type": "B", "d": 2.0, "x": 4, "\\ud83d\\ude00": 5}',  # a pair is a character
+    ]
+    (tmp_path / "ev.jsonl").write_text("\n".join(lines) + "\n")
+    args = ["-i", "ev.jsonl", "--on-error", policy, "--quiet"]
+    if policy == "dead-letter":
+        args += ["--dead-letter", "dead.jsonl"]
+    result = _run_cli(tmp_path, *args)
+    assert "Traceback" not in result.stderr
+    if policy == "fail":
+        assert result.returncode == 2 and "line 2" in result.stderr and "surrogate" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["positions"] for line in result.stdout.splitlines()] == [[0, 1]]
+    if policy == "dead-letter":
+        dead = [json.loads(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
+        assert [d["line"] for d in dead] == [2, 3] and all("surrogate" in d["reason"] for d in dead)
+
+
+def test_a_lone_surrogate_in_python_events_is_an_event_error() -> None:
+    query = ceql.compile("SELECT * FROM S WHERE A", ceql.declare("CREATE STREAM S { EVENT A { s:string } }"))
+    for events in ([{"event_type": "\ud800"}], [{"event_type": "A", "s": "x"}, {"event_type": "A", "s": "\udfff"}]):
+        with pytest.raises(ceql.EventError, match="not valid UTF-8") as caught:
+            list(ceql.compile("SELECT * FROM S WHERE A FILTER A[s = 'x']", query.checked.schema).run(events))
+        assert caught.value.row == len(events) - 1
+
+
+def test_measures_beyond_int64_in_arrow_and_parquet_are_one_message(tmp_path) -> None:
+    events = [{"event_type": "A", "x": I64 - 1, "d": 0.0}, {"event_type": "A", "x": I64 - 1, "d": 0.0}]
+    for text in ("SELECT SUM(a.x) AS t WHERE A+ AS a", "SELECT a.x * 2 AS t WHERE A AS a"):
+        query = ceql.compile(text, EDGE)
+        assert max(m.measures["t"] for m in query.run(events)) >= I64  # exact as Python ints
+        for engine in ("python", "compiled"):
+            with pytest.raises(ceql.errors.CeqlError, match="measure t: .* does not fit its int64 column in Arrow"):
+                query.run(events, output="arrow", engine=engine)
+    (tmp_path / "ev.csv").write_text(f"event_type,d,x\nA,1.0,{I64 - 1}\nA,2.0,{I64 - 1}\n")
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    result = subprocess.run(
+        [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT SUM(a.x) AS t WHERE A+ AS a"]
+        + ["-i", "ev.csv", "-o", "out.parquet"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2 and "measure t" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out.parquet").exists() and not list(tmp_path.glob("*.ceql-tmp"))
+
+
+def test_a_double_partition_key_beyond_int64_in_arrow_output() -> None:
+    events = [{"event_type": "A", "x": 1, "d": 2.0**63}, {"event_type": "B", "x": 2, "d": 2.0**63}]
+    query = ceql.compile("SELECT * FROM S WHERE A ; B PARTITION BY [d]", EDGE)
+    for engine in ("python", "compiled"):
+        table = query.run(events, output="arrow", engine=engine)
+        assert table.column("partition.d").to_pylist() == [2.0**63]
+        assert [m.partition for m in query.run(events, engine=engine)] == [(2.0**63,)]
+
+
+def test_a_full_disk_is_one_message(tmp_path, monkeypatch) -> None:
+    """ENOSPC while writing (JSON Lines, Parquet): exit 2, the cause, no temporary file left."""
+    import contextlib
+    import errno
+    import io
+
+    import pyarrow.parquet as pq
+
+    from ceql.cli import main
+    from ceql.io import writers
+
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    (tmp_path / "ev.csv").write_text(EVENTS_CSV)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.chdir(tmp_path)
+    for output, target in (("out.jsonl", (writers.JsonLinesWriter, "write")), ("out.parquet", (pq.ParquetWriter, "write_table"))):
+        with monkeypatch.context() as patch:
+            patch.setattr(*target, full)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                status = main(["run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B", "-i", "ev.csv", "-o", output])
+        assert status == 2 and "No space left on device" in err.getvalue() and "full" in err.getvalue()
+        assert not (tmp_path / output).exists() and not list(tmp_path.glob("*.ceql-tmp"))
+
+
+def test_a_real_full_disk(tmp_path) -> None:
+    """The same on a small tmpfs (needs the right to mount; skipped elsewhere)."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        rows = "".join(f"A,1.0,{i}\n" for i in range(20_000))
+        (tmp_path / "many.csv").write_text("event_type,d,x\n" + rows)
+        (tmp_path / "decl.core").write_text(DECLARATION)
+        for output in ("out.jsonl", "out.parquet"):
+            result = subprocess.run(
+                [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A"]
+                + ["-i", "many.csv", "-o", str(small / output)],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert result.returncode == 2 and "No space left on device" in result.stderr, result.stderr
+            assert "Traceback" not in result.stderr and not list(small.iterdir())
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+
+
+def test_a_header_of_a_million_columns_is_refused_before_allocating(tmp_path) -> None:
+    header = "event_type,d,x," + ",".join(f"c{i}" for i in range(1_000_000))
+    (tmp_path / "wide.csv").write_text(header + "\nA,1.0,1" + "," * 1_000_000 + "\n")
+    for source in ("file", "stdin"):
+        with open(tmp_path / "wide.csv") as stdin:
+            args = ["-i", "wide.csv"] if source == "file" else ["-i", "-"]
+            command = [sys.executable, "-c", "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+                       "from ceql.cli import main; sys.exit(main(sys.argv[1:]))", "run", "-d", "decl.core",
+                       "-q", "SELECT * FROM S WHERE A", *args]  # fmt: skip
+            (tmp_path / "decl.core").write_text(DECLARATION)
+            result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=stdin)
+        assert result.returncode == 2, result.stderr
+        assert "1,000,003 columns; at most 10,000" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_command_line_accepts_iso_times_at_the_edge_of_the_range(tmp_path) -> None:
+    (tmp_path / "decl.core").write_text("CREATE STREAM S { EVENT A { t:primary_time }, EVENT B { t:primary_time } }")
+    edge = [("A", "2262-04-11T23:47:16Z"), ("B", "2262-04-11T23:47:16.854775807Z"), ("A", "1677-09-21T00:12:43.145224192Z")]
+    (tmp_path / "ev.csv").write_text("event_type,t\n" + "".join(f"{t},{v}\n" for t, v in edge[:2]))
+    api = ceql.compile("SELECT * FROM S WHERE A ; B", ceql.declare((tmp_path / "decl.core").read_text()))
+    assert [m.positions for m in api.run([{"event_type": t, "t": v} for t, v in edge[:2]])] == [(0, 1)]
+    result = subprocess.run(
+        [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B", "-i", "ev.csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["positions"] for line in result.stdout.splitlines()] == [[0, 1]]
+
+
+# --------------------------------------------------------------------------- Spark
+
+SPARK_DECLARATION = "CREATE STREAM S { EVENT A { id:int, t:primary_time, d:double }, EVENT B { id:int, t:primary_time, d:double } }"
+
+
+def _spark_positions(spark, text: str, rows: list[tuple], **options) -> list:
+    from ceql.spark import find
+
+    frame = spark.createDataFrame(rows, "event_type string, id long, t long, d double")
+    return sorted(tuple(r["positions"]) for r in find(frame, text, SPARK_DECLARATION, positions=True, **options).collect())
+
+
+def _reference_positions(text: str, rows: list[tuple]) -> list:
+    events = [dict(zip(("event_type", "id", "t", "d"), row)) for row in rows]
+    checked = ceql.check(text, ceql.declare(SPARK_DECLARATION))
+    return sorted(m.positions for m in ceql.reference.run(checked, events))
+
+
+def test_spark_at_the_int64_and_double_edges(spark) -> None:
+    # Times at both ends of int64: the shard split overflowed a long.
+    rows = [("A", 1, -I64 + 1, 0.0), ("B", 2, -I64 + 2, 0.0), ("A", 3, I64 - 3, 0.0), ("B", 4, I64 - 1, 0.0)]
+    for text in ("SELECT * FROM S WHERE A ; B WITHIN 5 NANOSECONDS", "SELECT * FROM S WHERE A ; B WITHIN 5 [t]"):
+        assert _spark_positions(spark, text, rows, shards=4) == _reference_positions(text, rows) == [(0, 1), (2, 3)]
+    rows = [("A", 1, 1, -0.0), ("A", 2, 2, math.nan), ("B", 3, 3, None), ("B", 4, 4, 1.0), ("A", 5, 5, 1e20), ("B", 6, 6, 1e20)]
+    for text in (
+        "SELECT * FROM S WHERE A FILTER A[d IN {0}]",
+        "SELECT * FROM S WHERE A FILTER A[d NOT IN {0}]",
+        "SELECT * FROM S WHERE A ; B WITHIN 5 [d]",  # an empty window value, and |d| >= 2**62
+        "SELECT * FROM S WHERE A ; B WITHIN 1 [d]",
+    ):
+        assert _spark_positions(spark, text, rows) == _reference_positions(text, rows), text
+
+
+def test_spark_names_the_bad_event(spark) -> None:
+    from pyspark.errors import PythonException
+
+    rows = [("A", 1, 1, 0.0), ("Q", 2, 2, 0.0), ("B", 4, 4, 0.0)]
+    with pytest.raises(PythonException, match=r"unknown event type 'Q' \(the event with event_type='Q', id=2"):
+        _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
+    # A null time: Query.run keeps the input order, find() orders by time: refused, not sorted first.
+    rows = [("A", 1, 5, 0.0), ("B", 2, None, 0.0), ("B", 3, 7, 0.0)]
+    with pytest.raises(PythonException, match=r"missing time value: find\(\) puts the events in primary_time order .*id=2"):
+        _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
+    assert _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows, order_by=["id"]) == [(0, 1), (0, 2)]
+
+
+@pytest.mark.spark
+def test_ctrl_c_on_spark_ends_as_interrupted(tmp_path) -> None:
+    import contextlib
+    import signal
+    import time
+
+    from ceql.spark.session import java_available
+
+    if not java_available():
+        pytest.fail("Spark tests need Java 17+")
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    (tmp_path / "ev.csv").write_text("event_type,d,x\n" + "".join(f"{'AB'[i % 2]},1.0,{i}\n" for i in range(50_000)))
+    import os
+
+    log = open(tmp_path / "stderr", "w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"]
+        + ["-i", "ev.csv", "-o", "out", "--engine", "spark", "--master", "local[1]"],
+        cwd=tmp_path,
+        stderr=log,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, as a terminal's Ctrl-C signals one
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while "setLogLevel" not in (tmp_path / "stderr").read_text():  # the Spark session is up
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.2)
+        time.sleep(3)  # the job runs: Py4J calls are under way
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=240)
+        err = (tmp_path / "stderr").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # nothing of it may outlive the test
+        log.close()
+    assert process.returncode == 130, err[-3000:]
+    assert "ceql: interrupted" in err and "Traceback" not in err and "Py4J" not in err, err[-3000:]
+    assert not list(tmp_path.glob("*.ceql-tmp")) and not (tmp_path / "out").exists()
+
+
+def test_spark_reads_a_lone_surrogate_as_a_bad_row(spark, tmp_path) -> None:
+    from ceql.compile.catalog import Catalog
+    from ceql.spark.cli import read_events
+
+    (tmp_path / "ev.jsonl").write_text('{"event_type": "A", "d": 1.0, "x": 1}\n{"event_type": "B", "d": "\\ud800", "x": 2}\n')
+    schema = ceql.declare(DECLARATION)
+    rows = read_events(spark, [str(tmp_path / "ev.jsonl")], schema, None, Catalog.of_schema(schema)).collect()
+    reasons = [r for r in (row.asDict() for row in rows) if any("surrogate" in str(v) for v in r.values())]
+    assert len(reasons) == 1

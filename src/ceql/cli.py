@@ -610,9 +610,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _main(args)
         except Exception:
             if signals.interrupted():  # Ctrl-C during a Spark call (Py4JError, or what follows)
+                _stop_spark_gateway()
                 print("ceql: interrupted", file=sys.stderr)
                 return 130
             raise
+
+
+def _stop_spark_gateway() -> None:
+    """After an interrupt broke the bridge to Spark's JVM, end that JVM (it would otherwise
+    outlive this process while it shuts down, or hang there)."""
+    for name in ("pyspark.core.context", "pyspark.context"):
+        context = getattr(sys.modules.get(name), "SparkContext", None)
+        process = getattr(getattr(context, "_gateway", None), "proc", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+            return
 
 
 def _main(args: argparse.Namespace) -> int:
