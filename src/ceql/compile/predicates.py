@@ -524,7 +524,8 @@ def _compare_exact(op: str, left: _Exact, right: _Exact) -> np.ndarray:
     """A comparison with Python semantics (exact between int and float); false where a value
     is missing or NaN (the only value unequal to itself)."""
     a, b = left.values, right.values
-    result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
+    with np.errstate(invalid="ignore"):  # NaN compares false (below), without a warning
+        result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
     return result & left.valid & right.valid & np.asarray(a == a, dtype=bool) & np.asarray(b == b, dtype=bool)
 
 
