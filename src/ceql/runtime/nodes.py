@@ -40,7 +40,10 @@ def window_limit(m, window):
     """The exact bound ``m - window``: a CE whose last event has measure ``m`` is in the window
     iff its first event's measure is greater (``m - first < window``, over the reals). Integers
     are exact in Python; for a double the difference may not be a double, and is then a Fraction
-    (which compares exactly with floats). A missing measure (NaN) gives NaN: nothing is greater."""
+    (which compares exactly with floats). A missing measure (NaN) gives NaN: nothing is greater
+    (always the one ``math.nan`` object, so that limits used as memo keys stay equal)."""
+    if m != m:
+        return math.nan
     limit = m - window
     if type(m) is float and math.isfinite(m):
         exact = Fraction(m) - window
