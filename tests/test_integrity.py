@@ -132,6 +132,18 @@ def test_in_with_signed_zero_and_nan_on_every_path(condition, value, expected) -
     assert assert_all_agree(f"SELECT * FROM S WHERE A FILTER A[{condition}]", events) == expected
 
 
+def test_a_nan_measure_is_reported_as_missing() -> None:
+    """NaN is a missing value, and a missing value is reported as None (the engine said nan;
+    found by the differential fuzz)."""
+    schema = ceql.declare("CREATE STREAM S { EVENT A { d:double }, EVENT B { d:double } }")
+    events = [{"event_type": "A", "d": 1.0}, {"event_type": "A", "d": math.nan}, {"event_type": "B", "d": 2.0}]
+    query = ceql.compile("SELECT SUM(a.d) AS s, FIRST(a).d AS f, LAST(a).d AS l, a.d AS every WHERE A+ AS a ; B", schema)
+    engine = sorted((m.positions, dict(m.measures)) for m in query.run(events))
+    assert engine == sorted((m.positions, dict(m.measures)) for m in ceql.reference.run(query.checked, events))
+    assert engine[0] == ((0, 1, 2), {"every": (1.0, None), "f": 1.0, "l": None, "s": 1.0})
+    assert query.run(events, output="arrow").column("l").to_pylist() == [None, 1.0, None]
+
+
 # --------------------------------------------------------------------------- empty window values
 
 

@@ -81,6 +81,14 @@ class Measures:
                 env.setdefault(label, []).append(values)
         out = {}
         for name, fn in zip(self.names, self._fns):
-            value = fn(env)
-            out[name] = None if value is MISSING else value
+            out[name] = _reported(fn(env))
         return out
+
+
+def _reported(value: Any) -> Any:
+    """A measure value as reported: a missing value, NaN included, is None (also in lists)."""
+    if value is MISSING or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, tuple):
+        return tuple(_reported(v) for v in value)
+    return value

@@ -40,6 +40,7 @@ VERSION = 3
 MAX_BYTES = 1 << 30  # decompressed size of a saved state (docs/limits.md)
 HEADER_BYTES = 4096  # the header line is read before the body is decompressed
 INT64 = 1 << 63
+MAX_POSITION = 1 << 62  # a stream position in a saved state (positions after it stay in int64)
 
 
 class StateError(CeqlError):
@@ -433,7 +434,7 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
     plan = evaluator.plan
     det = plan.det
     machine = plan.compiled.machine
-    position = _int(body["position"], "position", 0, INT64)
+    position = _int(body["position"], "position", 0, MAX_POSITION)
     states = body["states"]
     if not isinstance(states, dict):
         raise StateError("saved state has a malformed automaton state table")

@@ -28,6 +28,7 @@ from ceql.runtime.kernel import compiled as k
 from ceql.runtime.kernel.engine import STATE_VERSION
 from ceql.runtime.state import (
     MAX_BYTES,
+    MAX_POSITION,
     StateError,
     _decode,
     _encode,
@@ -106,6 +107,9 @@ def import_json(runner: PlanKernel, blob: Any) -> None:
     """Load a state made by ``export_json`` for the same query: StateError if it is not one,
     and then nothing of the runner changes."""
     body = unseal(blob, FORMAT, VERSION, fingerprint(runner.plan.checked))
+    kinds = body.get("node_kind") if isinstance(body, dict) else None
+    if isinstance(kinds, str) and len(kinds) * 3 // 32 > runner.max_nodes + 1:  # before decoding
+        raise StateError(f"saved kernel state holds more nodes than the bound max_nodes ({runner.max_nodes:,})")
     state = decode(body)
     check_state(runner, state)
     runner.import_state(state)
@@ -167,7 +171,7 @@ def check_state(runner: PlanKernel, state: dict) -> None:
     kernel = runner.kernel
     if len(state["version"]) != 1 or int(state["version"][0]) != STATE_VERSION:
         raise StateError("saved kernel state has an unknown array layout version")
-    position = _scalar(state, "position", 0, INT64 - 1)
+    position = _scalar(state, "position", 0, MAX_POSITION)
     consumed_at = _scalar(state, "consumed_at", -1, max(position, 0))
     if len(state["last_time"]) > 1:
         raise StateError("saved kernel state has a malformed last time")
