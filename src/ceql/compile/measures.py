@@ -81,14 +81,16 @@ class Measures:
                 env.setdefault(label, []).append(values)
         out = {}
         for name, fn in zip(self.names, self._fns):
-            out[name] = _reported(fn(env))
+            value = fn(env)
+            out[name] = _present(value)
         return out
 
 
-def _reported(value: Any) -> Any:
-    """A measure value as reported: a missing value, NaN included, is None (also in lists)."""
+def _present(value: Any) -> Any:
+    """A measure's value; a missing one is None, and NaN is a missing value (docs/semantics.md
+    3.2), also inside the list of a label that holds several events."""
     if value is MISSING or (isinstance(value, float) and value != value):
         return None
     if isinstance(value, tuple):
-        return tuple(_reported(v) for v in value)
+        return tuple(_present(v) for v in value)
     return value
