@@ -263,3 +263,20 @@ def test_decompression_is_bounded_before_parsing(monkeypatch) -> None:
 
 def json_line(header: dict) -> bytes:
     return json.dumps(header, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_state_larger_than_max_nodes_is_refused(engine) -> None:
+    """A state is loaded under the evaluator's node bound: a small blob cannot make it build
+    more nodes than max_nodes (a 874 KB kernel state claiming 10^8 nodes took 2.5 GB)."""
+    query, blob = _saved("SELECT * FROM S WHERE A ; B+ ; C", engine)
+    evaluator = query.evaluator(engine=engine)
+    evaluator.import_state(blob)
+    stored = evaluator.live_nodes()
+    assert stored >= 4
+    small = query.evaluator(engine=engine, max_nodes=stored - 1)
+    with pytest.raises(StateError, match="max_nodes"):
+        small.import_state(blob)
+    enough = query.evaluator(engine=engine, max_nodes=stored + 1)
+    enough.import_state(blob)
+    assert len(enough.push_batch([{"event_type": "C", "x": 1, "k": 7, "s": "a"}])) == 3

@@ -463,7 +463,12 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
     built: list[tuple] = []
     latest: list[int] = []  # the largest position of each node's complex events (-1: none)
     local_of: list[int] = []  # the largest local index of each node's events (-1: none)
-    for number, entry in enumerate(_list(body["nodes"], "node table")):
+    table = _list(body["nodes"], "node table")
+    if len(table) - 1 > evaluator.max_nodes:  # (one entry is the shared empty node)
+        raise StateError(
+            f"saved state holds {len(table) - 1:,} nodes, more than the bound max_nodes ({evaluator.max_nodes:,})"
+        )
+    for number, entry in enumerate(table):
         if not isinstance(entry, list) or not entry:
             raise StateError("saved state has a malformed node")
         kind = entry[0]
