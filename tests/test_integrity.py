@@ -386,6 +386,37 @@ def test_a_lone_surrogate_in_python_events_is_an_event_error() -> None:
         assert caught.value.row == len(events) - 1
 
 
+def test_a_lone_surrogate_in_a_query_is_a_syntax_error(tmp_path) -> None:
+    """A string literal with a lone surrogate was a UnicodeEncodeError traceback where the
+    predicate was built (the API, and the command line given bytes that are not UTF-8)."""
+    schema = ceql.declare("CREATE STREAM S { EVENT A { s:string } }")
+    for text, lone in (
+        ("SELECT * FROM S WHERE A FILTER A[s = '\ud800']", "\ud800"),
+        ("SELECT * FROM S WHERE A FILTER A[s IN {'a', 'b\udfff'}]", "\udfff"),
+    ):
+        with pytest.raises(ceql.QuerySyntaxError, match="lone surrogate") as caught:
+            ceql.compile(text, schema)
+        assert (caught.value.line, caught.value.column) == (1, text.index(lone) + 1)
+    (tmp_path / "decl.core").write_text("CREATE STREAM S { EVENT A { s:string } }")
+    (tmp_path / "ev.csv").write_text("event_type,s\nA,x\n")
+    (tmp_path / "bad.ceql").write_bytes(b"SELECT * FROM S\nWHERE A FILTER A[s = '\xff']")
+    (tmp_path / "bad.core").write_bytes(b"CREATE STREAM S { EVENT A { s:string } }\n\xff")
+    for args in (
+        [b"-d", b"decl.core", b"-q", b"SELECT * FROM S WHERE A FILTER A[s = '\xed\xa0\x80']"],
+        [b"-d", b"decl.core", b"-q", b"bad.ceql"],
+        [b"-d", b"bad.core", b"-q", b"SELECT * FROM S WHERE A"],
+    ):
+        result = subprocess.run(
+            [sys.executable.encode(), b"-m", b"ceql", b"run", *args, b"-i", b"ev.csv"],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=300,
+        )
+        err = result.stderr.decode("utf-8", "backslashreplace")
+        assert result.returncode == 2 and "error:" in err and "Traceback" not in err, err
+        assert "lone surrogate" in err or "line 2: byte" in err
+
+
 def test_measures_beyond_int64_in_arrow_and_parquet_are_one_message(tmp_path) -> None:
     events = [{"event_type": "A", "x": I64 - 1, "d": 0.0}, {"event_type": "A", "x": I64 - 1, "d": 0.0}]
     for text in ("SELECT SUM(a.x) AS t WHERE A+ AS a", "SELECT a.x * 2 AS t WHERE A AS a"):
@@ -542,6 +573,9 @@ def test_spark_names_the_bad_event(spark) -> None:
 
     rows = [("A", 1, 1, 0.0), ("Q", 2, 2, 0.0), ("B", 4, 4, 0.0)]
     with pytest.raises(PythonException, match=r"unknown event type 'Q' \(the event with event_type='Q', id=2"):
+        _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
+    rows = [("A", 1, 1, 0.0), (None, 2, 2, 0.0), ("B", 4, 4, 0.0)]
+    with pytest.raises(PythonException, match=r"event has no event_type \(the event with event_type=None, id=2"):
         _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
     # A null time: Query.run keeps the input order, find() orders by time: refused, not sorted first.
     rows = [("A", 1, 5, 0.0), ("B", 2, None, 0.0), ("B", 3, 7, 0.0)]

@@ -25,8 +25,7 @@ def read_text_or_file(value: str, what: str) -> tuple[str, str]:
     if value == "-":
         return sys.stdin.read(), "<stdin>"
     if os.path.isfile(value):
-        with open(value, encoding="utf-8") as handle:
-            return handle.read(), value
+        return _read_utf8(value, what), value
     if (
         "\n" not in value
         and len(value) < 256
@@ -36,6 +35,17 @@ def read_text_or_file(value: str, what: str) -> tuple[str, str]:
     return value, f"<{what} text>"
 
 
+def _read_utf8(path: str, what: str) -> str:
+    """A query or declaration file's text; bytes that are not UTF-8 are one clear error."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CeqlError(f"{what} file {path}: line {line}: byte {exc.start} is not UTF-8 text") from None
+
+
 def _schema(paths: Sequence[str]):
     from ceql import declare
 
@@ -43,8 +53,7 @@ def _schema(paths: Sequence[str]):
     for path in paths:
         if not os.path.isfile(path):
             raise CeqlError(f"declaration file not found: {path}")
-        with open(path, encoding="utf-8") as handle:
-            texts.append(handle.read())
+        texts.append(_read_utf8(path, "declaration"))
     try:
         return declare(*texts)
     except QueryError as exc:
