@@ -636,3 +636,34 @@ def test_spark_reads_a_lone_surrogate_as_a_bad_row(spark, tmp_path) -> None:
     rows = read_events(spark, [str(tmp_path / "ev.jsonl")], schema, None, Catalog.of_schema(schema)).collect()
     reasons = [r for r in (row.asDict() for row in rows) if any("surrogate" in str(v) for v in r.values())]
     assert len(reasons) == 1
+
+
+def test_a_ceql_error_on_a_spark_worker_is_one_message() -> None:
+    from ceql.spark.cli import worker_error
+
+    trace = (
+        "An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+        '  File "output_schema.py", line 231, in from_raw\n'
+        "ceql.errors.CeqlError: measure t: 18446744073709551612 does not fit its int64 column in the output\n"
+    )
+    error = worker_error(RuntimeError(trace))
+    assert isinstance(error, ceql.errors.CeqlError)
+    assert str(error) == "on a Spark worker: measure t: 18446744073709551612 does not fit its int64 column in the output"
+    assert worker_error(RuntimeError("java.lang.OutOfMemoryError")) is None
+
+
+def test_a_measure_beyond_int64_on_spark_is_one_message(spark, tmp_path, capsys) -> None:
+    """It was the worker's traceback and exit 1 (the SUM is exact in Match objects only)."""
+    from ceql.cli import main
+
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    (tmp_path / "ev.csv").write_text(f"event_type,d,x\nA,1.0,{I64 - 1}\nA,2.0,{I64 - 1}\n")
+    out = tmp_path / "out"
+    status = main(
+        ["run", "--engine", "spark", "-d", str(tmp_path / "decl.core"), "-q", "SELECT SUM(a.x) AS t WHERE A+ AS a"]
+        + ["-i", str(tmp_path / "ev.csv"), "-o", str(out)]
+    )
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "error: on a Spark worker: measure t: 18446744073709551612 does not fit" in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob("*.ceql-tmp*"))
