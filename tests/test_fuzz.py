@@ -116,6 +116,9 @@ HOSTILE = [
     "--",
     "\x00",
     "é",
+    "'\ud800'",  # a lone surrogate (a Python string, or argv bytes that are not UTF-8)
+    "`x\udfff`",
+    "'a\udcff'",
     "((((((((((",
     "))))",
     " ; ".join(["A"] * 300),
@@ -165,6 +168,7 @@ token_soups = (
 random_texts = st.one_of(
     st.text(max_size=200),
     st.binary(max_size=200).map(lambda b: b.decode("utf-8", errors="replace")),
+    st.binary(max_size=200).map(lambda b: b.decode("utf-8", errors="surrogateescape")),  # as argv
     st.text(alphabet="SELECT*FROMWHEREAB;:+()[]{}<>=!.,'`-/ \n", max_size=200),
 )
 FUZZ = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -199,6 +203,7 @@ def test_fuzz_hostile_fragments() -> None:
             f"SELECT * FROM S WHERE {fragment}",
             f"SELECT * FROM S WHERE A AS x FILTER x[v > {fragment}]",
             f"SELECT * FROM S WHERE A AS x FILTER x[s LIKE {fragment}]",
+            f"SELECT * FROM S WHERE A AS x FILTER x[s = {fragment}]",
             f"SELECT * FROM S WHERE A AS x FILTER x[v IN {fragment}]",
             f"SELECT * FROM S WHERE A WITHIN {fragment} EVENTS",
             f"SELECT * FROM S WHERE A LIMIT {fragment}",
