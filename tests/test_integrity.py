@@ -667,3 +667,46 @@ def test_a_measure_beyond_int64_on_spark_is_one_message(spark, tmp_path, capsys)
     assert status == 2, err
     assert "error: on a Spark worker: measure t: 18446744073709551612 does not fit" in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob("*.ceql-tmp*"))
+
+
+@pytest.mark.parametrize("evaluator", ["python", "compiled"])
+def test_edge_values_in_every_output_format(tmp_path, evaluator) -> None:
+    """int64 extremes, NaN, the infinities and -0.0 through the writers of the output contract:
+    JSON Lines stays valid JSON (NaN and infinities as strings, a NaN measure null), Parquet
+    keeps the values, both exact at the int64 ends."""
+    import pyarrow.parquet as pq
+
+    (tmp_path / "decl.core").write_text(DECLARATION)
+    rows = [("A", "NaN", -I64), ("B", "Infinity", I64 - 1), ("A", "-Infinity", 0), ("B", "-0.0", 1)]
+    (tmp_path / "ev.jsonl").write_text(
+        "".join(f'{{"event_type": "{t}", "d": {d}, "x": {x}}}\n' for t, d, x in rows)
+    )
+    text = "SELECT a.x AS ax, b.x AS bx, a.d AS ad, b.d AS bd, MAX(b.x) AS m FROM S WHERE A AS a ; B AS b"
+    for out in ("out.jsonl", "out.parquet"):
+        result = subprocess.run(
+            [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", text, "-i", "ev.jsonl", "-o", out]
+            + ["--with-events", "--evaluator", evaluator, "--quiet"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+
+    def strict(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    found = [json.loads(line, parse_constant=strict) for line in lines]
+    measures = [(r["positions"], r["ax"], r["bx"], r["ad"], r["bd"], r["m"]) for r in found]
+    assert measures == [
+        ([0, 1], -I64, I64 - 1, None, "Infinity", I64 - 1),
+        ([0, 3], -I64, 1, None, -0.0, 1),
+        ([2, 3], 0, 1, "-Infinity", -0.0, 1),
+    ]
+    assert [e["d"] for e in found[0]["events"]] == ["NaN", "Infinity"]
+    table = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [(r["positions"], r["ax"], r["bx"], r["ad"], r["bd"], r["m"]) for r in table] == [
+        (p, ax, bx, None if ad is None else float(ad), float(bd), m) for p, ax, bx, ad, bd, m in measures
+    ]
+    assert math.copysign(1, table[1]["bd"]) == -1 and math.isnan(table[0]["events"][0]["d"])
