@@ -2,8 +2,8 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. All of these are
-fixed.
+it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
+START in a partition after CONSUME BY ANY.
 """
 
 from __future__ import annotations
@@ -149,3 +149,14 @@ def test_a_double_key_equal_to_an_int_key_is_the_same_key(text: str, path: str) 
         )
     ]
     assert engine(text, events, path) == reference(text, events) != []
+
+
+@pytest.mark.xfail(strict=True, reason="open: START in a partition is anchored again after CONSUME BY ANY (Python path)")
+def test_start_in_a_partition_after_consume_by_any() -> None:
+    """START(...) matches only the first event of its (sub-)stream: consuming the partition's
+    events with CONSUME BY ANY does not start the sub-stream again (the reference reports (0,)
+    only; the Python evaluator reported every event). Found by the 40-minute differential fuzz
+    of issue 27; also on main before it."""
+    text = "SELECT * FROM S WHERE START(A AS x) PARTITION BY [A.id] CONSUME BY ANY"
+    events = events_of([("A", 0, 0)] * 4)
+    assert engine(text, events) == reference(text, events)
