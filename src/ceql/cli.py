@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from ceql import __version__
 from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
-from ceql.compile.limits import DEFAULT_MAX_MATCHES
+from ceql.compile.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.errors import CeqlError, QueryError
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES
 from ceql.sql import cli as sql_cli
@@ -27,8 +27,7 @@ def read_text_or_file(value: str, what: str) -> tuple[str, str]:
     if value == "-":
         return sys.stdin.read(), "<stdin>"
     if os.path.isfile(value):
-        with open(value, encoding="utf-8") as handle:
-            return handle.read(), value
+        return _read_utf8(value, what), value
     if (
         "\n" not in value
         and len(value) < 256
@@ -38,6 +37,17 @@ def read_text_or_file(value: str, what: str) -> tuple[str, str]:
     return value, f"<{what} text>"
 
 
+def _read_utf8(path: str, what: str) -> str:
+    """A query or declaration file's text; bytes that are not UTF-8 are one clear error."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CeqlError(f"{what} file {path}: line {line}: byte {exc.start} is not UTF-8 text") from None
+
+
 def _schema(paths: Sequence[str]):
     from ceql import declare
 
@@ -45,8 +55,7 @@ def _schema(paths: Sequence[str]):
     for path in paths:
         if not os.path.isfile(path):
             raise CeqlError(f"declaration file not found: {path}")
-        with open(path, encoding="utf-8") as handle:
-            texts.append(handle.read())
+        texts.append(_read_utf8(path, "declaration"))
     try:
         return declare(*texts)
     except QueryError as exc:
@@ -379,22 +388,27 @@ def _restrictions(query) -> dict:
 
 @contextlib.contextmanager
 def _cleanup_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (``kill``) into SystemExit while running, so temporary outputs are removed
-    on the way out; the previous handler is restored afterwards."""
+    """Turn SIGTERM (``kill``) and SIGHUP (the terminal closed) into SystemExit while running,
+    so temporary outputs are removed on the way out (SIGINT is KeyboardInterrupt already); the
+    previous handlers are restored afterwards."""
     import signal
 
     def terminate(signum, frame):
         raise SystemExit(128 + signum)
 
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, terminate)
+        for number in wanted:
+            previous[number] = signal.signal(number, terminate)
     except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:
@@ -540,6 +554,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"live partial-match classes per partition key (default {DEFAULT_MAX_CLASSES:,})",
     )
     bounds.add_argument(
+        "--max-nodes",
+        type=_count,
+        default=DEFAULT_MAX_NODES,
+        metavar="N",
+        help=f"stored partial-match nodes, all partitions together (default {DEFAULT_MAX_NODES:,})",
+    )
+    bounds.add_argument(
         "--max-states",
         type=_count,
         default=DEFAULT_MAX_STATES,
@@ -594,6 +615,7 @@ def _engine_options(args: argparse.Namespace) -> dict:
     return {
         "engine": args.evaluator,
         "max_classes": args.max_classes or unbounded,
+        "max_nodes": args.max_nodes or unbounded,
         "max_states": args.max_states or unbounded,
         "max_work": args.max_work or unbounded,
     }
@@ -621,10 +643,87 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _SignalLog:
+    """Which signals arrived during the run, noted by the interpreter itself (a wakeup fd), so
+    that an interrupt is recognised even when a library swallows its KeyboardInterrupt: Py4J,
+    Spark's bridge to the JVM, turns a Ctrl-C during a call into Py4JError (or a network error
+    on the next call)."""
+
+    def __enter__(self) -> _SignalLog:
+        import logging
+        import signal
+
+        self.seen = False
+        self.fds: tuple[int, int] | None = None
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return self
+        for fd in (read, write):
+            os.set_blocking(fd, False)
+        try:
+            self.previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no signals to see
+            os.close(read)
+            os.close(write)
+            return self
+        self.fds = (read, write)
+        logging.getLogger().addFilter(self)
+        return self
+
+    def interrupted(self) -> bool:
+        import signal
+
+        if self.fds is not None and not self.seen:
+            try:
+                self.seen = signal.SIGINT in os.read(self.fds[0], 4096)
+            except OSError:
+                pass
+        return self.seen
+
+    def filter(self, record) -> bool:
+        """Py4J logs (with a traceback) the calls an interrupt broke: not shown after Ctrl-C."""
+        return not (str(record.msg).endswith("while sending command.") and self.interrupted())
+
+    def __exit__(self, *exc_info) -> None:
+        import logging
+        import signal
+
+        if self.fds is not None:
+            logging.getLogger().removeFilter(self)
+            signal.set_wakeup_fd(self.previous)
+            for fd in self.fds:
+                os.close(fd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ceql`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with _SignalLog() as signals:
+        try:
+            return _main(args)
+        except Exception:
+            if signals.interrupted():  # Ctrl-C during a Spark call (Py4JError, or what follows)
+                _stop_spark_gateway()
+                print("ceql: interrupted", file=sys.stderr)
+                return 130
+            raise
+
+
+def _stop_spark_gateway() -> None:
+    """After an interrupt broke the bridge to Spark's JVM, end that JVM (it would otherwise
+    outlive this process while it shuts down, or hang there)."""
+    for name in ("pyspark.core.context", "pyspark.context"):
+        context = getattr(sys.modules.get(name), "SparkContext", None)
+        process = getattr(getattr(context, "_gateway", None), "proc", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+            return
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except CeqlError as exc:
@@ -637,6 +736,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a full disk, a file that vanished: the cause, not a traceback
+        print(f"ceql {args.command}: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def _os_error(exc: OSError) -> str:
+    """An operating system error in words (temporary outputs are already removed)."""
+    import errno
+
+    what = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        what += " (the disk or quota is full; no output was written)"
+    return f"{exc.filename}: {what}" if exc.filename else what
 
 
 if __name__ == "__main__":

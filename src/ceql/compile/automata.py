@@ -42,6 +42,22 @@ def reports(labels: frozenset[str]) -> bool:
     return False
 _TOP = "done"  # an ALL component that has finished
 _MAX_UNLESS_GUARDS = 6  # symbolic UNLESS moves split on at most 2^6 guard combinations
+#: The transitions a product (AND, ALL) may build for one state, partial combinations included:
+#: checked while building, so that n operands of k moves each stop long before k^n tuples fill
+#: the memory (docs/limits.md).
+MAX_PRODUCT_MOVES = 200_000
+
+
+class ProductTooLarge(UnsupportedQueryError):
+    """One state of a product (AND, ALL) has too many transitions to build."""
+
+
+def _product_budget(spent: int, machine: Machine) -> None:
+    if spent > MAX_PRODUCT_MOVES:
+        raise ProductTooLarge(
+            f"a state of the {'ALL' if isinstance(machine, AllOf) else 'AND'} of {len(machine.parts)} operands "
+            f"has more than {MAX_PRODUCT_MOVES:,} transitions (every combination of its operands' moves)"
+        )
 
 
 class Counter:
@@ -495,9 +511,12 @@ class Conjunction(Product):
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         partial: list[tuple] = [(guards.TRUE, EMPTY_LABELS, (), None)]
+        spent = 0
         for part, component in zip(self.parts, state[1:]):
             extended = []
             part_moves = part.moves(component, symbol)
+            spent += len(partial) * len(part_moves)
+            _product_budget(spent, self)
             for g, labels, targets, reporting in partial:
                 for g2, l2, t2 in part_moves:
                     r2 = reports(l2)
@@ -538,9 +557,12 @@ class AllOf(Product):
 
     def moves(self, state: State, symbol: tuple | None = None) -> tuple:
         partial: list[tuple] = [(guards.TRUE, EMPTY_LABELS, ())]
+        spent = 0
         for part, component in zip(self.parts, state[1:]):
             extended = []
             part_moves = self._moves(part, component, symbol)
+            spent += len(partial) * len(part_moves)
+            _product_budget(spent, self)
             for g, labels, targets in partial:
                 for g2, l2, t2 in part_moves:
                     both = guards.conjoin(g, g2)

@@ -175,8 +175,8 @@ def convert_python(values: list, target: Target) -> Converted:
     if len(kinds) == 1 and next(iter(kinds)) in _PLAIN:  # the common case, at C speed
         try:
             return convert_array(pa.array(values, _PLAIN[next(iter(kinds))]), target)
-        except (OverflowError, pa.ArrowInvalid):
-            pass  # e.g. an int beyond int64: sorted out value by value below
+        except (OverflowError, pa.ArrowInvalid, UnicodeEncodeError):
+            pass  # e.g. an int beyond int64, a lone surrogate: sorted out value by value below
     groups: dict[str, list[int]] = {}
     for index, value in enumerate(values):
         groups.setdefault(_python_group(value), []).append(index)
@@ -229,7 +229,7 @@ def _python_group(value: Any) -> str:
     if kind is float:
         return "float"
     if kind is str:
-        return "str"
+        return "str" if value.isascii() or _encodes(value) else "bytes"  # a lone surrogate: not UTF-8
     if kind in (dict, list, tuple):
         return "nested"
     if kind is bytes:
@@ -250,6 +250,15 @@ _ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "bytes", "time"})
 _PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string(), bytes: pa.binary()}
 
 
+def _encodes(text: str) -> bool:
+    """Whether a str is Unicode text (no lone surrogate, as ``"\\ud800"`` in JSON gives)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _python_array(values: list, group: str) -> pa.Array:
     if group == "none":
         return pa.nulls(len(values))
@@ -265,8 +274,8 @@ def _python_array(values: list, group: str) -> pa.Array:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     if group == "str":
         return pa.array(values, pa.string())
-    if group == "bytes":
-        return pa.array(values, pa.binary())
+    if group == "bytes":  # (a str here has a lone surrogate: its bytes are not valid UTF-8)
+        return pa.array([v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v for v in values], pa.binary())
     raise ValueError(group)
 
 

@@ -101,7 +101,14 @@ class DetAutomaton:
         key = (state, symbol)
         found = self._enabled.get(key)
         if found is None:
-            moves = self.machine.moves(state, self.symbols.entries[symbol])
+            try:
+                moves = self.machine.moves(state, self.symbols.entries[symbol])
+            except automata.ProductTooLarge as exc:  # checked while the product was built
+                raise AutomatonTooLarge(
+                    f"the determinized automaton grew past its bounds: {exc.message}; the bound is fixed "
+                    f"({automata.MAX_PRODUCT_MOVES:,} per state, docs/limits.md). Use fewer operands, or "
+                    "split the query"
+                ) from None
             self.work += len(moves) + 1
             if self.work > self.max_work:
                 raise AutomatonTooLarge(self._too_large())

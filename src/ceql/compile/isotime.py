@@ -82,12 +82,24 @@ def parse_iso8601(trimmed: pa.Array, wanted: np.ndarray) -> tuple[pa.Array, np.n
     )
     parsed = matched & date_ok & clock_ok & zone_ok
     # days * 86400 s fits easily; only the final nanoseconds can leave int64 (years beyond 2262).
+    # The range is exact, to the nanosecond: 1677-09-21T00:12:43.145224192Z to
+    # 2262-04-11T23:47:16.854775807Z.
     total_seconds = pc.add(pc.multiply(pc.fill_null(days, 0), 86_400), seconds)
-    limit = INT64_MAX // 10**9 - 1
-    over = parsed & _mask(pc.or_(pc.greater(total_seconds, limit), pc.less(total_seconds, -limit)))
+    top, top_nanos = divmod(INT64_MAX, 10**9)
+    bottom, bottom_nanos = divmod(-INT64_MAX - 1, 10**9)
+    beyond = pc.or_(
+        pc.or_(pc.greater(total_seconds, top), pc.and_(pc.equal(total_seconds, top), pc.greater(nanos, top_nanos))),
+        pc.or_(
+            pc.less(total_seconds, bottom), pc.and_(pc.equal(total_seconds, bottom), pc.less(nanos, bottom_nanos))
+        ),
+    )
+    over = parsed & _mask(beyond)
     good = parsed & ~over
     safe_seconds = pc.if_else(pa.array(good), total_seconds, 0)
-    values = pc.add(pc.multiply(safe_seconds, 10**9), nanos)
+    # Before 1970, (s + 1) * 10^9 + (nanos - 10^9): the same number, no intermediate overflow.
+    negative = pc.less(safe_seconds, 0)
+    whole = pc.multiply(pc.if_else(negative, pc.add(safe_seconds, 1), safe_seconds), 10**9)
+    values = pc.add(whole, pc.if_else(negative, pc.subtract(nanos, 10**9), nanos))
     values = pc.if_else(pa.array(good), values, pa.nulls(n, pa.int64()))
     return values, parsed, over
 

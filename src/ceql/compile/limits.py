@@ -26,6 +26,21 @@ from ceql.lang.printer import print_formula
 
 #: ``ceql run --max-matches``'s default: generous (about 1-2 GB of JSON Lines) but finite.
 DEFAULT_MAX_MATCHES = 10_000_000
+#: Live tECS nodes (stored partial matches, all partitions) an evaluator may hold: about 0.7 GB
+#: on the compiled kernel and 2 GB on the Python evaluator at the bound (docs/limits.md).
+DEFAULT_MAX_NODES = 10_000_000
+
+
+def too_many_nodes(live: int, limit: int) -> LimitError:
+    """The error for an evaluator whose stored partial matches outgrew ``max_nodes``."""
+    return LimitError(
+        f"the partial matches in progress outgrew the bound max_nodes ({live:,} stored nodes, at most "
+        f"{limit:,}): the query keeps every partial match that a later event could complete, and no "
+        "window expires them. Add or shorten a WITHIN window, or raise the bound with max_nodes= (API) / "
+        "--max-nodes (CLI; 0: no bound)",
+        "max_nodes",
+        limit,
+    )
 #: Per-trigger bound (2^(w-1) or w^d for a window of w events) above which a window does not
 #: silence a growth warning.
 WINDOW_BOUND = 1_000_000

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.errors import UnsupportedQueryError
+from ceql.errors import CeqlError, UnsupportedQueryError
 from ceql.lang.schema import TIME_UNITS
 
 #: Column names the schema uses itself: a measure may not take one.
@@ -225,7 +225,10 @@ class Measure:
         if self.time is None:
             if isinstance(values, (pa.Array, pa.ChunkedArray)):
                 return values.cast(self.arrow) if values.type != self.arrow else values
-            return pa.array(values, self.arrow)
+            try:
+                return pa.array(values, self.arrow)
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+                raise self._unfit(values) from None
         if self.many:
             if not isinstance(values, (pa.Array, pa.ChunkedArray)):
                 values = pa.array(
@@ -239,6 +242,22 @@ class Measure:
         if not isinstance(values, (pa.Array, pa.ChunkedArray)):
             values = pa.array([ns_value(v) for v in values], pa.int64())
         return self.time.from_ns(values)
+
+    def _unfit(self, values: list) -> CeqlError:
+        """The error for values the column's type cannot hold: an exact integer beyond int64,
+        as ``SUM`` or ``x * 2`` may give (``Match.measures`` keeps it exact), named with the
+        first such value."""
+        shown = "a value"
+        for value in values:
+            try:
+                pa.array([value], self.arrow)
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+                shown = str(value)[:60]
+                break
+        return CeqlError(
+            f"measure {self.name}: {shown} does not fit its {self.arrow} column in the output "
+            "(an integer beyond int64); Match objects (output='matches') keep such values exact"
+        )
 
     def python(self, raw: Any) -> Any:
         """A raw value as ``Match.measures`` holds it (tuples for lists)."""

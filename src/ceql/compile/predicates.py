@@ -184,8 +184,12 @@ def _fast(pred: ast.Pred, table: pa.Table):
         values = _set_values(pred.values, operand.type)
         if pa.types.is_floating(values.type) and pa.types.is_integer(operand.type):
             operand = _cast_float(operand)
+        if pa.types.is_floating(operand.type):
+            # -0.0 is in {0} (as -0.0 = 0 holds): x + 0.0 turns -0.0 into 0.0 and nothing else
+            # changes; NaN is a missing value, so NOT IN is false on it too.
+            operand = pc.add(operand, pa.scalar(0.0, operand.type))
         inside = _fill(pc.is_in(operand, value_set=values, skip_nulls=True), table)
-        valid = _fill(pc.is_valid(operand), table)
+        valid = _fill(pc.and_kleene(pc.is_valid(operand), _not_nan(operand)), table)
         return pc.and_(pc.invert(inside), valid) if pred.negated else inside
     if isinstance(pred, ast.InInterval):
         inside = None
@@ -195,7 +199,8 @@ def _fast(pred: ast.Pred, table: pa.Table):
         if pred.high is not None:
             upper = _fill(pc.less_equal(*_align(operand, high)), table)
             inside = upper if inside is None else pc.and_(inside, upper)
-        valid = _fill(pc.is_valid(_broadcast(operand, table) if _is_scalar(operand) else operand), table)
+        present = _broadcast(operand, table) if _is_scalar(operand) else operand
+        valid = _fill(pc.and_kleene(pc.is_valid(present), _not_nan(present)), table)  # NaN is missing
         return pc.and_(pc.invert(inside), valid) if pred.negated else inside
     if isinstance(pred, ast.InRange):
         low, high = _expr(pred.low, table), _expr(pred.high, table)
@@ -210,6 +215,7 @@ def _set_values(values: tuple, operand_type: pa.DataType) -> pa.Array:
     exact comparison (NaN equals nothing; an integer that float64 cannot hold equals no double;
     a fractional double equals no integer), so Arrow's hash lookup is exact."""
     values = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+    values = [v + 0.0 if isinstance(v, float) else v for v in values]  # -0.0 is 0.0
     if pa.types.is_floating(operand_type):
         values = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or float(v) == v]
     elif pa.types.is_integer(operand_type):
@@ -501,7 +507,8 @@ def _exact_rows(pred: ast.Pred, table: pa.Table, rows: np.ndarray) -> np.ndarray
             "<=", operand, value(pred.high)
         )
     inside = np.fromiter((_member(pred, v) for v in operand.values), dtype=bool, count=m)
-    return (~inside if pred.negated else inside) & operand.valid
+    present = operand.valid & np.asarray(operand.values == operand.values, dtype=bool)  # NaN is missing
+    return (~inside if pred.negated else inside) & present
 
 
 @dataclass(frozen=True)
@@ -517,7 +524,8 @@ def _compare_exact(op: str, left: _Exact, right: _Exact) -> np.ndarray:
     """A comparison with Python semantics (exact between int and float); false where a value
     is missing or NaN (the only value unequal to itself)."""
     a, b = left.values, right.values
-    result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
+    with np.errstate(invalid="ignore"):  # NaN compares false (below), without a warning
+        result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
     return result & left.valid & right.valid & np.asarray(a == a, dtype=bool) & np.asarray(b == b, dtype=bool)
 
 

@@ -5,7 +5,10 @@ Both engines of ``ceql run`` (and ``ceql explain --svg``) follow the same rules:
 * an output may not be, contain or lie inside an input, the declaration, the query file or the
   other output (paths are compared after resolving symbolic links and ``..``, and by inode for
   files that exist, so a hard link or a differently spelled path is caught too);
-* an existing file or non-empty folder is replaced only with ``--overwrite``;
+* an existing file or non-empty folder is replaced only with ``--overwrite``, and only a regular
+  file (or, for Spark, a folder): a FIFO, a device, a socket, or a link to one is never replaced;
+* nor is this process's standard input, output or error (``-i - < events.csv``, a link to
+  ``/proc/self/fd/1``), even when it is a regular file;
 * a file output must name a file in an existing folder, a folder output (Spark) must not be a file;
 * results are written under a temporary name in the target's own folder and renamed into place
   only when the run succeeds, so a failed or interrupted run leaves no half-written output
@@ -21,6 +24,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -59,11 +63,50 @@ def check_outputs(targets: Iterable[Target], protected: Iterable[Protected], ove
     for target in targets:
         for item in guarded:
             _check_apart(target, item.what, item.path)
+        _check_kind(target)
     for i, first in enumerate(targets):
         for second in targets[i + 1 :]:
             _check_apart(second, f"the {first.option} {'folder' if first.folder else 'file'}", first.path)
     for target in targets:
         _check_shape(target, overwrite)
+
+
+_SPECIAL = [
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+]
+
+
+def _check_kind(target: Target) -> None:
+    """Only a regular file (or a folder, for Spark) is ever replaced: a FIFO, a device or a
+    socket, or a symbolic link to one, is refused with or without --overwrite (replacing it
+    would not write to it, and its reader would get nothing); so is this process's standard
+    input, output or error, even as a regular file (``-i - -o in.csv < in.csv``)."""
+    try:
+        found = os.stat(target.path)  # follows links: a link to /dev/null is the device
+    except OSError:
+        return  # nothing there (or a dangling link): the other checks decide
+    mode = found.st_mode
+    for test, what in _SPECIAL:
+        if test(mode):
+            raise CeqlError(
+                f"{target.option} {target.path}: is {what}, not a regular file; ceql writes its results "
+                "to a new regular file and never replaces anything else (choose a file name"
+                + ("" if target.option != "--output" else ", or leave out --output for standard output")
+                + ")"
+            )
+    for fd, name in ((0, "input"), (1, "output"), (2, "error")):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (found.st_dev, found.st_ino):  # e.g. /dev/stdout
+            raise CeqlError(
+                f"{target.option} {target.path}: is this process's standard {name}; refusing to replace it "
+                "(choose a file name" + (", or leave out --output for standard output" if fd == 1 else "") + ")"
+            )
 
 
 def _check_shape(target: Target, overwrite: bool) -> None:
@@ -169,6 +212,9 @@ def _temp_name(path: str, kind: str) -> str:
 def _commit_file(pending: Pending) -> None:
     path, temp = pending.path, pending.temp
     if pending.overwrite:
+        # Checked again at the last moment: a FIFO or device that appeared during the run is
+        # not replaced either.
+        _check_kind(Target("output", path))
         os.replace(temp, path)
         return
     # Without --overwrite, never replace a file that appeared while we were running: a hard link

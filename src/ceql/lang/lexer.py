@@ -120,9 +120,11 @@ def tokenize(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) 
             continue
         if kind == "string":
             value, pos = _read_quoted(text, pos, "'", start, "string", error_class)
+            _no_surrogate(text, start, pos, error_class)
             tokens.append(Token("STRING", value, start, text[start:pos]))
         elif kind == "qident":
             value, pos = _read_quoted(text, pos, "`", start, "back-quoted identifier", error_class)
+            _no_surrogate(text, start, pos, error_class)
             if not value:
                 raise error_class("empty back-quoted identifier", text, start)
             tokens.append(Token("QIDENT", value, start, text[start:pos]))
@@ -145,6 +147,15 @@ def tokenize(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) 
             tokens.append(Token("OP", match.group(), start, match.group()))
     tokens.append(Token("EOF", None, length, ""))
     return tokens
+
+
+def _no_surrogate(text: str, start: int, end: int, error_class: type[QuerySyntaxError]) -> None:
+    """A quoted token holds Unicode text: a lone surrogate (``'\\ud800'`` from Python, or a
+    byte that is not UTF-8 in a command-line argument) is an error at its place, not a
+    traceback where the text is encoded."""
+    for at in range(start, end):
+        if "\ud800" <= text[at] <= "\udfff":
+            raise error_class(f"{text[at]!r} is not valid Unicode text (a lone surrogate)", text, at)
 
 
 def _read_quoted(

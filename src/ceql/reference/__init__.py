@@ -10,7 +10,9 @@ the measures, LIMIT. Use it on small streams (a few dozen events).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Mapping
+from fractions import Fraction
 from typing import Any
 
 from ceql.compile.output_schema import measures_of, time_types
@@ -109,9 +111,9 @@ class _Reference:
         if within.kind == "events":
             return ce_max(ce) - ce_min(ce) < within.value
         if within.kind == "attribute":
-            return last[within.attribute] - first[within.attribute] < within.value
+            return _less_apart(first.get(within.attribute), last.get(within.attribute), within.value)
         time = self.checked.time_attribute
-        return last[time(last["event_type"])] - first[time(first["event_type"])] < within.value
+        return _less_apart(first.get(time(first["event_type"])), last.get(time(last["event_type"])), within.value)
 
     def select(self, ces: list[frozenset], substream: list[int]) -> list[frozenset]:
         strategy = self.query.effective_strategy
@@ -193,3 +195,13 @@ def _better(a: frozenset, b: frozenset, strategy: str) -> bool:
     pivot = min(diff) if strategy == "NEXT" else max(diff)
     return pivot in a
 
+
+def _less_apart(first: Any, last: Any, window: int) -> bool:
+    """``last - first < window`` over the reals (no rounding, no overflow); false when a value
+    is missing (None or NaN), as every comparison with a missing value (section 3.2)."""
+    if first is None or last is None or first != first or last != last:
+        return False
+    if isinstance(first, float) and math.isinf(first) or isinstance(last, float) and math.isinf(last):
+        difference = last - first  # inf - inf is NaN: false
+        return difference < window
+    return Fraction(last) - Fraction(first) < window

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
+from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.arrow import MatchRows
@@ -38,6 +40,7 @@ class Evaluator:
     it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
     labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
     partition (conditions across events keep runs with different register values apart);
+    ``max_nodes`` bounds the stored partial matches (live tECS nodes, all partitions);
     ``max_states`` and ``max_work`` bound the lazily determinized automaton (docs/limits.md);
     ``on_error`` ("fail", "skip" or "dead-letter") says what happens to bad input rows, and
     ``dead_letter`` (a path, a text stream or a function of the record) receives the records of
@@ -50,6 +53,7 @@ class Evaluator:
         engine: str = "auto",
         type_labels: bool = False,
         max_classes: int = DEFAULT_MAX_CLASSES,
+        max_nodes: int = DEFAULT_MAX_NODES,
         max_states: int | None = None,
         max_work: int | None = None,
         on_error: str = "fail",
@@ -84,6 +88,7 @@ class Evaluator:
         self.output = Output(plan, type_labels=type_labels, ranked=ranked)
         self.type_labels = type_labels
         self.max_classes = max_classes
+        self.max_nodes = max_nodes
         # The compiled kernel (runtime/kernel) runs the plans it supports: always with
         # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
         # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
@@ -91,7 +96,7 @@ class Evaluator:
         if engine == "auto" and forced in ("0", "1"):
             engine = "compiled" if forced == "1" else "python"
         self.engine = engine
-        self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
+        self._kernel = _kernel_for(plan, max_nodes) if engine == "compiled" and not type_labels else None
         # This evaluator's typing of its input (a copy of the plan's catalog records how this
         # input gives times: outputs show them so), and its bad-row policy.
         self.builder = own_builder(plan)
@@ -117,7 +122,7 @@ class Evaluator:
         fully before pushing more events."""
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
             if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
-                self._kernel = _kernel_for(self.plan)
+                self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
         for table in iter_tables(events, self._typing(on_error)):
             schema = self.output_schema()
@@ -137,7 +142,7 @@ class Evaluator:
 
         if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
             if self.engine == "compiled" or _prefer_kernel(self.plan, events, arrow=True):
-                self._kernel = _kernel_for(self.plan)
+                self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
         batches = []
         for table in iter_tables(events, self._typing(on_error)):
@@ -158,7 +163,7 @@ class Evaluator:
 
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
             if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
-                self._kernel = _kernel_for(self.plan)
+                self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
         for table in iter_tables(events, self._typing(None)):
             schema = self.output_schema()
@@ -229,9 +234,15 @@ class Evaluator:
         is a list (one item per row) or a function of the row index, and a match's payloads are
         those of its reported events. Runs on the Python evaluator."""
         self._python_path()
+        try:
+            typed = self.builder.from_table(table, self.position if positions is None else 0)
+        except EventError as exc:  # name the row by its stream position, as everywhere else
+            if positions is not None and exc.row is not None and 0 <= exc.row < len(positions):
+                raise EventError(exc.reason, int(positions[exc.row]), exc.source, exc.line, exc.unit) from None
+            raise
         if positions is None:
-            return self._run(self.builder.from_table(table), payload=payload, detailed=True)
-        return self._run(self.builder.from_table(table), positions=positions, payload=payload, detailed=True)
+            return self._run(typed, payload=payload, detailed=True)
+        return self._run(typed, positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
@@ -260,7 +271,12 @@ class Evaluator:
         return {
             "query": self.plan.checked.text,
             "schema": self.plan.checked.schema,
-            "options": {"type_labels": self.type_labels, "max_classes": self.max_classes, "engine": self.engine},
+            "options": {
+                "type_labels": self.type_labels,
+                "max_classes": self.max_classes,
+                "max_nodes": self.max_nodes,
+                "engine": self.engine,
+            },
             "state": self.export_state(),
         }
 
@@ -362,8 +378,14 @@ class Evaluator:
         runs = self.runs
         if plan.window is None or not plan.monotone or plan.silent_reads:
             # (A run that ends by reading without reporting keeps an old complex event valid:
-            # its window is that of its own events, whatever the trigger.)
-            runs.compact_at = runs.created + max(COMPACT_MIN, runs.created)
+            # its window is that of its own events, whatever the trigger.) Nothing expires, so
+            # the stored nodes are counted against max_nodes (at doubling intervals: amortised
+            # constant work per node).
+            live = self.live_nodes()
+            if live > self.max_nodes:
+                raise too_many_nodes(live, self.max_nodes)
+            runs.created = 0
+            runs.compact_at = max(COMPACT_MIN, live)
             return
         if plan.window_kind == "events":
             now = self.position - 1  # the last position seen
@@ -372,8 +394,10 @@ class Evaluator:
             if now is None:
                 runs.compact_at = runs.created + COMPACT_MIN
                 return
-        runs.compact(now - plan.window)
+        runs.compact(nodes.window_limit(now, plan.window))
         live = self.live_nodes()
+        if live > self.max_nodes:
+            raise too_many_nodes(live, self.max_nodes)
         runs.created = 0
         runs.compact_at = max(COMPACT_MIN, 2 * live)
 
@@ -426,11 +450,11 @@ def _shown(matches: Iterator[Match], schema: Any) -> Iterator[Match]:
         yield Match(trigger, positions, labels, partition, values)
 
 
-def _kernel_for(plan: Plan) -> Any:
+def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
     """The compiled kernel for this plan, or None when it stays on the Python path."""
     from ceql.runtime import kernel
 
-    return kernel.PlanKernel(plan) if kernel.unsupported(plan) is None else None
+    return kernel.PlanKernel(plan, max_nodes=max_nodes) if kernel.unsupported(plan) is None else None
 
 
 def _import(evaluator: Evaluator, blob: bytes) -> None:
@@ -439,7 +463,7 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
 
     if kernel.is_kernel_state(blob):
         if evaluator._kernel is None:
-            evaluator._kernel = _kernel_for(evaluator.plan)
+            evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
         if evaluator._kernel is None:
             raise ValueError("the saved state was made by the compiled kernel, which cannot run this query")
         evaluator._kernel.import_json(blob)

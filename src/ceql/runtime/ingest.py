@@ -4,6 +4,7 @@ and the values that registers, measures and outputs need."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,8 @@ import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan
 from ceql.errors import EventError
+
+NAN = math.nan  # a missing window measure (one object, so equal keys stay equal)
 
 
 @dataclass
@@ -77,7 +80,9 @@ class Ingest:
         values = column.take(pa.array(rows, pa.int64())).to_pylist() if len(rows) else []
         if plan.ordered_time:
             self._check_order(table, types, column)
-        return values
+        # A missing value (null, NaN) is NaN: a complex event that starts or ends with it is in
+        # no window (docs/semantics.md, WITHIN), and NaN compares false with everything.
+        return [NAN if v is None or v != v else v for v in values]
 
     def _measure_column(self, table: pa.Table, types) -> pa.Array:
         attributes = self.plan.time_attributes

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from fractions import Fraction
 
 NEG_INF = -math.inf
 POS_INF = math.inf
@@ -35,9 +36,26 @@ BOTTOM_SIZE, UNION_SIZE, OUTPUT_SIZE = 3, 5, 8
 PATH_POS, PATH_LABELS, PATH_DATA, PATH_REST = 0, 1, 2, 3
 
 
+def window_limit(m, window):
+    """The exact bound ``m - window``: a CE whose last event has measure ``m`` is in the window
+    iff its first event's measure is greater (``m - first < window``, over the reals). Integers
+    are exact in Python; for a double the difference may not be a double, and is then a Fraction
+    (which compares exactly with floats). A missing measure (NaN) gives NaN: nothing is greater
+    (always the one ``math.nan`` object, so that limits used as memo keys stay equal)."""
+    if m != m:
+        return math.nan
+    limit = m - window
+    if type(m) is float and math.isfinite(m):
+        exact = Fraction(m) - window
+        if limit != exact:
+            return exact
+    return limit
+
+
 def output(pos: int, labels: frozenset, child: tuple, m: float, data=None) -> tuple:
-    """A node for the CEs of ``child`` extended with the event at ``pos``."""
-    if child[HAS_EMPTY]:
+    """A node for the CEs of ``child`` extended with the event at ``pos`` (a missing measure,
+    NaN, puts no CE that starts with this event in any window: it does not count as a first)."""
+    if child[HAS_EMPTY] and m == m:
         mf = child[MAX_FIRST] if child[MAX_FIRST] > m else m
         minf = child[MIN_FIRST] if child[MIN_FIRST] < m else m
     else:
@@ -100,7 +118,7 @@ def enumerate_paths(root: tuple, window: float | None, newest_first: bool = Fals
             # output
             pos, m, child = node[POS], node[MEASURE], node[CHILD]
             if limit is None and window is not None:
-                limit = m - window  # this is the CE's last event
+                limit = window_limit(m, window)  # this is the CE's last event
             if limit is not None:
                 empty_ok = m > limit
                 if not (child[MAX_FIRST] > limit or (child[HAS_EMPTY] and empty_ok)):

@@ -40,7 +40,7 @@ from typing import Any
 
 from ceql.compile.plan import Plan
 from ceql.runtime import nodes
-from ceql.runtime.nodes import CHILD, HAS_EMPTY, LEFT, MEASURE, POS
+from ceql.runtime.nodes import CHILD, HAS_EMPTY, LEFT, MEASURE, POS, window_limit
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES, LimitExceeded, _Store, nodes_reports
 
 BOTTOM = nodes.BOTTOM
@@ -431,9 +431,11 @@ class RankedRuns(_Store):
         registers = self.registers
         window = self.plan.window
         best: list[tuple] = []  # (member, chain)
+        empty = False  # the empty complex event is a candidate (best only if nothing else is)
         for nu, bundle in entered:
             if registers is not None and not registers.gate(nu):
                 continue
+            empty = empty or bundle.empty
             members = bundle.store.members
             chain = bundle.chain
             found = None
@@ -446,7 +448,7 @@ class RankedRuns(_Store):
                     last_m = chain[C_MEASURE]
                 else:
                     last_m = _top(member[M_NODE])
-                if last_m - member[M_START] < window:
+                if member[M_START] > window_limit(last_m, window):
                     found = member
                     break
             if found is None:
@@ -460,7 +462,7 @@ class RankedRuns(_Store):
             elif order == 0:
                 best.append((found, chain))
         if not best:
-            return None
+            return [BOTTOM] if empty else None
         self.created += len(best)
         return [materialize(member, chain) for member, chain in best]
 

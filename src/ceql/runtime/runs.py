@@ -73,7 +73,7 @@ class _Store:
         plan = self.plan
         if plan.window is None or not plan.monotone:
             return None
-        return m - plan.window
+        return nodes.window_limit(m, plan.window)
 
 
 class PlainRuns(_Store):

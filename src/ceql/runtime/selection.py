@@ -18,7 +18,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ceql.runtime.nodes import CHILD, DATA, HAS_EMPTY, LABELS, LEFT, MAX_FIRST, MEASURE, MIN_FIRST, POS, RIGHT
+from ceql.runtime.nodes import (
+    CHILD,
+    DATA,
+    HAS_EMPTY,
+    LABELS,
+    LEFT,
+    MAX_FIRST,
+    MEASURE,
+    MIN_FIRST,
+    POS,
+    RIGHT,
+    window_limit,
+)
 
 _INF = math.inf
 
@@ -131,7 +143,7 @@ def _walk(root, limit, empty_ok, window, memo, leaf, output, union):
             parts = [(child, lim, eok) for child in _union_leaves(node, lim, eok, window)]
         else:
             m = node[MEASURE]
-            child_limit = lim if lim is not None or window is None else m - window
+            child_limit = lim if lim is not None or window is None else window_limit(m, window)
             parts = [(node[CHILD], child_limit, True if child_limit is None else m > child_limit)]
         missing = [p for p in parts if (id(p[0]), p[1], p[2]) not in memo]
         if missing and not expanded:
@@ -210,7 +222,7 @@ def paths_with_supports(
             if following is None:
                 continue
             if limit is None and window is not None:
-                limit = m - window
+                limit = window_limit(m, window)
             child_ok = True if limit is None else m > limit
             stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
 
@@ -235,7 +247,7 @@ def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: flo
             if index >= len(descending) or pos != descending[index]:
                 continue
             if limit is None and window is not None:
-                limit = m - window
+                limit = window_limit(m, window)
             child_ok = True if limit is None else m > limit
             stack.append((node[CHILD], index + 1, (pos, node[LABELS], node[DATA], path), limit, child_ok))
 
@@ -326,7 +338,7 @@ class MaxSelection:
                 ]
             else:
                 m = node[MEASURE]
-                child_limit = lim if lim is not None or window is None else m - window
+                child_limit = lim if lim is not None or window is None else window_limit(m, window)
                 parts = [(node[CHILD], child_limit, True if child_limit is None else m > child_limit)]
             keys = [self._key(*part) for part in parts]
             missing = [p for p, k in zip(parts, keys) if self._lookup(k, trigger) is None]
@@ -412,7 +424,7 @@ class MaxSelection:
                 if following is None:
                     continue
                 if limit is None and window is not None:
-                    limit = m - window
+                    limit = window_limit(m, window)
                 child_ok = True if limit is None else m > limit
                 stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
 

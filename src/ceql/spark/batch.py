@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.limits import limit_matches
-from ceql.errors import CeqlError
+from ceql.errors import CeqlError, EventError
 from ceql.lang.schema import TIME_UNITS, Schema
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
 from ceql.spark.output import Collector, OutputSpec, output_spec
@@ -325,8 +325,11 @@ def _with_order_keys(df, schema: Schema, order_by: list[str], tie_break: list[st
     time = time_ns(schema, df)
     if time is None:
         return df, [*tie_break, SEQ]
-    # Types without a time come first, as Spark sorts nulls (and the group sort must agree).
-    time = F.coalesce(time, F.lit(-(2**63)))
+    # Types without a time come first, as Spark sorts nulls (and the group sort must agree). A
+    # null time of a type that has one stays null: the workers refuse it (the stream is in
+    # time order, and such an event has no place in it).
+    timed = [name for name, decl in schema.event_types.items() if decl.time_attribute]
+    time = F.when(F.col("event_type").isin(timed), time).otherwise(F.lit(-(2**63)))
     return df.withColumn(TIME, time), [TIME, *tie_break, SEQ]
 
 
@@ -383,6 +386,7 @@ def _with_shards(df, query, shards: int | None):
     reaches back to it. Whole-number measures use exact integer arithmetic; a row's home is
     computed once, so a shard's own triggers are decided by the same number Spark used."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     facts = query.facts
     schema = query.checked.schema
@@ -400,11 +404,17 @@ def _with_shards(df, query, shards: int | None):
     df = df.withColumn("__ceql_m", measure)
     bounds = df.agg(F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi"))
     if integral:
-        span = F.ceil((F.col("__ceql_hi") - F.col("__ceql_lo") + 1) / F.lit(parallelism)).cast("long")
-        size = F.greatest(F.lit(int(np.ceil(window))), span, F.lit(1))
-        offset = F.col("__ceql_m") - F.col("__ceql_lo")
-        home = F.floor(offset / size).cast("long")
-        last = F.floor((offset + F.lit(int(np.ceil(window)) + slack)) / size).cast("long")
+        # In decimal(38, 0): measures span all of int64, so hi - lo and offset + window do not
+        # fit a long; every division below is of a multiple, hence exact.
+        exact = T.DecimalType(38, 0)
+        lo, hi, m = (F.col(c).cast(exact) for c in ("__ceql_lo", "__ceql_hi", "__ceql_m"))
+        width = hi - lo + F.lit(parallelism)
+        span = (width - width % F.lit(parallelism)) / F.lit(parallelism)  # ceil((hi - lo + 1) / parallelism)
+        size = F.greatest(F.lit(int(np.ceil(window))).cast(exact), span.cast(exact), F.lit(1).cast(exact))
+        offset = m - lo
+        reach = offset + F.lit(int(np.ceil(window)) + slack).cast(exact)
+        home = ((offset - offset % size) / size).cast("long")
+        last = ((reach - reach % size) / size).cast("long")
     else:
         span = (F.col("__ceql_hi") - F.col("__ceql_lo")) / F.lit(parallelism)
         size = F.greatest(F.lit(float(window)), span, F.lit(1e-9))
@@ -436,10 +446,32 @@ def sort_order(table: pa.Table, keys) -> pa.Array:
 def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     """Evaluate one group (a partition key, or a shard) in stream order."""
     table = _sorted(table, job.sort_keys)
+    positions = table.column(POS).to_numpy() if job.global_positions else None
+    try:
+        return _evaluate_rows(table, job, positions)
+    except EventError as exc:  # named by its id columns too
+        rows = np.arange(table.num_rows) if positions is None else positions
+        raise _naming_the_event(exc, table, job, int(np.searchsorted(rows, exc.row or 0))) from None
+
+
+def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None) -> None:
+    """The stream is in primary_time order: an event of a type with a time but without a value
+    has no place in it (Query.run, which takes the input order, keeps it where it is)."""
+    if TIME in table.column_names and table.column(TIME).null_count:
+        index = int(pc.index(table.column(TIME).is_null(), True).as_py())
+        row = base + index if positions is None else int(positions[index])
+        raise EventError(
+            "missing time value: find() puts the events in primary_time order (give it a time, or order "
+            "the stream with order_by=)",
+            row,
+        )
+
+
+def _evaluate_rows(table: pa.Table, job: _Job, positions: np.ndarray | None) -> pa.Table:
+    _check_times(table, 0, positions)
     evaluator = _compiled(job.text, job.declaration).evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
-    positions = table.column(POS).to_numpy() if job.global_positions else None
     found: Iterator = evaluator.process_table(table, positions=positions, payload=lambda i: first + i)
     if job.sharded:  # a shard reports only the matches its own rows trigger
         shard = table.column(SHARD)[0].as_py()
@@ -458,6 +490,18 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     return pa.Table.from_batches(batches, schema=job.spec.arrow_schema)
 
 
+def _naming_the_event(exc: EventError, table: pa.Table, job: _Job, index: int) -> EventError:
+    """A bad event on a worker, named by its stream position and its id columns, or else its
+    values (the rows of a DataFrame have no other name)."""
+    names = [c for c in job.spec.id_columns if c in table.column_names] or [
+        c for c in table.column_names if not c.startswith("__ceql")
+    ]
+    if names and 0 <= index < table.num_rows:
+        ids = ", ".join(f"{c}={table.column(c)[index].as_py()!r}" for c in names)
+        return EventError(f"{exc.reason} (the event with {ids})", exc.row)
+    return exc
+
+
 def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """The single plan: one task reads the whole stream in order; positions are its row count."""
     evaluator = _compiled(job.text, job.declaration).evaluator()
@@ -467,7 +511,12 @@ def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterato
         for batch in batches:
             table = pa.Table.from_batches([batch])
             first = collector.add_ids(table)
-            yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+            start = evaluator.position
+            try:
+                _check_times(table, start)
+                yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+            except EventError as exc:
+                raise _naming_the_event(exc, table, job, (exc.row or 0) - start) from None
 
     for match, rows in limit_matches(matches(), job.max_matches):
         collector.add(match, rows)

@@ -295,8 +295,11 @@ def run_spark(args: argparse.Namespace) -> int:
             spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
             counts = write_matches(jobs, run, folder, fmt, paths)
         except Exception as exc:
-            if "ceql.errors.LimitError" in str(exc):
+            worker = worker_error(exc)
+            if worker is not None and "stopped at the limit" in str(worker):
                 raise _too_many(args.max_matches) from None
+            if worker is not None:
+                raise worker from None
             raise
         finally:
             spark.sparkContext.setLogLevel("ERROR")
@@ -312,6 +315,19 @@ def run_spark(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def worker_error(exc: BaseException) -> CeqlError | None:
+    """The ceql error a Spark worker raised (a measure that does not fit its column, a bound
+    reached), read from the exception Spark hands back, which carries the worker's traceback as
+    text; None when the failure was not ceql's."""
+    import re
+
+    found = re.findall(r"^ceql\.errors\.(\w+): (.+)$", str(exc), re.MULTILINE)
+    if not found:
+        return None
+    kind, message = found[-1]
+    return CeqlError(f"on a Spark worker: {message.strip()}")
 
 
 def _too_many(limit: int):

@@ -6,7 +6,8 @@ line is skipped; a line with more or fewer fields than the header, a line that i
 UTF-8, a line longer than the limit and a quote left open at the end of a line (a value may not
 span lines) are rejected rows. Columns no event type declares are not read (one warning). A
 header naming a declared column twice makes every line of the file a rejected row; a header
-without ``event_type`` or without a column the queries read is an error.
+without ``event_type`` or without a column the queries read is an error, and so is a header of
+more than ``MAX_COLUMNS`` columns (the parser allocates per column, before any row is read).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
+from ceql.errors import CeqlError
 from ceql.io.errors import RowError
 from ceql.io.formats.base import (
     BOM,
@@ -38,6 +40,8 @@ from ceql.runtime.batches import Notices, type_rows
 
 NAME = "csv"
 EXTENSIONS = (".csv", ".corecsv")
+#: Columns a CSV header may have (docs/limits.md): the parser needs about 2 KB per column.
+MAX_COLUMNS = 10_000
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,11 @@ def read_header(line: bytes, catalog: Catalog, source: str, notices: Notices) ->
         names = tuple(name.strip() for name in next(_csv.reader([text]), []))
     except _csv.Error as error:  # e.g. a carriage return inside the line
         return Header((), (), f"the header (line 1) cannot be read as CSV: {error}")
+    if len(names) > MAX_COLUMNS:  # before the parser allocates anything per column
+        raise CeqlError(
+            f"{source}: the header (line 1) has {len(names):,} columns; at most {MAX_COLUMNS:,} are read "
+            "(docs/limits.md): keep the columns the queries need"
+        )
     unknown, absent = catalog.check_columns(names, source)
     for name in unknown:
         notices.warn(

@@ -4,13 +4,15 @@ Values keep their JSON types and are typed by the catalog (a JSON string is read
 field; a number must suit the declared type: ``1.5`` is not an int, ``"5"`` is). Per line: a
 blank line is skipped; a line that is not valid UTF-8 or not valid JSON, that nests too deeply,
 that is not an object, or that is longer than the limit is a rejected row. A byte-order mark at
-the start of the file is skipped. Keys no event type declares are ignored (one warning); a key
+the start of the file is skipped. A lone surrogate escape (``"\ud800"``: valid JSON, but no
+character) is a rejected row. Keys no event type declares are ignored (one warning); a key
 the queries read and an event lacks makes that event a rejected row ("missing field").
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -32,6 +34,7 @@ from ceql.runtime.batches import Notices, type_rows
 NAME = "jsonl"
 EXTENSIONS = (".jsonl", ".ndjson", ".json")
 _ABSENT = object()
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # \ud800 to \udfff (pairs are characters)
 
 
 def plan(
@@ -79,6 +82,8 @@ def parse_lines(
             )
             continue
         problem, value = _load(text)
+        if problem is None and _SURROGATE_ESCAPE.search(line) and _lone_surrogate(value):
+            problem = "invalid JSON: a \\u escape of a lone surrogate (\\ud800 to \\udfff) is not a character"
         if problem is None and not isinstance(value, dict):
             problem = f"a JSON object is expected, not {_json_kind(value)}"
         if problem is not None:
@@ -120,6 +125,16 @@ def _load(text: str) -> tuple[str | None, object]:
         return f"invalid JSON: {exc.msg} (column {exc.colno})", None
     except RecursionError:
         return "invalid JSON: it nests too deeply", None
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a parsed JSON value holds a string that is not Unicode text (a lone surrogate
+    from an escape: it cannot be encoded as UTF-8, so no column can hold it)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _json_kind(value: object) -> str:

@@ -10,7 +10,9 @@ tECS nodes are rows of an ``int64[capacity, 8]`` array (one 64-byte row per node
 visit touches one cache line): ``MF``/``MINF`` the largest/smallest window measure of the first
 event over the node's non-empty complex events, ``KH`` the kind shifted left by one with the
 "has the empty complex event" bit, then position, label-set id, children and event measure.
-Row 0 is BOTTOM (the set holding only the empty complex event). Every node's children have
+Row 0 is BOTTOM (the set holding only the empty complex event). An output node whose event has
+no window measure (a missing attribute value) has its own kind, ``GONE_KIND``: every int64 is a
+possible measure, so no value can stand for "missing". Every node's children have
 smaller row numbers than the node (nodes are immutable and built bottom-up), which lets
 compaction work in two linear sweeps.
 """
@@ -23,18 +25,17 @@ from numba import njit
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 
-#: A missing window measure (an event of a type without the window's attribute, or a null).
+#: The measure array's filler where an event has no window measure (the flag array ``miss``
+#: says which; every int64 is a valid measure). Also S_NOW before any measure was seen.
 MISSING = INT64_MIN
-#: Window sizes must stay below this so ``measure - window`` cannot overflow.
+#: The kernel evaluates windows below this size (larger ones stay on the Python evaluator).
 MAX_WINDOW = 2**61
-#: Measures must stay within [MIN_MEASURE, MAX_MEASURE] (same reason, and room for sentinels).
-MIN_MEASURE = -(2**62)
-MAX_MEASURE = 2**62
 
 # ---------------------------------------------------------------- node columns
 MF, MINF, KH, POS, LAB, A, B, M = range(8)
 NODE_FIELDS = 8
 BOTTOM_KIND, OUTPUT_KIND, UNION_KIND = 0, 1, 2
+GONE_KIND = 3  # an output node whose event has no window measure (read as an output node)
 
 # ---------------------------------------------------------------- configuration (cfg)
 C_WINDOW = 0  # window size in measure units, -1 without WITHIN
@@ -112,16 +113,31 @@ STATUS_NAMES = {
 }
 
 
+# ====================================================================== window arithmetic
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _lowest_first(m, window):
+    """The smallest first-event measure a complex event whose last event has measure ``m`` may
+    have in a window of ``window`` (>= 1): m - window + 1, or INT64_MIN when that is below the
+    int64 range (every first event is then in). ``last - first < window`` is ``first >= this``,
+    exactly and without overflow at the edges of int64."""
+    if m < INT64_MIN + (window - 1):
+        return INT64_MIN
+    return m - (window - 1)
+
+
 # ====================================================================== node construction
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _output(nodes, st, pos, lab, child, m):
-    """A node for the complex events of ``child`` extended with the event at ``pos``."""
+def _output(nodes, st, pos, lab, child, m, gone):
+    """A node for the complex events of ``child`` extended with the event at ``pos`` (``gone``:
+    the event has no window measure, so no complex event starting with it is in a window)."""
     k = st[S_NODES]
     cmf = nodes[child, MF]
     cmin = nodes[child, MINF]
-    if nodes[child, KH] & 1:
+    if nodes[child, KH] & 1 and not gone:
         mf = cmf if cmf > m else m
         mn = cmin if cmin < m else m
     else:
@@ -129,12 +145,12 @@ def _output(nodes, st, pos, lab, child, m):
         mn = cmin
     nodes[k, MF] = mf
     nodes[k, MINF] = mn
-    nodes[k, KH] = OUTPUT_KIND << 1
+    nodes[k, KH] = (GONE_KIND if gone else OUTPUT_KIND) << 1
     nodes[k, POS] = pos
     nodes[k, LAB] = lab
     nodes[k, A] = child
     nodes[k, B] = 0
-    nodes[k, M] = m
+    nodes[k, M] = 0 if gone else m
     st[S_NODES] = k + 1
     return k
 
@@ -192,8 +208,8 @@ def _take_slot(st, slot_of, slot_info, free, code):
 
 @njit(cache=True)
 def run(
-    syms, meas, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info, free,
-    new, finals, stack, path, out_m, out_pos, out_lab, first,
+    syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
+    free, new, finals, stack, path, out_m, out_pos, out_lab, first,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
@@ -225,6 +241,7 @@ def run(
             continue
         sym = syms[i]
         m = meas[i]
+        gone = miss[i]  # the event has no window measure
         pos = poss[i]
         slot = slot_of[code]
         if slot >= 0:
@@ -274,8 +291,8 @@ def run(
                 new[nn, 1] = entries[j, 1]
                 new[nn, 2] = 0
                 nn += 1
-        has_limit = prune and m != MISSING
-        limit = m - window
+        has_limit = prune and not gone
+        lowest = _lowest_first(m, window) if has_limit else INT64_MIN
         for j in range(count):
             t = tr[entries[j, 0], sym]
             if t < 0:
@@ -285,9 +302,9 @@ def run(
                 lab = trans[t + 1 + 2 * q]
                 target = trans[t + 2 + 2 * q]
                 if lab >= 0:
-                    if has_limit and (nodes[node, KH] & 1) == 0 and nodes[node, MF] <= limit:
+                    if has_limit and (nodes[node, KH] & 1) == 0 and nodes[node, MF] < lowest:
                         continue  # every complex event through here would exceed the window
-                    target_node = _output(nodes, st, pos, lab, node, m)
+                    target_node = _output(nodes, st, pos, lab, node, m, gone)
                 else:
                     target_node = node
                 found = -1
@@ -391,10 +408,14 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
-    A complex event is within the window when m(last) - m(first) < window; its last event is
+    A complex event is within the window when m(last) - m(first) < window, that is m(first) >=
+    ``_lowest_first(m(last))`` (the ``limit`` below: exact over all of int64); its last event is
     the first output node met from the root, which fixes the limit for everything below it.
-    Subtrees whose complex events all start at or before the limit are skipped in constant time
-    (``MF`` and the has-empty bit), so the work is proportional to the output."""
+    Subtrees whose complex events all start below the limit are skipped in constant time
+    (``MF`` and the has-empty bit), so the work is proportional to the output. (``MF`` is
+    INT64_MIN both for "no first event with a measure" and for a real measure of -2**63; the
+    test may then descend for nothing, but whether a complex event is output is decided on its
+    first event's own measure.)"""
     window = cfg[C_WINDOW]
     newest = cfg[C_ANY] == 1
     stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
@@ -451,8 +472,8 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             if kind == UNION_KIND:
                 a = nodes[node, B if newest else A]
                 b = nodes[node, A if newest else B]
-                a_ok = not has_limit or nodes[a, MF] > limit or ((nodes[a, KH] & empty_ok) == 1)
-                b_ok = not has_limit or nodes[b, MF] > limit or ((nodes[b, KH] & empty_ok) == 1)
+                a_ok = not has_limit or nodes[a, MF] >= limit or ((nodes[a, KH] & empty_ok) == 1)
+                b_ok = not has_limit or nodes[b, MF] >= limit or ((nodes[b, KH] & empty_ok) == 1)
                 if a_ok and b_ok:
                     if sp + 2 > stack.shape[0]:  # keep one row free to save the current position
                         st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
@@ -466,14 +487,16 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 continue
             # an output node
             m = nodes[node, M]
+            gone = kind == GONE_KIND  # the event has no window measure
             child = nodes[node, A]
             if has_limit == 0 and window >= 0:
+                if gone:
+                    break  # a missing measure on the last event: no complex event ends here in the window
                 has_limit = 1
-                # A missing measure on the last event: no complex event ends here in the window.
-                limit = m - window if m != MISSING else INT64_MAX
+                limit = _lowest_first(m, window)
             if has_limit:
-                empty_ok = 1 if m > limit else 0
-                if not (nodes[child, MF] > limit or (nodes[child, KH] & empty_ok) == 1):
+                empty_ok = 1 if not gone and m >= limit else 0
+                if not (nodes[child, MF] >= limit or (nodes[child, KH] & empty_ok) == 1):
                     break
             if depth >= path.shape[0]:
                 st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
@@ -517,7 +540,9 @@ def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
     node's limit."""
     n = st[S_NODES]
     window = cfg[C_WINDOW]
-    limit_now = now - window
+    # Limits are lowest first measures (``_lowest_first``), kept below the two sentinels
+    # (a lower limit keeps more, which is harmless).
+    limit_now = min(_lowest_first(now, window), _DEAD - 1) if prune else _OPEN
     for x in range(n):
         limits[x] = _UNSEEN
     for slot in range(st[S_SLOTS]):
@@ -533,7 +558,7 @@ def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
         lim = limits[x]
         if lim == _UNSEEN:
             continue
-        if lim != _OPEN and nodes[x, MF] <= lim and (nodes[x, KH] & 1) == 0:
+        if lim != _OPEN and nodes[x, MF] < lim and (nodes[x, KH] & 1) == 0:
             limits[x] = _DEAD
             continue
         size += 1
@@ -545,9 +570,9 @@ def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
             if lim < limits[b]:
                 limits[b] = lim
         else:
-            m = nodes[x, M]
-            if lim == _OPEN and prune and m != MISSING:
-                lim = m - window  # this output is the last event of its complex events
+            if lim == _OPEN and prune and nodes[x, KH] >> 1 != GONE_KIND:
+                # this output is the last event of its complex events
+                lim = min(_lowest_first(nodes[x, M], window), _DEAD - 1)
             if lim < limits[a]:
                 limits[a] = lim
     return size
@@ -582,7 +607,7 @@ def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, o
         elif a < 0:
             rows[x] = -1
         else:
-            rows[x] = _output(out, st, nodes[x, POS], nodes[x, LAB], a, nodes[x, M])
+            rows[x] = _output(out, st, nodes[x, POS], nodes[x, LAB], a, nodes[x, M], nodes[x, KH] >> 1 == GONE_KIND)
     init = cfg[C_INIT]
     partitioned = cfg[C_PARTITIONED] == 1
     for slot in range(st[S_SLOTS]):

@@ -104,6 +104,8 @@ class KernelEvaluator:
         check: with CONSUME BY, a function given each trigger's complex events (a
             KernelMatches) that says which to keep (a bool array); consumption applies only if
             some are kept. The kept ones are the ones output.
+        max_nodes: the stored nodes (live after a compaction) may not exceed this (LimitError;
+            None: no bound).
     """
 
     def __init__(
@@ -120,6 +122,7 @@ class KernelEvaluator:
         labels: bool = True,
         anchored: bool = False,
         check: Callable[[KernelMatches], np.ndarray] | None = None,
+        max_nodes: int | None = None,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -142,6 +145,7 @@ class KernelEvaluator:
         self.check = check
         self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
+        self.max_nodes = max_nodes
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._reset()
 
@@ -189,9 +193,10 @@ class KernelEvaluator:
         positions: np.ndarray,
         measures: np.ndarray,
         key_codes: np.ndarray | None = None,
+        missing: np.ndarray | None = None,
     ) -> KernelMatches:
         """Process a batch of events; return the complex events it triggers (all at once)."""
-        chunks = list(self.process_chunks(symbols, positions, measures, key_codes))
+        chunks = list(self.process_chunks(symbols, positions, measures, key_codes, missing))
         return KernelMatches.concat(chunks, self.label_sets, self.labels)
 
     def process_chunks(
@@ -200,18 +205,21 @@ class KernelEvaluator:
         positions: np.ndarray,
         measures: np.ndarray,
         key_codes: np.ndarray | None = None,
+        missing: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
         """Process a batch of events, yielding its complex events in chunks of bounded size.
 
-        ``symbols``, ``positions`` (increasing) and ``measures`` (int64; MISSING where the event
-        has none) have one entry per event; ``key_codes`` too when partitioned (dense codes >= 0
-        that stay the same for a key across batches, -1 for events without a key). Consume the
-        iterator fully before the next call."""
+        ``symbols``, ``positions`` (increasing) and ``measures`` (any int64) have one entry per
+        event; ``missing`` flags the events without a window measure (default: the measures equal
+        to MISSING); ``key_codes`` too when partitioned (dense codes >= 0 that stay the same for
+        a key across batches, -1 for events without a key). Consume the iterator fully before
+        the next call."""
         n = len(symbols)
         # One array type for numba (contiguous, writable), so that it compiles one version.
         symbols = np.require(symbols, np.int64, _ARGS)
         positions = np.require(positions, np.int64, _ARGS)
         measures = np.require(measures, np.int64, _ARGS)
+        miss = np.ascontiguousarray(measures == k.MISSING if missing is None else missing, dtype=np.bool_)
         if key_codes is None:
             if self.partitioned:
                 raise ValueError("a partitioned evaluator needs key codes")
@@ -227,7 +235,7 @@ class KernelEvaluator:
         index = 0
         while True:
             status, index, a, b = k.run(
-                symbols, measures, codes, positions, index, n, self.cfg, self.st, self.nodes,
+                symbols, measures, miss, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
                 self.out_pos, self.out_lab, self._first,
@@ -301,8 +309,13 @@ class KernelEvaluator:
             np.empty(n, dtype=np.int64), out,
         )  # fmt: skip
         self.nodes = out
-        self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
+        live = int(self.st[k.S_NODES]) - 1
+        self.compact_at = max(COMPACT_MIN, 2 * live + 2)
         self.compactions += 1
+        if self.max_nodes is not None and live > self.max_nodes:
+            from ceql.compile.limits import too_many_nodes
+
+            raise too_many_nodes(live, self.max_nodes)
 
     def live_positions(self) -> np.ndarray:
         """The positions of the events some node in use refers to (a superset of those a future

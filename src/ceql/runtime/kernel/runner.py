@@ -16,8 +16,6 @@ Python evaluator does). These stay on the Python evaluator.
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.limits import DEFAULT_MAX_NODES
 from ceql.compile.output_schema import OutputSchema, output_schema
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
@@ -42,10 +41,7 @@ from ceql.runtime.kernel.columns import (
     instance_holds,
 )
 from ceql.runtime.kernel.compiled import (
-    MAX_MEASURE,
     MAX_WINDOW,
-    MIN_MEASURE,
-    MISSING,
     SELECT_LAST,
     SELECT_MAX,
     SELECT_NEXT,
@@ -62,7 +58,7 @@ from ceql.runtime.kernel.postfilter import (
     post_filter,
     select_matches,
 )
-from ceql.runtime.kernel.values import STATE_PREFIX as KEPT_PREFIX
+from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
 
 
@@ -218,7 +214,8 @@ class KeyCodes:
                     # event type keyed against id:int in another); NaN is no key, as null.
                     nan = np.array([v != v for v in values] + [False], dtype=bool)
                     index = np.where(nan[index], -1, index)
-                    values = [int(v) if v == v and float(v).is_integer() else v for v in values]
+                    # (Not beyond int64: no int key can equal such a double, and Arrow keeps it.)
+                    values = [int(v) if v == v and float(v).is_integer() and -(2**63) <= v < 2**63 else v for v in values]
                 if combined is None:
                     combined, uniques = index, [(v,) for v in values]
                     continue
@@ -268,7 +265,7 @@ class KeyCodes:
 class PlanKernel:
     """Incremental evaluation of one plan with the compiled kernel."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, max_nodes: int | None = None) -> None:
         reason = unsupported(plan)
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
@@ -311,6 +308,7 @@ class PlanKernel:
             attributes += [a for a in read if a not in attributes]
         self.kept = _kept_values(plan, attributes, self.post)
         self.limit = plan.limit if self.checked or self.projection.merges else None
+        self.max_nodes = DEFAULT_MAX_NODES if max_nodes is None else max_nodes
         self.kernel = KernelEvaluator(
             plan.det,
             window=None if within is None else int(within.value),
@@ -325,6 +323,7 @@ class PlanKernel:
             check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
+            max_nodes=self.max_nodes,
         )
         self.keys = KeyCodes(plan) if self.partitioned else None
         # Matches name their partition unless the key was derived from an equality.
@@ -348,15 +347,15 @@ class PlanKernel:
         n = table.num_rows
         base = self.position
         types, symbols = self._symbols(table)
-        measures = self._measures(table, types, base)
+        measures, missing = self._measures(table, types, base)
         if plan.ordered_time:
-            self._check_order(types, measures, base)
+            self._check_order(types, measures, missing, base)
         relevant = np.nonzero(~self._irrelevant[symbols])[0]
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n
         if self.kept is not None:
             self.kept.append(table, base, types, self._derived(table, types))
-        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
+        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes, missing[relevant]):
             if self.checked and self.kernel.check is None:
                 chunk = self._check(chunk)
                 if not len(chunk):
@@ -505,38 +504,37 @@ class PlanKernel:
             self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
         return types, symbols
 
-    def _measures(self, table: pa.Table, types: np.ndarray, base: int) -> np.ndarray:
-        """int64 window measures; MISSING for events without one (types the window does not
-        concern, nulls)."""
+    def _measures(self, table: pa.Table, types: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+        """int64 window measures (the whole int64 range) and which events have none (types the
+        window does not concern, nulls)."""
         plan = self.plan
         n = table.num_rows
         if plan.window_kind is None:
-            return np.zeros(n, dtype=np.int64)
+            return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if plan.window_kind == "events":
-            return np.arange(base, base + n, dtype=np.int64)
-        measures = np.full(n, MISSING, dtype=np.int64)
-        columns: dict[str, np.ndarray] = {}
+            return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
+        measures = np.zeros(n, dtype=np.int64)
+        missing = np.ones(n, dtype=bool)
+        columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for type_name, attribute in plan.time_attributes.items():
-            values = columns.get(attribute)
-            if values is None:
+            found = columns.get(attribute)
+            if found is None:
                 column = pc.cast(table.column(attribute), pa.int64())
-                values = pc.fill_null(column, MISSING).to_numpy(zero_copy_only=False).astype(np.int64)
-                columns[attribute] = values
+                found = (
+                    pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64),
+                    pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool),
+                )
+                columns[attribute] = found
             rows = types == plan.type_names.index(type_name)
-            measures[rows] = values[rows]
-        wild = ((measures < MIN_MEASURE) & (measures != MISSING)) | (measures > MAX_MEASURE)
-        if wild.any():
-            row = int(np.argmax(wild))
-            raise EventError(
-                f"window value {int(measures[row])} outside the kernel's range [-2**62, 2**62]", base + row
-            )
-        return measures
+            measures[rows] = found[0][rows]
+            missing[rows] = found[1][rows]
+        return measures, missing
 
-    def _check_order(self, types: np.ndarray, measures: np.ndarray, base: int) -> None:
+    def _check_order(self, types: np.ndarray, measures: np.ndarray, missing: np.ndarray, base: int) -> None:
         """Time windows need events in non-decreasing primary_time order."""
         rows = np.nonzero(np.isin(types, self._time_types))[0]
         values = measures[rows]
-        missing = values == MISSING
+        missing = missing[rows]
         if missing.any():
             raise EventError(
                 "missing time value (the query's window needs it)", base + int(rows[np.argmax(missing)])
@@ -571,8 +569,9 @@ class PlanKernel:
         return state
 
     def import_state(self, state: dict) -> None:
-        """Restore a state made by ``export_state`` (same query)."""
-        if state.get("query") != self.plan.checked.text:
+        """Restore a state made by ``export_state`` (same query; a saved one is validated by
+        ``saved.check_state`` first)."""
+        if "query" in state and state["query"] != self.plan.checked.text:
             raise ValueError("the saved state belongs to another query")
         self.kernel.import_state(state)
         if self.kept is not None:
@@ -593,73 +592,18 @@ class PlanKernel:
             self._counts[: len(counts)] = counts
 
 
-STATE_FORMAT = "ceql-kernel-state"
+PlanKernel.export_json = export_json  # type: ignore[attr-defined]
+PlanKernel.import_json = import_json  # type: ignore[attr-defined]
 
 
-def is_kernel_state(blob: bytes) -> bool:
-    """Whether an evaluator state was saved by the kernel (``PlanKernel.export_json``)."""
-    try:
-        head = zlib.decompress(blob)[:64]
-    except zlib.error:
-        return False
-    return STATE_FORMAT.encode() in head
+def _new_int_table():
+    from numba import types
+    from numba.typed import Dict
+
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
-def _export_json(runner: PlanKernel) -> bytes:
-    from ceql.runtime.state import _encode
+def _encode_ints(values: np.ndarray, table, start: int) -> tuple[np.ndarray, int]:
+    from ceql.runtime.kernel.compiled import encode_int_keys
 
-    state = runner.export_state()
-    document: dict = {"format": STATE_FORMAT, "format_version": 1}
-    for name, value in state.items():
-        if isinstance(value, np.ndarray):
-            document[name] = ["a", str(value.dtype), value.tolist()]
-        elif name.startswith(KEPT_PREFIX):
-            document[name] = ["s", list(value)]  # a kept string column
-        elif name in ("det_states", "partition_keys"):
-            document[name] = [_encode(v if not isinstance(v, tuple) else v) for v in value]
-        elif name == "label_sets":
-            document[name] = [list(v) for v in value]
-        else:
-            document[name] = value
-    return zlib.compress(json.dumps(document, separators=(",", ":")).encode())
-
-
-def _import_json(runner: PlanKernel, blob: bytes) -> None:
-    from ceql.runtime.state import StateError, _decode
-
-    try:
-        document = json.loads(zlib.decompress(blob))
-    except (zlib.error, ValueError) as exc:
-        raise StateError(f"unreadable kernel state: {exc}") from None
-    if (
-        not isinstance(document, dict)
-        or document.get("format") != STATE_FORMAT
-        or document.get("format_version") != 1
-    ):
-        raise StateError("not a kernel state of a known version")
-    state: dict = {}
-    try:
-        for name, value in document.items():
-            if name in ("format", "format_version"):
-                continue
-            if isinstance(value, list) and len(value) == 3 and value[0] == "a":
-                if value[1] not in ("int64", "bool", "float64"):
-                    raise StateError(f"unexpected array type {value[1]!r}")
-                state[name] = np.array(value[2], dtype=value[1])
-            elif name.startswith(KEPT_PREFIX):
-                if not (isinstance(value, list) and len(value) == 2 and value[0] == "s" and isinstance(value[1], list)):
-                    raise StateError(f"malformed kept values {name!r}")
-                state[name] = value[1]
-            elif name in ("det_states", "partition_keys"):
-                state[name] = [_decode(v) for v in value]
-            elif name == "label_sets":
-                state[name] = [tuple(str(x) for x in v) for v in value]
-            else:
-                state[name] = value
-        runner.import_state(state)
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise StateError(f"malformed kernel state: {exc}") from None
-
-
-PlanKernel.export_json = _export_json  # type: ignore[attr-defined]
-PlanKernel.import_json = _import_json  # type: ignore[attr-defined]
+    return encode_int_keys(values, table, start)
