@@ -29,18 +29,14 @@ import pyarrow.compute as pc
 
 from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError
-from ceql.lang.schema import TIME_UNITS, Schema
+from ceql.lang.schema import Schema
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
+from ceql.spark.order import POS, number_rows, row_count, row_label, time_ns, with_order_keys
 from ceql.spark.output import Collector, OutputSpec, output_spec
 
-POS = "__ceql_pos"
-SEQ = "__ceql_seq"
-TIME = "__ceql_time"
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
 KEY = "__ceql_key"
-_PID, _MID, _OFFSET = "__ceql_pid", "__ceql_mid", "__ceql_offset"
-_ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id keeps the row index in its low 33 bits
 _FLUSH_ROWS = 10_000
 
 
@@ -160,25 +156,51 @@ def find(
                 "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
             )
         return find_streaming(df, compiled, **settings)
-    order_by, tie_break, id_columns = _names(order_by), settings["tie_break"], settings["id_columns"]
     if settings["allowed_lateness"] is not None:
         raise CeqlError("allowed_lateness is for streaming DataFrames")
+    return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
+
+
+def plan_batch(
+    df,
+    compiled,
+    settings: dict,
+    *,
+    order_by: list[str],
+    positions: bool,
+    shards: int | None = None,
+    numbered: bool = False,
+):
+    """The batch plan of ``find`` on a prepared DataFrame (``prepare_stream``). With
+    ``numbered``, ``order_by`` is one column that already holds each row's position (0, 1, ...
+    in stream order; the CLI's orderer numbers the events so)."""
+    from pyspark.sql import functions as F
+
+    tie_break, id_columns, max_matches = settings["tie_break"], settings["id_columns"], settings["max_matches"]
     if not id_columns:
-        positions = True  # nothing else identifies the events of a match
-    spec, out_schema = output_spec(compiled, df.schema, name=name, id_columns=id_columns, positions=positions)
+        positions = True  # nothing else identifies the events
+    spec, out_schema = output_spec(compiled, df.schema, name=settings["name"], id_columns=id_columns, positions=positions)
     kind = plan_kind(compiled)
-    facts = compiled.facts
-    global_positions = positions or (facts.window_kind == "events" and kind != "single")
-    keyed, sort_keys = _with_order_keys(df, compiled.checked.schema, order_by, tie_break)
-    if global_positions and kind != "single":
-        keyed = number_rows(keyed, sort_keys)
-        sort_keys = (POS,)
+    global_positions = kind != "single" and (positions or compiled.facts.window_kind == "events")
+    shown = id_columns or settings["user_columns"]
+    counted = df
+    if numbered:
+        (column,) = order_by
+        keyed, sort_keys = df.withColumn(POS, F.col(column)), [POS]
+    else:
+        keyed, sort_keys, bucket_key = with_order_keys(
+            df, compiled.checked.schema, order_by, tie_break, row_label(shown)
+        )
+        if global_positions:
+            buckets = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
+            keyed = number_rows(keyed, sort_keys, bucket_key, buckets)
+            sort_keys = [POS]
     job = _Job(
         text=compiled.text,
         declaration=compiled.checked.schema.text(),
         spec=spec,
         sort_keys=tuple(sort_keys),
-        global_positions=global_positions and kind != "single",
+        global_positions=global_positions,
         max_matches=max_matches,
         sharded=kind == "sharded",
     )
@@ -194,7 +216,7 @@ def find(
         grouped, key_columns = _with_partition_keys(keyed, compiled)
         return grouped.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
     if kind == "sharded":
-        sharded = _with_shards(keyed, compiled, shards)
+        sharded = _with_shards(keyed, compiled, shards, counted)
         return sharded.groupBy(SHARD).applyInArrow(evaluate_group, out_schema)
     single = keyed.repartition(1).sortWithinPartitions(*sort_keys)
     return single.mapInArrow(evaluate_stream, out_schema)
@@ -290,67 +312,6 @@ def _with_event_type(df, event_type: str):
     return df.withColumn("event_type", F.col(event_type))
 
 
-def time_ns(schema: Schema, df):
-    """A Spark column with each row's primary_time in nanoseconds (null for types without one):
-    integer columns scaled by their declared unit, timestamps, and ISO-8601 text (to the
-    microsecond; equal microseconds keep the input order)."""
-    from pyspark.sql import functions as F
-
-    kinds = {f.name: f.dataType.typeName() for f in df.schema.fields}
-    expression = None
-    for type_name, decl in schema.event_types.items():
-        attribute = decl.time_attribute
-        if attribute is None or attribute not in kinds:
-            continue
-        kind = kinds[attribute]
-        if kind in ("timestamp", "timestamp_ntz"):
-            value = F.unix_micros(F.col(attribute).cast("timestamp")) * F.lit(1000)
-        elif kind == "string":
-            value = F.unix_micros(F.to_timestamp(F.col(attribute))) * F.lit(1000)
-        else:
-            unit = TIME_UNITS[decl.attribute(attribute).time_unit]
-            value = F.col(attribute).cast("long") * F.lit(unit)
-        condition = F.col("event_type") == type_name
-        expression = F.when(condition, value) if expression is None else expression.when(condition, value)
-    return expression
-
-
-def _with_order_keys(df, schema: Schema, order_by: list[str], tie_break: list[str]):
-    """The DataFrame with the columns that give the stream order, and their names."""
-    from pyspark.sql import functions as F
-
-    df = df.withColumn(SEQ, F.monotonically_increasing_id())  # the input order, as a tie-break
-    if order_by:
-        return df, [*order_by, SEQ]
-    time = time_ns(schema, df)
-    if time is None:
-        return df, [*tie_break, SEQ]
-    # Types without a time come first, as Spark sorts nulls (and the group sort must agree).
-    time = F.coalesce(time, F.lit(-(2**63)))
-    return df.withColumn(TIME, time), [TIME, *tie_break, SEQ]
-
-
-def number_rows(df, sort_keys: list[str]):
-    """``df`` with a global position ``__ceql_pos`` in the order of ``sort_keys``, lazily: a
-    range sort, each partition's count, and a running sum of the counts as its offset."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ordered = (
-        df.orderBy(*sort_keys)
-        .withColumn(_PID, F.spark_partition_id())
-        .withColumn(_MID, F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_MASK)))
-    )
-    earlier = Window.orderBy(_PID).rowsBetween(Window.unboundedPreceding, -1)
-    offsets = (
-        ordered.groupBy(_PID)
-        .count()
-        .select(_PID, F.coalesce(F.sum("count").over(earlier), F.lit(0)).cast("long").alias(_OFFSET))
-    )
-    numbered = ordered.join(F.broadcast(offsets), _PID)
-    return numbered.withColumn(POS, F.col(_OFFSET) + F.col(_MID)).drop(_PID, _MID, _OFFSET)
-
-
 def _with_partition_keys(df, query):
     """One key column per PARTITION BY attribute position (per-type choice of attribute), and
     only the rows that belong to a sub-stream."""
@@ -378,27 +339,35 @@ def _with_partition_keys(df, query):
     return df.where(condition), columns
 
 
-def _with_shards(df, query, shards: int | None):
+def _with_shards(df, query, shards: int | None, unnumbered=None):
     """Each row in the shard of its measure (its home) and in every later shard whose window
     reaches back to it. Whole-number measures use exact integer arithmetic; a row's home is
-    computed once, so a shard's own triggers are decided by the same number Spark used."""
+    computed once, so a shard's own triggers are decided by the same number Spark used. The
+    bounds of the measure come from an aggregate over the rows' values (for positions: 0 and
+    the number of rows of ``unnumbered``), so they are the same however Spark splits the data."""
     from pyspark.sql import functions as F
 
     facts = query.facts
     schema = query.checked.schema
     if facts.window_kind == "events":
         measure, integral, slack = F.col(POS), True, 0
-    elif facts.window_kind == "time":
-        measure, integral = time_ns(schema, df), True
-        slack = 2000 if any(k == "string" for _, k in df.dtypes) else 0  # ISO text: microseconds
+        bounds = row_count(unnumbered if unnumbered is not None else df).select(
+            F.lit(0).cast("long").alias("__ceql_lo"), (F.col("__ceql_count") - F.lit(1)).alias("__ceql_hi")
+        )
     else:
-        column = facts.window_attribute
-        integral = dict(df.dtypes)[column] in ("bigint", "int", "smallint", "tinyint")
-        measure, slack = F.col(column).cast("long" if integral else "double"), 0
+        if facts.window_kind == "time":
+            measure, integral = time_ns(schema, df), True
+            slack = 2000 if any(k == "string" for _, k in df.dtypes) else 0  # ISO text: microseconds
+        else:
+            column = facts.window_attribute
+            integral = dict(df.dtypes)[column] in ("bigint", "int", "smallint", "tinyint")
+            measure, slack = F.col(column).cast("long" if integral else "double"), 0
+        bounds = df.select(measure.alias("__ceql_m")).agg(
+            F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi")
+        )
     window = facts.window
     parallelism = shards or max(2, df.sparkSession.sparkContext.defaultParallelism * 2)
     df = df.withColumn("__ceql_m", measure)
-    bounds = df.agg(F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi"))
     if integral:
         span = F.ceil((F.col("__ceql_hi") - F.col("__ceql_lo") + 1) / F.lit(parallelism)).cast("long")
         size = F.greatest(F.lit(int(np.ceil(window))), span, F.lit(1))

@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from ceql.errors import CeqlError, LimitError
 from ceql.lang.schema import Schema
-from ceql.spark.batch import _compiled, sort_order, time_ns
+from ceql.spark.batch import _compiled, sort_order
+from ceql.spark.order import time_ns
 from ceql.spark.output import Collector, OutputSpec, output_spec, plain_rows
 
 # transformWithStateInPandas renames columns that start with underscores: plain names here.
