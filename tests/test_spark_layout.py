@@ -222,3 +222,66 @@ def test_the_same_answer_on_every_run(spark, tmp_path):
         frame = read_files(spark, tmp_path / "in", "parquet")
         first, second = spark_matches(frame, names), spark_matches(frame, names)
     assert first == second == expected(events, names)
+
+
+# ``ceql run --engine spark`` over several files, every query in one job: its matches and
+# positions are those of ``ceql run`` (the local engine) on the same files.
+CLI_LAYOUTS = [(1, True), (8, False), (200, True)]
+
+
+def write_csv_files(folder: Path, events: list[dict], files: int) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(events)
+    tied = [i for i in range(n // 10, n - n // 10) if events[i - 1]["t"] == events[i]["t"]]
+    cuts = [0] + sorted(random.Random(files).sample(tied, files - 1)) + [n]
+    paths = []
+    for index in range(files):
+        path = folder / f"events-{index}.csv"
+        rows = events[cuts[index] : cuts[index + 1]]
+        path.write_text(
+            "event_type,id,v,s,t\n"
+            + "".join(f"{e['event_type']},{e['id']},{e['v']},{e['s']},{e['t']}\n" for e in rows)
+        )
+        paths.append(path)
+    return paths
+
+
+def cli_matches(path: Path) -> list[tuple]:
+    rows = [
+        json.loads(line)
+        for p in sorted([path] if path.is_file() else path.glob("part-*.json"))
+        for line in p.read_text().splitlines()
+    ]
+    return sorted((r["query"], r["trigger"], tuple(r["positions"])) for r in rows)
+
+
+def run_cli(spark, tmp_path: Path, monkeypatch, capsys, partitions: int, adaptive: bool, n: int) -> None:
+    from ceql.cli import main
+
+    events = make_events(n, seed=partitions)
+    write_csv_files(tmp_path / "in", events, 3)
+    (tmp_path / "decl.core").write_text(TEST_DECLARATION)
+    queries = [arg for name in QUERIES for arg in ("-q", QUERIES[name][0])]
+    common = ["run", "-d", str(tmp_path / "decl.core"), *queries, "-i", str(tmp_path / "in" / "*.csv")]
+    assert main([*common, "-o", str(tmp_path / "local.jsonl")]) == 0, capsys.readouterr().err
+    monkeypatch.setenv("CEQL_SHUFFLE_PARTITIONS", str(partitions))
+    with spark_conf(spark, spark_sql_adaptive_enabled=str(adaptive).lower()):
+        status = main([*common, "--engine", "spark", "-f", "jsonl", "-o", str(tmp_path / "spark")])
+    assert status == 0, capsys.readouterr().err
+    want = cli_matches(tmp_path / "local.jsonl")
+    assert len({q for q, _, _ in want}) == len(QUERIES)
+    assert cli_matches(tmp_path / "spark") == want
+
+
+@pytest.mark.parametrize("partitions, adaptive", CLI_LAYOUTS)
+def test_the_cli_over_several_files_equals_the_local_engine(
+    spark, tmp_path, monkeypatch, capsys, partitions, adaptive
+):
+    run_cli(spark, tmp_path, monkeypatch, capsys, partitions, adaptive, n=1500)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partitions", [1, 8, 200])
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_the_cli_layout_matrix_on_more_events(spark, tmp_path, monkeypatch, capsys, partitions, adaptive):
+    run_cli(spark, tmp_path, monkeypatch, capsys, partitions, adaptive, n=6000)

@@ -33,6 +33,7 @@ from ceql.lang.schema import Schema
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
 from ceql.spark.order import POS, number_rows, row_count, row_label, time_ns, with_order_keys
 from ceql.spark.output import Collector, OutputSpec, output_spec
+from ceql.spark.rows import output_batch
 
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
@@ -70,8 +71,28 @@ def _every_type_has_measure(query) -> bool:
     return all(d.attribute(facts.window_attribute or "") is not None for d in types)
 
 
-def explain_plan(query) -> str:
-    """One line: the plan a query gets on Spark and why it is exact."""
+def explain_plan(
+    query,
+    declaration: Schema | str | None = None,
+    df=None,
+    *,
+    event_type: str = "event_type",
+    time_column: str | None = None,
+    time_unit: str | None = None,
+) -> str:
+    """One line: the plan a query gets on Spark and why it is exact. ``query`` is a compiled
+    query, or query text as ``find`` takes it: with its ``declaration``, or with the DataFrame
+    ``df`` (and ``event_type``, ``time_column``, ``time_unit``) to derive one from."""
+    import ceql
+
+    if not isinstance(query, ceql.Query):
+        if declaration is not None:
+            query = ceql.compile(query, declare(declaration))
+        elif df is not None:
+            schema = schema_from_dataframe(df, query, event_type=event_type, time_column=time_column, time_unit=time_unit)
+            query = ceql.compile(query, schema)
+        else:
+            raise CeqlError("explain_plan needs the declaration (or the DataFrame) to compile the query text")
     return {
         "partitioned": "partitioned: each PARTITION BY key is evaluated in parallel",
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
@@ -90,6 +111,15 @@ class _Job:
     global_positions: bool
     max_matches: int | None
     sharded: bool = False
+    # The evaluator needs the stream positions (WITHIN n EVENTS on a part of the stream).
+    positions_in_semantics: bool = False
+
+    @property
+    def whole_tables(self) -> bool:
+        """Whether a task evaluates its rows at once into an Arrow table (``Evaluator.arrow``:
+        the compiled kernel where it runs the query, no Python object per match); else match
+        by match (``process_table``: given positions, or stopping at ``max_matches``)."""
+        return not self.positions_in_semantics and not self.max_matches
 
 
 def matcher(query, declaration: Schema | str | None = None, **options: Any) -> Callable:
@@ -118,6 +148,7 @@ def find(
     shards: int | None = None,
     max_matches: int | None = None,
     allowed_lateness: str | None = None,
+    late: str = "fail",
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
@@ -130,7 +161,8 @@ def find(
     events (``events`` and per label ``ids``; default: every column with ``with_events``, else
     the order columns), typed measure columns, and with ``positions=True`` the positions of the
     local engine (see docs/spark.md for the schema). A streaming DataFrame gives a streaming
-    result (see ``ceql.spark.streaming``). With ``max_matches``, a task (a key's group, a shard
+    result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
+    own instead of stopping the query). With ``max_matches``, a task (a key's group, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     compiled, df, settings = prepare_stream(
@@ -155,9 +187,9 @@ def find(
             raise CeqlError(
                 "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
             )
-        return find_streaming(df, compiled, **settings)
-    if settings["allowed_lateness"] is not None:
-        raise CeqlError("allowed_lateness is for streaming DataFrames")
+        return find_streaming(df, compiled, late=late, **settings)
+    if settings["allowed_lateness"] is not None or late != "fail":
+        raise CeqlError("allowed_lateness and late are for streaming DataFrames")
     return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
 
 
@@ -203,6 +235,7 @@ def plan_batch(
         global_positions=global_positions,
         max_matches=max_matches,
         sharded=kind == "sharded",
+        positions_in_semantics=global_positions and compiled.facts.window_kind == "events",
     )
 
     # Plain closures: Spark infers the kind of UDF from the function's signature.
@@ -405,11 +438,21 @@ def sort_order(table: pa.Table, keys) -> pa.Array:
 def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     """Evaluate one group (a partition key, or a shard) in stream order."""
     table = _sorted(table, job.sort_keys)
-    evaluator = _compiled(job.text, job.declaration).evaluator()
+    query = _compiled(job.text, job.declaration)
+    if job.whole_tables:
+        found = query.evaluator().arrow(_events(table, query))
+        if job.sharded:  # a shard reports only the matches its own rows trigger
+            home = table.column(HOME).to_numpy()
+            shard = table.column(SHARD)[0].as_py()
+            found = found.filter(pa.array(home[found.column("trigger").to_numpy()] == shard))
+        positions = table.column(POS).to_numpy() if job.global_positions else None
+        batch = output_batch(found, job.spec, _ids(table, job.spec), positions)
+        return pa.Table.from_batches([batch], schema=job.spec.arrow_schema)
+    evaluator = query.evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
     positions = table.column(POS).to_numpy() if job.global_positions else None
-    found: Iterator = evaluator.process_table(table, positions=positions, payload=lambda i: first + i)
+    found: Iterator = evaluator.process_table(_events(table, query), positions=positions, payload=lambda i: first + i)
     if job.sharded:  # a shard reports only the matches its own rows trigger
         shard = table.column(SHARD)[0].as_py()
         home = table.column(HOME).to_numpy()
@@ -427,16 +470,38 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     return pa.Table.from_batches(batches, schema=job.spec.arrow_schema)
 
 
+def _events(table: pa.Table, query) -> pa.Table:
+    """The columns the evaluator reads: the plan's own columns and undeclared ones stay out
+    (the evaluator would warn about each, in every task)."""
+    declared = query.facts.catalog.columns
+    return table.select([c for c in table.column_names if c == "event_type" or c in declared])
+
+
+def _ids(table: pa.Table, spec: OutputSpec) -> pa.Table | None:
+    return table.select(list(spec.id_columns)) if spec.has_ids else None
+
+
 def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """The single plan: one task reads the whole stream in order; positions are its row count."""
-    evaluator = _compiled(job.text, job.declaration).evaluator()
+    if job.whole_tables:
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        query = _compiled(job.text, job.declaration)
+        found = query.evaluator().arrow(_events(table, query))
+        batch = output_batch(found, job.spec, _ids(table, job.spec))
+        yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=_FLUSH_ROWS)
+        return
+    query = _compiled(job.text, job.declaration)
+    evaluator = query.evaluator()
     collector = Collector(job.spec)
 
     def matches():
         for batch in batches:
             table = pa.Table.from_batches([batch])
             first = collector.add_ids(table)
-            yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+            yield from evaluator.process_table(_events(table, query), payload=lambda i, first=first: first + i)
 
     for match, rows in limit_matches(matches(), job.max_matches):
         collector.add(match, rows)

@@ -190,6 +190,32 @@ def _order_rejects(errors) -> pa.RecordBatch:
 
 
 def run_spark(args: argparse.Namespace) -> int:
+    """``ceql run --engine spark``: the pipeline, with progress lines on standard error (unless
+    ``--quiet``) and a failed Spark job reported as one message naming its cause."""
+    from ceql.spark.progress import Progress, job_failure
+
+    progress = Progress(enabled=not args.quiet)
+    try:
+        return _pipeline(args, progress)
+    except CeqlError:
+        raise
+    except Exception as exc:
+        if _from_spark(exc):
+            raise job_failure(exc) from None
+        raise
+    finally:
+        progress.close()
+
+
+def _from_spark(exc: BaseException) -> bool:
+    """Whether an exception comes from Spark (the JVM, a task, Py4J)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return isinstance(exc, (Py4JError, PySparkException))
+
+
+def _pipeline(args: argparse.Namespace, progress) -> int:
     """The Spark pipeline behind ``ceql run --engine spark``."""
     from pyspark.sql import functions as F
 
@@ -203,7 +229,7 @@ def run_spark(args: argparse.Namespace) -> int:
     )
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
-    from ceql.spark.batch import explain_plan, find
+    from ceql.spark.batch import explain_plan, plan_batch, prepare_stream
     from ceql.spark.session import session
 
     schema = _schema(args.declaration)
@@ -220,11 +246,13 @@ def run_spark(args: argparse.Namespace) -> int:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
-    spark = session(args.master)
+    spark = session(args.master, progress=False)
+    progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
     # Executors of a cluster run in their own directories: give them absolute paths.
     absolute = [os.path.abspath(p) for p in paths]
+    progress.step("reading the input")
     parsed = read_events(spark, absolute, schema, args.input_format, catalog, read_options(args), notices)
     parsed = parsed.localCheckpoint(eager=True)  # read the input once
     for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
@@ -237,18 +265,15 @@ def run_spark(args: argparse.Namespace) -> int:
     shown_times = catalog.timestamp_columns
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
-    if any(d.time_attribute for d in schema.event_types.values()):
-        ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=True)
-        late = ordered.where(F.col(REASON).isNotNull())
-        rejected = rejected.unionByName(
-            late.select(FILE, LINE, REASON, F.lit(None).cast("string").alias(INPUT))
-        )
-        kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
-        events = accepted.join(kept, [FILE, LINE])
-        order_by = [ORDER]
-    else:
-        events = accepted
-        order_by = [FILE, LINE]
+    # The orderer numbers the events it keeps: their positions, with no numbering in find.
+    progress.step("ordering the events")
+    ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=True)
+    late = ordered.where(F.col(REASON).isNotNull())
+    rejected = rejected.unionByName(late.select(FILE, LINE, REASON, F.lit(None).cast("string").alias(INPUT)))
+    kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
+    events = accepted.join(kept, [FILE, LINE])
+    order_by = [ORDER]
+    progress.step("counting rejected rows")
     rejected_count = rejected.count()
     if rejected_count and args.on_error == "fail":
         first = rejected.orderBy(FILE, LINE).first()
@@ -272,23 +297,21 @@ def run_spark(args: argparse.Namespace) -> int:
         for name, query in queries:
             if not args.quiet:
                 print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
-            found = find(
+            compiled, prepared, settings = prepare_stream(
                 events,
                 query,
                 schema,
-                order_by=order_by,
                 id_columns=[EVENT_TYPE, *catalog.columns] if args.with_events else [],
-                positions=True,
                 name=name,
                 max_matches=limit,
             )
+            found = plan_batch(prepared, compiled, settings, order_by=order_by, positions=True, numbered=True)
             found = _file_layout(found, args.with_events, shown_times, fmt)
             results = found if results is None else results.unionByName(found, allowMissingColumns=True)
         folder = outputs.folder(args.output)
+        progress.step("finding and writing the matches")
         try:
             write = results.write.mode("errorifexists")
-            # A task stopped by the match limit is expected: keep Spark from logging its trace.
-            spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
             if fmt == "parquet":
                 write.parquet(folder)
             else:
@@ -297,11 +320,10 @@ def run_spark(args: argparse.Namespace) -> int:
             if "ceql.errors.LimitError" in str(exc):
                 raise _too_many(args.max_matches) from None
             raise
-        finally:
-            spark.sparkContext.setLogLevel("ERROR")
         # Read back with the result schema: a JSON folder without matches has no columns to infer.
         reader = spark.read.schema(results.schema)
         written = reader.parquet(folder) if fmt == "parquet" else reader.json(folder)
+        progress.step("counting the matches")
         counts = {row["query"]: row["count"] for row in written.groupBy("query").count().collect()}
         if args.max_matches and sum(counts.values()) > args.max_matches:
             raise _too_many(args.max_matches)
