@@ -75,9 +75,9 @@ def time_ns(schema: Schema, df, row_id=None):
         if row_id is not None:
             problem = "is missing" if kind != "string" else "is missing or not ISO-8601 text"
             message = F.concat(
-                F.lit(f"the time column {attribute!r} of a {type_name} event {problem} ("),
-                F.coalesce(F.col(attribute).cast("string"), F.lit("null")),
-                F.lit(") in the row "),
+                F.lit(f"the time column {attribute!r} of a row of type {type_name} {problem} ("),
+                F.coalesce(F.concat(F.lit("'"), F.col(attribute).cast("string"), F.lit("'")), F.lit("null")),
+                F.lit("): "),
                 row_id,
             )
             guard = condition & value.isNull()
