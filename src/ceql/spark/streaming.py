@@ -5,8 +5,10 @@ Order. The stream order is (primary_time, ``tie_break``): a column the source al
 orders events with equal times (an event id, or Kafka's partition and offset, used by default
 when the input has them). No global sequence number is needed: matches identify their events by
 their id columns. A key's events are buffered in state and released to the evaluator in that
-order once the event-time watermark (the latest time seen minus the allowed lateness) passes
-them, so every event that is not late is evaluated in its place.
+order once a later time of the key (by more than the allowed lateness) has been seen, or the
+event-time watermark (the latest time of the stream minus the allowed lateness) passes them,
+so every event that is not late is evaluated in its place. Releasing on the key's own latest
+time evaluates most events in the micro-batch that brings them (the watermark lags a batch).
 
 End of input. The watermark of a micro-batch is the latest time seen before it, so a finished
 input (``trigger(availableNow=True)``, or a file source with no new files) gets one more
@@ -15,7 +17,7 @@ of the last instant come out too. With an allowed lateness L, the events of the 
 time wait for a later event (they might still be overtaken).
 
 Late events. An event is late when an event of its key that comes after it in the stream order
-was already evaluated (it arrived after the watermark had passed its time). It cannot take its
+was already evaluated (it arrived after later times of its key had been seen). It cannot take its
 place any more; it is never mixed into the matches: ``find`` on a stream fails with an error
 naming it, and ``write_stream`` writes it to its own output (``late_path``) with the columns it
 came with.
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ceql.errors import CeqlError, LimitError
 from ceql.lang.schema import Schema
@@ -111,10 +114,15 @@ def _processor_class():
                 outputs.append(_late_frame(late, setup))
                 table = table.filter(pa.array(~late_mask))
             buffered = _read_ipc(data["buffer"])
-            data["buffer"] = _write_ipc(
-                pa.concat_tables([buffered, table]) if buffered is not None else table
-            )
-            outputs.extend(self._release(data, timerValues.getCurrentWatermarkInMs()))
+            table = pa.concat_tables([buffered, table]) if buffered is not None else table
+            # The key's events before its latest instant (minus the allowed lateness) can go now:
+            # an event behind that instant arriving later is late anyway, so waiting for Spark's
+            # watermark (a micro-batch behind) would only keep everything in state a batch longer.
+            watermark = timerValues.getCurrentWatermarkInMs()
+            if table.num_rows:
+                own = int(pc.max(table.column(MILLIS)).as_py()) - setup["delay_ms"]
+                watermark = max(watermark, own)
+            outputs.extend(self._release(data, watermark, table))
             self._save(data)
             return iter(outputs)
 
@@ -126,11 +134,11 @@ def _processor_class():
             self._save(data)
             return iter(outputs)
 
-        def _release(self, data: dict[str, Any], watermark: int) -> list[pd.DataFrame]:
-            """Evaluate the buffered events the watermark has passed, in order; set a timer for
-            the next one."""
+        def _release(self, data: dict[str, Any], watermark: int, table: pa.Table | None = None) -> list[pd.DataFrame]:
+            """Evaluate the buffered events (``table``, else those in the state) the watermark
+            has passed, in order; keep the others and set a timer for the next one."""
             setup = self.setup
-            table = _read_ipc(data["buffer"])
+            table = _read_ipc(data["buffer"]) if table is None else table
             if table is None or not table.num_rows:
                 return []
             millis = table.column(MILLIS).to_numpy()
@@ -389,6 +397,7 @@ def find_streaming(
         "late": late,
         "user_columns": user_columns,
         "max_matches": max_matches,
+        "delay_ms": delay,
     }
     return prepared.groupBy(*keys).transformWithStateInPandas(
         statefulProcessor=_processor_class()(setup),
