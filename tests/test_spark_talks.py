@@ -77,8 +77,8 @@ def test_the_cli_shows_progress_lines_and_the_cause_of_a_failed_task(spark, tmp_
     err = capsys.readouterr().err
     assert status == 0, err
     lines = err.splitlines()
-    assert any(": reading the input: stage " in line and " done (" in line for line in lines), err
-    assert any(": finding and writing the matches: stage " in line for line in lines), err
+    assert any("] reading the input: stage " in line and " done (" in line for line in lines), err
+    assert any("] finding and writing the matches: stage " in line for line in lines), err
     assert "4 events read, 0 rejected, 2 matches" in lines[-1]
     # A task fails (a time beyond the kernel's range, as the local engine reports it): one line.
     _csv(tmp_path / "far.csv", [("A", 1, 1), ("B", 1, 2**62 + 5)])

@@ -254,27 +254,37 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     absolute = [os.path.abspath(p) for p in paths]
     progress.step("reading the input")
     parsed = read_events(spark, absolute, schema, args.input_format, catalog, read_options(args), notices)
-    parsed = parsed.localCheckpoint(eager=True)  # read the input once
-    for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
-        message = row[REASON]
+    # Read the input once (kept by the first action, which also counts rows and collects notices).
+    parsed = parsed.localCheckpoint(eager=False)
+    summary = (
+        parsed.groupBy(KIND)
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.collect_set(F.when(F.col(KIND) == WARNING, F.col(REASON))).alias("messages"),
+        )
+        .collect()
+    )
+    rows_of = {row[KIND]: row["rows"] for row in summary}
+    for message in sorted(m for row in summary for m in row["messages"]):
         if message.startswith(TIME_KIND):
             name, kind = message[len(TIME_KIND) :].split("=", 1)
             catalog.note_time_input(name, kind)  # integers anywhere win, as locally
         else:
             notices.warn(message, message)
+    total = rows_of.get(ACCEPTED, 0) + rows_of.get(REJECTED, 0)
     shown_times = catalog.timestamp_columns
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
     # The orderer numbers the events it keeps: their positions, with no numbering in find.
     progress.step("ordering the events")
-    ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=True)
+    ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=False)
+    late_count = ordered.agg(F.count(REASON).alias("late")).collect()[0]["late"]  # also keeps it
     late = ordered.where(F.col(REASON).isNotNull())
     rejected = rejected.unionByName(late.select(FILE, LINE, REASON, F.lit(None).cast("string").alias(INPUT)))
     kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
     events = accepted.join(kept, [FILE, LINE])
     order_by = [ORDER]
-    progress.step("counting rejected rows")
-    rejected_count = rejected.count()
+    rejected_count = rows_of.get(REJECTED, 0) + late_count
     if rejected_count and args.on_error == "fail":
         first = rejected.orderBy(FILE, LINE).first()
         path = paths[first[FILE]]
@@ -291,7 +301,6 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
                 F.col(INPUT).alias("input"),
             ).write.mode("errorifexists").json(outputs.folder(args.dead_letter))
         events = events.select(EVENT_TYPE, *catalog.columns, *order_by)
-        total = parsed.where(F.col(KIND) != WARNING).count()
         results = None
         limit = args.max_matches or None
         for name, query in queries:
@@ -328,6 +337,7 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
         if args.max_matches and sum(counts.values()) > args.max_matches:
             raise _too_many(args.max_matches)
         outputs.commit()
+    progress.close()  # its last lines before the summary
     elapsed = time.perf_counter() - started
     if not args.quiet:
         per_query = ", ".join(f"{name}: {counts.get(name, 0)}" for name, _ in queries)
