@@ -285,3 +285,31 @@ def test_the_cli_over_several_files_equals_the_local_engine(
 @pytest.mark.parametrize("adaptive", [True, False])
 def test_the_cli_layout_matrix_on_more_events(spark, tmp_path, monkeypatch, capsys, partitions, adaptive):
     run_cli(spark, tmp_path, monkeypatch, capsys, partitions, adaptive, n=6000)
+
+
+LOCAL_ONE = """
+import sys, tempfile
+from pathlib import Path
+from ceql.spark import session
+from tests.test_spark_layout import expected, run_layout
+spark = session("local[1]", progress=False)
+for partitions, adaptive, source, files in [(8, False, "parquet", 3), (200, True, "json", 2), (8, True, "frame", 1)]:
+    got, events = run_layout(spark, Path(tempfile.mkdtemp()), partitions, adaptive, source, files, n=1500, seed=3)
+    assert got == expected(events), (partitions, adaptive, source)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_the_layouts_on_one_core_local_1():
+    """``local[1]``: one task at a time (its own driver process and session)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-c", LOCAL_ONE], cwd=root, capture_output=True, text=True, timeout=3000,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]

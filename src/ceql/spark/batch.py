@@ -245,8 +245,15 @@ def plan_batch(
     def evaluate_stream(batches):
         return _evaluate_stream(batches, job=job)
 
+    # Only what the tasks read travels: the query's columns, ids, order and plan columns.
+    schema = compiled.checked.schema
+    times = [d.time_attribute for d in schema.event_types.values() if d.time_attribute]
+    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *id_columns, *sort_keys]
+    if compiled.facts.window_attribute:
+        wanted.append(compiled.facts.window_attribute)
+    keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
-        grouped, key_columns = _with_partition_keys(keyed, compiled)
+        grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
         return grouped.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
     if kind == "sharded":
         sharded = _with_shards(keyed, compiled, shards, counted)
@@ -345,14 +352,21 @@ def _with_event_type(df, event_type: str):
     return df.withColumn("event_type", F.col(event_type))
 
 
-def _with_partition_keys(df, query):
+def _with_partition_keys(df, query, reuse: bool = False):
     """One key column per PARTITION BY attribute position (per-type choice of attribute), and
-    only the rows that belong to a sub-stream."""
+    only the rows that belong to a sub-stream. With ``reuse``, when every event type is keyed
+    by the same attributes, those columns themselves (no copies to shuffle)."""
     from pyspark.sql import functions as F
 
     facts = query.facts
     groups = facts.partition_groups
     same = len(set(groups)) == 1  # one attribute list for every type: group on the columns as they are
+    if reuse and same and set(facts.partition_types) == set(query.checked.schema.event_types):
+        condition = None
+        for name in groups[0]:
+            term = F.col(name).isNotNull()
+            condition = term if condition is None else (condition & term)
+        return df.where(condition), list(groups[0])
     columns = []
     for index in range(len(groups[0])):
         expression = None

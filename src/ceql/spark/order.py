@@ -23,6 +23,8 @@ execution or a recomputed task; no action runs until the result is used.
 
 from __future__ import annotations
 
+import re
+
 from ceql.errors import CeqlError
 from ceql.lang.schema import TIME_UNITS, Schema
 
@@ -104,19 +106,44 @@ def input_order(df):
     from pyspark.sql import functions as F
 
     source = _file_source(df)
+    if source is None:
+        return df.withColumn(SEQ, F.monotonically_increasing_id()), [SEQ]
+    rank, ranked = _file_rank(df)
     if source == "rows":  # Parquet: the row index in the file survives any shuffle
-        df = df.withColumn(FILE_KEY, F.col("_metadata.file_path")).withColumn(
-            ROW_KEY, F.col("_metadata.row_index")
-        )
-        return df, [FILE_KEY, ROW_KEY]
-    if source == "blocks":
-        df = (
-            df.withColumn(FILE_KEY, F.col("_metadata.file_path"))
-            .withColumn(BLOCK_KEY, F.col("_metadata.file_block_start"))
-            .withColumn(SEQ, F.monotonically_increasing_id())
-        )
-        return df, [FILE_KEY, BLOCK_KEY, SEQ]
-    return df.withColumn(SEQ, F.monotonically_increasing_id()), [SEQ]
+        row = F.col("_metadata.row_index")
+        if ranked:  # one long: the file's rank, then the row (fewer than 2**40 rows a file)
+            return df.withColumn(ROW_KEY, rank * F.lit(1 << 40) + row), [ROW_KEY]
+        return df.withColumn(FILE_KEY, rank).withColumn(ROW_KEY, row), [FILE_KEY, ROW_KEY]
+    block = F.col("_metadata.file_block_start")
+    if ranked:  # one long: the file's rank, then the split's first byte (files under 2**44 bytes)
+        df = df.withColumn(BLOCK_KEY, rank * F.lit(1 << 44) + block)
+        keys = [BLOCK_KEY, SEQ]
+    else:
+        df = df.withColumn(FILE_KEY, rank).withColumn(BLOCK_KEY, block)
+        keys = [FILE_KEY, BLOCK_KEY, SEQ]
+    return df.withColumn(SEQ, F.monotonically_increasing_id()), keys
+
+
+_RANKED_FILES = 64  # up to this many files, a row carries its file's rank, not its path
+
+
+def _file_rank(df):
+    """A column that orders the rows' files by path, and whether it is a small integer (the
+    file's rank among the input's, 1, 2, ...) rather than the path itself (many files). Paths
+    are compared as the local engine sorts them (decoded, not as URIs)."""
+    from urllib.parse import unquote, urlparse
+
+    from pyspark.sql import functions as F
+
+    path = F.col("_metadata.file_path")
+    files = sorted(set(df.inputFiles()), key=lambda uri: (unquote(urlparse(uri).path), uri))
+    if len(files) > _RANKED_FILES:
+        return path, False
+    # Spark lists files as URIs (file:///x) and gives rows Hadoop paths (file:/x): both spellings.
+    spellings = [spelling for uri in files for spelling in (uri, re.sub(r"^file:///", "file:/", uri))]
+    found = F.array_position(F.array(*[F.lit(text) for text in spellings]), path)
+    missing = F.raise_error(F.concat(F.lit("ceql: a row from a file not among the input's: "), path))
+    return F.when(found > F.lit(0), F.ceil(found / F.lit(2))).otherwise(missing).cast("long"), True
 
 
 def _file_source(df) -> str | None:
@@ -155,8 +182,25 @@ def with_order_keys(df, schema: Schema, order_by: list[str], tie_break: list[str
     if time is None:
         first = (tie_break or tail)[0]
         return df, [*tie_break, *tail], first if dict(df.dtypes)[first] in _INTEGRAL else None
+    column = _shared_time_column(schema, df)
+    if column is not None:  # the column itself holds the times (checked in place): no copy
+        return df.withColumn(column, time), [column, *tie_break, *tail], column
     # Types without a time come first, as Spark sorts nulls (and the group sort must agree).
     return df.withColumn(TIME, F.coalesce(time, F.lit(NO_TIME))), [TIME, *tie_break, *tail], TIME
+
+
+def _shared_time_column(schema: Schema, df) -> str | None:
+    """The column that is every event type's primary_time, when it holds nanoseconds as longs
+    (its values are then the times)."""
+    decls = list(schema.event_types.values())
+    names = {d.time_attribute for d in decls}
+    if len(names) != 1 or None in names:
+        return None
+    (name,) = names
+    units = {d.attribute(name).time_unit for d in decls}
+    if dict(df.dtypes).get(name) != "bigint" or len(units) != 1 or TIME_UNITS[units.pop()] != 1:
+        return None
+    return name
 
 
 def number_rows(df, sort_keys: list[str], bucket_key: str | None, buckets: int):
