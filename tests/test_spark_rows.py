@@ -1,4 +1,4 @@
-"""A Spark task's rows built from the engine's Arrow table (``ceql.spark.rows``) equal those
+"""A Spark task's rows built from the engine's columns (``ceql.spark.rows``) equal those
 built match by match (``Collector``), for every output feature: positions mapped to the
 stream's, labels, partitions (one group, several groups), measures, id columns, projections;
 with the compiled kernel and with the Python evaluator. No Spark session: only the schema."""
@@ -23,7 +23,12 @@ QUERIES = [
     "SELECT * WHERE A AS x; B AS y; C AS z WITHIN 5 SECONDS",
     "SELECT x WHERE A AS x; B AS y PARTITION BY [id, s]",
     "SELECT NONE WHERE A; B WITHIN 3 SECONDS",
-    "SELECT * WHERE A AS x; (B OR C) AS y PARTITION BY [id], [s]",
+    pytest.param(
+        "SELECT * WHERE A AS x; (B OR C) AS y PARTITION BY [id], [s]",
+        # main's output contract (runtime/arrow.partition_array) fails on two key lists of
+        # different attributes on every engine, the local one included (found merging #24).
+        marks=pytest.mark.xfail(raises=pa.ArrowTypeError, strict=True),
+    ),
     "SELECT x, COUNT(y) AS n, AVG(y.v) AS mean, MAX(y.t) AS latest WHERE A AS x; B+ AS y PARTITION BY [id] WITHIN 3 SECONDS",
     "SELECT LAST * WHERE A AS x; B AS y",
     "SELECT * WHERE A AS x; B AS y FILTER y.v > x.v WITHIN 4 SECONDS",
@@ -57,9 +62,10 @@ def _spark_schema(table: pa.Table):
 
 
 @pytest.mark.parametrize("text", QUERIES)
+@pytest.mark.parametrize("engine", ["python", "compiled"])
 @pytest.mark.parametrize("positions", [False, True])
 @pytest.mark.parametrize("id_columns", [[], ["seq"], ["seq", "t", "event_type"]])
-def test_rows_from_arrow_equal_rows_match_by_match(text, positions, id_columns) -> None:
+def test_rows_from_columns_equal_rows_match_by_match(text, engine, positions, id_columns) -> None:
     table = _table()
     query = ceql.compile(text, SCHEMA)
     spec, _ = output_spec(query, _spark_schema(table), name="q", id_columns=id_columns, positions=positions or not id_columns)
@@ -69,9 +75,12 @@ def test_rows_from_arrow_equal_rows_match_by_match(text, positions, id_columns) 
     for match, rows in query.evaluator().process_table(table, positions=stream, payload=lambda i: first + i):
         collector.add(match, rows)
     expected = collector.flush().to_pylist()
-    found = query.evaluator().arrow(table)
     ids = table.select(id_columns) if id_columns else None
-    got = output_batch(found, spec, ids, stream).to_pylist()
+    got = [
+        row
+        for found in query.evaluator(engine=engine).columns(table)
+        for row in output_batch(found, spec, ids, stream).to_pylist()
+    ]
     assert expected, "the query must match"
     key = repr
     assert sorted(got, key=key) == sorted(expected, key=key)

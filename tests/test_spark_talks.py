@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import ceql
@@ -80,19 +82,21 @@ def test_the_cli_shows_progress_lines_and_the_cause_of_a_failed_task(spark, tmp_
     assert any("] reading the input: stage " in line and " done (" in line for line in lines), err
     assert any("] finding and writing the matches: stage " in line for line in lines), err
     assert "4 events read, 0 rejected, 2 matches" in lines[-1]
-    # A task fails (a time beyond the kernel's range, as the local engine reports it): one line.
-    _csv(tmp_path / "far.csv", [("A", 1, 1), ("B", 1, 2**62 + 5)])
-    status = main(
-        [*common, "-q", query, "-i", str(tmp_path / "far.csv"), "-o", str(tmp_path / "out2"), "--quiet"]
-    )
+    # A task fails (a Parquet file whose footer reads but whose pages do not, so the driver
+    # splits it and the task that reads it fails): one line, as the local engine reports it.
+    bad = tmp_path / "bad.parquet"
+    frame = pa.table({"event_type": ["A", "B"] * 50, "id": [1] * 100, "v": [1] * 100, "s": ["a"] * 100, "t": list(range(100))})
+    pq.write_table(frame, bad)
+    data = bytearray(bad.read_bytes())
+    data[4:200] = b"\xff" * 196  # the first page header
+    bad.write_bytes(bytes(data))
+    status = main([*common, "-q", query, "-i", str(bad), "-o", str(tmp_path / "out2"), "--quiet"])
     err = capsys.readouterr().err
     assert status == 2, err
     assert err.count("\n") == 1 and err.startswith("ceql run: error: "), err
-    assert "outside the kernel's range" in err and "Traceback" not in err and "py4j" not in err.lower()
-    local = main(
-        ["run", "-d", str(tmp_path / "decl.core"), "-q", query, "-i", str(tmp_path / "far.csv"), "--quiet"]
-    )
-    assert local == 2 and "outside the kernel's range" in capsys.readouterr().err
+    assert "cannot read the Parquet file" in err and "Traceback" not in err and "py4j" not in err.lower()
+    local = main(["run", "-d", str(tmp_path / "decl.core"), "-q", query, "-i", str(bad), "--quiet"])
+    assert local == 2 and "cannot read the Parquet file" in capsys.readouterr().err
 
 
 def test_explain_plan_takes_query_text_like_find(spark) -> None:

@@ -454,14 +454,8 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     table = _sorted(table, job.sort_keys)
     query = _compiled(job.text, job.declaration)
     if job.whole_tables:
-        found = query.evaluator().arrow(_events(table, query))
-        if job.sharded:  # a shard reports only the matches its own rows trigger
-            home = table.column(HOME).to_numpy()
-            shard = table.column(SHARD)[0].as_py()
-            found = found.filter(pa.array(home[found.column("trigger").to_numpy()] == shard))
         positions = table.column(POS).to_numpy() if job.global_positions else None
-        batch = output_batch(found, job.spec, _ids(table, job.spec), positions)
-        return pa.Table.from_batches([batch], schema=job.spec.arrow_schema)
+        return pa.Table.from_batches(list(_column_rows(table, query, job, positions)), schema=job.spec.arrow_schema)
     evaluator = query.evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
@@ -484,6 +478,20 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     return pa.Table.from_batches(batches, schema=job.spec.arrow_schema)
 
 
+def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of a task's matches, from the engine's columns (``Evaluator.columns``: the
+    compiled kernel where it runs the query, no Python object per match). A shard keeps only
+    the matches its own rows trigger."""
+    ids = _ids(table, job.spec)
+    home = table.column(HOME).to_numpy() if job.sharded else None
+    shard = table.column(SHARD)[0].as_py() if job.sharded else None
+    for found in query.evaluator().columns(_events(table, query)):
+        batch = output_batch(found, job.spec, ids, positions)
+        if home is not None:
+            batch = batch.filter(pa.array(home[np.asarray(found.trigger, dtype=np.int64)] == shard))
+        yield batch
+
+
 def _events(table: pa.Table, query) -> pa.Table:
     """The columns the evaluator reads: the plan's own columns and undeclared ones stay out
     (the evaluator would warn about each, in every task)."""
@@ -503,9 +511,8 @@ def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterato
             return
         table = pa.Table.from_batches(received)
         query = _compiled(job.text, job.declaration)
-        found = query.evaluator().arrow(_events(table, query))
-        batch = output_batch(found, job.spec, _ids(table, job.spec))
-        yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=_FLUSH_ROWS)
+        for batch in _column_rows(table, query, job):
+            yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=_FLUSH_ROWS)
         return
     query = _compiled(job.text, job.declaration)
     evaluator = query.evaluator()
