@@ -262,7 +262,11 @@ def main() -> None:
             cwd=ROOT,
         )
         if result.returncode:
-            print(f"{master}: error: {result.stderr.strip()[-3000:]}")
+            from ceql.spark.progress import job_failure
+
+            log = root.parent / f"ceql-spark-cost-{master[6:-1]}.log"
+            log.write_text(result.stderr)
+            print(f"{master}: error: {job_failure(RuntimeError(result.stderr))} (the whole log: {log})")
             continue
         f = json.loads(result.stdout.strip().splitlines()[-1])
         f.update(cli_tiny(master, root))

@@ -16,4 +16,4 @@ exec .venv/bin/ceql run --engine spark \
   --query examples/stocks/sell_then_buys.ceql \
   --query examples/stocks/same_volume.ceql \
   --input 'examples/stocks/parts/*.csv' \
-  --output out/matches --overwrite "$@"
+  --output out/matches --format parquet --overwrite "$@"

@@ -249,7 +249,7 @@ def write_csv_files(folder: Path, events: list[dict], files: int) -> list[Path]:
 def cli_matches(path: Path) -> list[tuple]:
     rows = [
         json.loads(line)
-        for p in sorted([path] if path.is_file() else path.glob("part-*.json"))
+        for p in sorted([path] if path.is_file() else path.glob("part-*.jsonl"))
         for line in p.read_text().splitlines()
     ]
     return sorted((r["query"], r["trigger"], tuple(r["positions"])) for r in rows)
