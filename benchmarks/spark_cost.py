@@ -1,25 +1,31 @@
-"""What ceql costs on Spark, side by side in one run: a floor job, ``find()``, the local engine,
-and streaming against batch on the same files, with local[1] and local[2].
+"""What ceql costs on Spark, side by side in one run: start-up and a tiny job, a floor job and
+``find()``, streaming against batch, the local engine; with local[1] and local[2].
 
-    python -m benchmarks.spark_cost [--events 1000000]
+    python -m benchmarks.spark_cost [--events 1000000] [--masters local[1],local[2]]
 
-- floor: read the Parquet files, group by the partition key, ``applyInArrow`` returning a
+Per master, in a fresh process (its own driver, JVM and Python workers):
+- **start-up**: ``ceql.spark.session()`` until it returns (JVM and SparkContext);
+- **tiny**: then, cold, ``find`` on 7 events collected (the first job pays for the Python
+  daemon and workers), and again warm; the fixed cost of a small job;
+- **CLI tiny**: ``ceql run --engine spark`` on the same 7 events, a process of its own, against
+  a process that only starts and stops a session (both whole processes);
+- **floor**: read the Parquet files, group by the partition key, ``applyInArrow`` returning a
   count per group, write: the least any per-key evaluation on Spark costs;
-- find: ``ceql.spark.find`` on the partitioned stock query (PARTITION BY [volume], WITHIN
-  10000 [stock_time]), written as Parquet;
-- local: the local engine on the same events (one Python process, no Spark);
-- batch (time) / stream (time): the query with a time window (stock_time as primary_time in
-  ms, tie-break ``id``), once by ``find`` on the files and once as a stream over the same files
-  (``trigger(availableNow=True)``), both written as Parquet.
+- **find**: ``find`` on a partitioned query with about 300,000 matches (``MANY``), each written
+  with the ids of its events, as Parquet;
+- **batch (time) / stream (time)**: a query with a time window, by ``find`` on the files and as a
+  stream over the same files (``trigger(availableNow=True)``), both written as Parquet.
 
-Each master runs in its own process with its own session; a small warm-up job runs first so
-that no figure pays for starting the JVM or the Python workers.
+Figures are CPU seconds of the whole process tree (driver, JVM, Python daemon and workers; from
+/proc), wall seconds in brackets; ratios are of CPU seconds. A warm-up job runs before floor,
+find, batch and stream, so that they do not pay for starting workers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,35 +33,102 @@ import tempfile
 import time
 from pathlib import Path
 
-QUERY = """SELECT * FROM S
+ROOT = Path(__file__).resolve().parents[1]
+MANY = """SELECT * FROM S
+WHERE SELL AS s; BUY AS b
+FILTER s[name = 'MSFT']
+PARTITION BY [volume]
+WITHIN 22000 [stock_time]"""
+TIME_QUERY = """SELECT * FROM S
 WHERE (SELL AS msft; (BUY OR SELL) AS oracle; (BUY OR SELL) AS csco; SELL AS amat)
 FILTER msft[name = 'MSFT'] AND oracle[name = 'ORCL'] AND csco[name = 'CSCO'] AND amat[name = 'AMAT']
 PARTITION BY [volume]
-WITHIN 10000 [stock_time]"""
-TIME_QUERY = QUERY.replace("WITHIN 10000 [stock_time]", "WITHIN 10 SECONDS")
+WITHIN 10 SECONDS"""
 TIME_DECLARATION = """CREATE STREAM S {
 EVENT BUY { id:int, name:string, volume:int, price:double, stock_time:primary_time(ms) },
 EVENT SELL { id:int, name:string, volume:int, price:double, stock_time:primary_time(ms) }
 }"""
+TINY = [("SELL", 1, "INTC", 100, 1.0, 10), ("BUY", 2, "RIMM", 100, 1.0, 20), ("BUY", 3, "QQQ", 100, 1.0, 30),
+        ("SELL", 4, "INTC", 200, 1.0, 40), ("BUY", 5, "RIMM", 200, 1.0, 50), ("BUY", 6, "QQQ", 200, 1.0, 60),
+        ("BUY", 7, "QQQ", 100, 1.0, 70)]  # fmt: skip
+TINY_QUERY = (
+    "SELECT * FROM S WHERE SELL AS a; BUY AS b; BUY AS c FILTER a[name = 'INTC'] PARTITION BY [volume]"
+)
 FILES = 8
 
 
-def _timed(action) -> float:
-    started = time.perf_counter()
+def _processes(own: bool = False) -> tuple[dict[int, int], dict[int, float]]:
+    """Parent and CPU seconds (user and system, with the reaped children's unless ``own``) of
+    every process."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11 : 13 if own else 15]) / tick  # utime stime [cutime cstime]
+    return parents, times
+
+
+def _tree(root: int, own: bool = False) -> dict[int, float]:
+    parents, times = _processes(own)
+    found, stack = {}, [root]
+    while stack:
+        pid = stack.pop()
+        if pid in times:
+            found[pid] = times[pid]
+        stack.extend(p for p, parent in parents.items() if parent == pid)
+    return found
+
+
+def tree_cpu(root: int | None = None) -> float:
+    """CPU seconds of a process and all its descendants (alive ones, and the reaped children
+    they account for)."""
+    return sum(_tree(root or os.getpid()).values())
+
+
+def measured(action) -> tuple[float, float]:
+    """(CPU s of the process tree, wall s) of ``action()``."""
+    cpu, wall = tree_cpu(), time.perf_counter()
     action()
-    seconds = round(time.perf_counter() - started, 2)
-    print(f"{getattr(action, '__name__', 'step')}: {seconds} s", file=sys.stderr, flush=True)
-    return seconds
+    return round(tree_cpu() - cpu, 2), round(time.perf_counter() - wall, 2)
 
 
 def run_master(master: str, data: str, out: str) -> dict:
-    """Every Spark figure for one master, in this process."""
+    """Every in-session figure for one master, in this (fresh) process."""
     import pyarrow as pa
 
     from benchmarks.generators import STOCK_DECLARATION
-    from ceql.spark import find, session
 
-    spark = session(master, **{"spark.sql.shuffle.partitions": master[6:-1] if master[6:-1].isdigit() else "4"})
+    figures: dict = {"master": master}
+    holder: dict = {}
+
+    def start() -> None:
+        from ceql.spark import session
+
+        holder["spark"] = session(master, progress=False, **{"spark.sql.shuffle.partitions": master[6:-1]})
+
+    figures["startup"] = measured(start)
+    spark = holder["spark"]
+    from ceql.spark import find
+
+    tiny = spark.createDataFrame(
+        TINY, "event_type string, id long, name string, volume long, price double, stock_time long"
+    )
+
+    def tiny_job() -> None:
+        holder["tiny"] = len(find(tiny, TINY_QUERY, STOCK_DECLARATION, tie_break="id").collect())
+
+    figures["tiny_cold"] = measured(tiny_job)
+    figures["tiny_warm"] = measured(tiny_job)
+    figures["tiny_matches"] = holder["tiny"]
     frame = spark.read.parquet(data)
     schema = frame.schema
 
@@ -66,8 +139,13 @@ def run_master(master: str, data: str, out: str) -> dict:
         counted = frame.groupBy("volume").applyInArrow(count_group, "volume long, n long")
         counted.write.mode("overwrite").parquet(f"{out}/floor")
 
-    def batch(query: str, declaration: str, target: str, **options) -> None:
-        find(frame, query, declaration, **options).write.mode("overwrite").parquet(f"{out}/{target}")
+    def many() -> None:
+        found = find(frame, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"])
+        found.write.mode("overwrite").parquet(f"{out}/find")
+
+    def batch() -> None:
+        found = find(frame, TIME_QUERY, TIME_DECLARATION, tie_break="id", id_columns=["id"])
+        found.write.mode("overwrite").parquet(f"{out}/batch")
 
     def stream(source_path: str = data, target: str = "stream") -> None:
         source = spark.readStream.schema(schema).parquet(source_path)
@@ -81,45 +159,68 @@ def run_master(master: str, data: str, out: str) -> dict:
         )
         running.awaitTermination()
 
-    # Warm-up: the JVM, the Python workers, the query compiled in them, the state store.
-    small = frame.limit(1000)
+    # Warm-up: every kind of job once, on a little data.
+    small = frame.limit(2000)
     small.write.parquet(f"{out}/warm-up-input")
-    find(small, QUERY, STOCK_DECLARATION, order_by="id").count()
+    find(small, MANY, STOCK_DECLARATION, tie_break="id").count()
     small.groupBy("volume").applyInArrow(count_group, "volume long, n long").count()
     stream(f"{out}/warm-up-input", "warm-up-stream")
-    figures = {
-        "master": master,
-        "floor": _timed(floor),
-        # Several files have no input order in Spark (small files are packed in any order):
-        # the stream order is the trades' id.
-        "find": _timed(lambda: batch(QUERY, STOCK_DECLARATION, "find", order_by="id")),
-        "batch_time": _timed(lambda: batch(TIME_QUERY, TIME_DECLARATION, "batch", tie_break="id", id_columns=["id"])),
-        "stream_time": _timed(stream),
-    }
-    figures["matches"] = spark.read.parquet(f"{out}/find").count()
+    figures["floor"] = measured(floor)
+    figures["find"] = measured(many)
+    figures["batch"] = measured(batch)
+    figures["stream"] = measured(stream)
+    figures["find_matches"] = spark.read.parquet(f"{out}/find").count()
     figures["batch_matches"] = spark.read.parquet(f"{out}/batch").count()
     figures["stream_matches"] = spark.read.parquet(f"{out}/stream").count()
     spark.stop()
     return figures
 
 
-def run_local(data: str) -> tuple[float, int]:
-    """The local engine over the same events (read from the same files)."""
-    import pyarrow.parquet as pq
+def run_process(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(CPU s of the process tree, wall s) of a whole process. Its descendants (the JVM, the
+    Python workers) are not all waited for by it, so their CPU is sampled while it runs (every
+    0.2 s, the last sample of each process: it undercounts by at most that much per process)."""
+    wall = time.perf_counter()
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    seen: dict[int, float] = {}
+    while child.poll() is None:
+        for pid, cpu in _tree(child.pid, own=True).items():
+            seen[pid] = max(cpu, seen.get(pid, 0.0))
+        time.sleep(0.2)
+    stdout, stderr = child.communicate()
+    result = subprocess.CompletedProcess(args, child.returncode, stdout, stderr)
+    return round(sum(seen.values()), 2), round(time.perf_counter() - wall, 2), result
 
-    import ceql
+
+def cli_tiny(master: str, root: Path) -> dict:
+    """``ceql run --engine spark`` on the 7 events, and a process that only starts a session."""
     from benchmarks.generators import STOCK_DECLARATION
 
-    query = ceql.compile(QUERY, ceql.declare(STOCK_DECLARATION))
-    started = time.perf_counter()
-    table = pq.read_table(data)
-    matches = query.run(table, output="arrow").num_rows
-    return round(time.perf_counter() - started, 2), matches
+    folder = root / f"cli-{master[6:-1]}"
+    folder.mkdir()
+    (folder / "decl.core").write_text(STOCK_DECLARATION)
+    lines = ["event_type,id,name,volume,price,stock_time"] + [",".join(map(str, row)) for row in TINY]
+    (folder / "tiny.csv").write_text("\n".join(lines) + "\n")
+    session_only = (
+        "from ceql.spark import session; "
+        f"session({master!r}, progress=False, **{{'spark.sql.shuffle.partitions': {master[6:-1]!r}}}).stop()"
+    )
+    env_python = sys.executable
+    start = run_process([env_python, "-c", session_only])
+    os.environ["CEQL_SHUFFLE_PARTITIONS"] = master[6:-1]
+    cli = run_process(
+        [env_python, "-m", "ceql", "run", "--engine", "spark", "--master", master, "-d", str(folder / "decl.core"),
+         "-q", TINY_QUERY, "-i", str(folder / "tiny.csv"), "-o", str(folder / "out"), "--quiet"]
+    )  # fmt: skip
+    if cli[2].returncode:
+        raise RuntimeError(cli[2].stderr[-2000:])
+    return {"session_process": start[:2], "cli_tiny_process": cli[:2]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--masters", default="local[1],local[2]")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -127,7 +228,8 @@ def main() -> None:
         return
     import pyarrow.parquet as pq
 
-    from benchmarks.generators import stocks
+    import ceql
+    from benchmarks.generators import STOCK_DECLARATION, stocks
 
     root = Path(tempfile.mkdtemp(prefix="ceql-spark-cost-"))
     data = root / "events"
@@ -136,26 +238,63 @@ def main() -> None:
     step = -(-table.num_rows // FILES)
     for index in range(FILES):  # several files: the stream and the batch read the same ones
         pq.write_table(table.slice(index * step, step), data / f"part-{index}.parquet")
-    local_seconds, local_matches = run_local(str(data))
-    print(f"{args.events} events; local engine: {local_seconds} s, {local_matches} matches\n")
-    print("| master | floor s | find() s | find/floor | local s | batch (time) s | stream (time) s | stream/batch |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for master in ("local[1]", "local[2]"):
+    query = ceql.compile(MANY, ceql.declare(STOCK_DECLARATION))
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    local_matches = query.run(pq.read_table(data), output="arrow").num_rows
+    local = (round(time.process_time() - cpu, 2), round(time.perf_counter() - wall, 2))
+    print(f"{args.events:,} events in {FILES} Parquet files; CPU s of the process tree (wall s)\n")
+    print(f"local engine, the find query: {local[0]} ({local[1]}) s, {local_matches:,} matches\n")
+    rows = []
+    for master in args.masters.split(","):
         result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.spark_cost", "--one", master, str(data), str(root / f"out-{master[-2]}")],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.spark_cost",
+                "--one",
+                master,
+                str(data),
+                str(root / f"out-{master[6:-1]}"),
+            ],
             capture_output=True,
             text=True,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=ROOT,
         )
         if result.returncode:
-            print(f"| {master} | error: {result.stderr.strip().splitlines()[-1]} |||||||")
+            from ceql.spark.progress import job_failure
+
+            log = root.parent / f"ceql-spark-cost-{master[6:-1]}.log"
+            log.write_text(result.stderr)
+            print(f"{master}: error: {job_failure(RuntimeError(result.stderr))} (the whole log: {log})")
             continue
         f = json.loads(result.stdout.strip().splitlines()[-1])
-        assert f["matches"] == local_matches and f["batch_matches"] == f["stream_matches"], f
+        f.update(cli_tiny(master, root))
+        assert f["find_matches"] == local_matches and f["batch_matches"] == f["stream_matches"], f
+        rows.append(f)
+
+    def show(pair) -> str:
+        return f"{pair[0]} ({pair[1]})"
+
+    print(
+        "| master | start-up | tiny find, cold | tiny find, warm | session-only process | CLI tiny process |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for f in rows:
         print(
-            f"| {master} | {f['floor']} | {f['find']} | {f['find'] / f['floor']:.2f} | {local_seconds} "
-            f"| {f['batch_time']} | {f['stream_time']} | {f['stream_time'] / f['batch_time']:.2f} |"
+            f"| {f['master']} | {show(f['startup'])} | {show(f['tiny_cold'])} | {show(f['tiny_warm'])} "
+            f"| {show(f['session_process'])} | {show(f['cli_tiny_process'])} |"
         )
+    print()
+    print("| master | floor | find (matches) | find/floor | batch (time) | stream (time) | stream/batch |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for f in rows:
+        print(
+            f"| {f['master']} | {show(f['floor'])} | {show(f['find'])} ({f['find_matches']:,}) "
+            f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
+            f"| {f['stream'][0] / f['batch'][0]:.2f} |"
+        )
+    print(json.dumps(rows), file=sys.stderr)
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -1,12 +1,18 @@
 """Seeded generator of the bundled sample data (CORE's stock schema, CORE's CSV format).
 
     python examples/generate.py [--events N] [--seed S] [--out examples/stocks/events.csv]
+        [--parts 4 --parts-dir examples/stocks/parts]
+
+Also writes the same events split into ``--parts`` files of unequal sizes (``events-0.csv``,
+``events-1.csv``, ...; each with the header), the input of the main job (scripts/main.sh):
+read in the order of their names, they are ``events.csv`` again.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import random
 
 TICKERS = ["INTC", "RIMM", "QQQ", "IPIX", "AMAT", "CSCO", "YHOO", "DELL", "ORCL", "MSFT",
@@ -36,11 +42,27 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default="examples/stocks/events.csv")
+    parser.add_argument("--parts", type=int, default=4)
+    parser.add_argument("--parts-dir", default="examples/stocks/parts")
     args = parser.parse_args()
-    with open(args.out, "w", newline="") as handle:
+    rows = generate(args.events, args.seed)
+    write(args.out, rows)
+    if args.parts:
+        os.makedirs(args.parts_dir, exist_ok=True)
+        # Unequal parts (Spark does not read files in the order of their names, nor by size).
+        weights = list(range(1, args.parts + 1))
+        start = 0
+        for index, weight in enumerate(weights):
+            end = len(rows) if index == args.parts - 1 else start + len(rows) * weight // sum(weights)
+            write(os.path.join(args.parts_dir, f"events-{index}.csv"), rows[start:end])
+            start = end
+
+
+def write(path: str, rows: list[list[object]]) -> None:
+    with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
-        writer.writerows(generate(args.events, args.seed))
+        writer.writerows(rows)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: the Spark pipeline over the bundled sample stock data (local mode, or a cluster
-# with --master spark://127.0.0.1:7077 after `bash scripts/cluster.sh start`).
+# The main job: the Spark pipeline over the bundled sample stock data, in four files
+# (examples/stocks/parts/, read in the order of their names: examples/stocks/events.csv again),
+# in local mode, or on a cluster with --master spark://127.0.0.1:7077 after
+# `bash scripts/cluster.sh start`.
 # Installs what it needs (Python packages into .venv, Java when missing), then runs two queries
 # in one pass and prints a short summary; results go to out/matches (Parquet), replaced on each
 # run (the job's own output folder: --overwrite).
@@ -13,5 +15,5 @@ exec .venv/bin/ceql run --engine spark \
   --declaration examples/stocks/declaration.core \
   --query examples/stocks/sell_then_buys.ceql \
   --query examples/stocks/same_volume.ceql \
-  --input examples/stocks/events.csv \
-  --output out/matches --overwrite "$@"
+  --input 'examples/stocks/parts/*.csv' \
+  --output out/matches --format parquet --overwrite "$@"

@@ -46,6 +46,6 @@ def spark():
     if not java_available():
         pytest.fail("Spark tests need Java 17+; .ci/run installs it (scripts/ensure_java.sh)")
     os.environ.setdefault("CEQL_SHUFFLE_PARTITIONS", "4")
-    spark = session("local[2]")
+    spark = session("local[2]", progress=False)
     yield spark
     spark.stop()

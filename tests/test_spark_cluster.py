@@ -1,6 +1,7 @@
 """The Spark pipeline on a standalone cluster (a master and two workers on 127.0.0.1, started
 and stopped by scripts/cluster.sh), not only in local mode: the same matches as the local
-engine. Its own driver process: the shared local session of the other Spark tests stays out."""
+engine, over several input files. Its own driver process: the shared local session of the other
+Spark tests stays out."""
 
 from __future__ import annotations
 
@@ -28,8 +29,11 @@ def _matches(*files: Path) -> list[tuple]:
 
 
 def test_the_pipeline_runs_on_a_standalone_cluster(tmp_path) -> None:
-    events = tmp_path / "events.csv"
-    events.write_text("".join((STOCKS / "events.csv").read_text().splitlines(keepends=True)[:1501]))
+    lines = (STOCKS / "events.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "in").mkdir()
+    for index, (start, end) in enumerate([(1, 301), (301, 1101), (1101, 1501)]):  # several files
+        (tmp_path / "in" / f"events-{index}.csv").write_text(lines[0] + "".join(lines[start:end]))
+    events = tmp_path / "in" / "*.csv"
     env = dict(os.environ, CEQL_CLUSTER_DIR=str(tmp_path / "cluster"), CEQL_CLUSTER_PORT="7177")
     started = _run("bash", "scripts/cluster.sh", "start", env=env)
     try:

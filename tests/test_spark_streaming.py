@@ -78,7 +78,11 @@ def _ids(rows) -> list[tuple]:
     """Matches by their events' ids and per-label ids: positions play no part."""
     found = []
     for row in rows:
-        labels = tuple(sorted((k, tuple(e.seq for e in v)) for k, v in row.ids.asDict().items())) if row.ids else ()
+        labels = (
+            tuple(sorted((k, tuple(e.seq for e in v)) for k, v in row.ids.asDict().items()))
+            if row.ids
+            else ()
+        )
         found.append((tuple(e.seq for e in row.events), labels))
     return sorted(found)
 
@@ -181,7 +185,16 @@ def test_streams_need_a_tie_break_and_whole_stream_event_windows_need_one_key(sp
 def _job(source: Path, out: Path, late: Path, checkpoint: Path, text: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.spark_stream_job", str(source), str(out), str(late), str(checkpoint), text],
+        [
+            sys.executable,
+            "-m",
+            "tests.spark_stream_job",
+            str(source),
+            str(out),
+            str(late),
+            str(checkpoint),
+            text,
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -214,3 +227,119 @@ def test_killed_driver_restarts_from_the_checkpoint_without_loss_or_duplicates(s
     rows = spark.read.parquet(str(out)).collect()
     assert _ids(rows) == _local(text, events)  # no loss, and no duplicates (a list, not a set)
     assert spark.read.parquet(str(late)).count() == 0
+
+
+def _late_arrivals(source: Path) -> None:
+    """Four micro-batches; the B at 3 s and the A at 1 s arrive after the watermark passed them."""
+    arrivals = [[("A", 0), ("B", 5)], [("A", 20), ("B", 21)], [("B", 3)], [("B", 22), ("A", 1)]]
+    source.mkdir()
+    seq = 0
+    for index, rows in enumerate(arrivals):
+        batch = []
+        for kind, second in rows:
+            batch.append({"event_type": kind, "id": 0, "v": 1, "s": "a", "t": second * SECOND, "seq": seq})
+            seq += 1
+        _write_files(source, batch, per_file=len(batch), start=index)
+
+
+def test_a_plain_session_gets_the_rocksdb_state_store(spark, tmp_path) -> None:
+    """A session without ceql's settings: ``find`` on a stream sets the state store it needs
+    (a runtime setting) instead of failing when the query starts."""
+    from ceql.spark.streaming import ROCKSDB
+
+    key = "spark.sql.streaming.stateStore.providerClass"
+    hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    spark.conf.set(key, hdfs)
+    try:
+        source = tmp_path / "in"
+        _late_arrivals(source)
+        found = find(
+            _stream(spark, source),
+            "SELECT * WHERE A; B WITHIN 4 SECONDS",
+            SCHEMA,
+            tie_break="seq",
+            id_columns=["seq"],
+        )
+        assert spark.conf.get(key) == ROCKSDB
+        query = (
+            found.writeStream.format("parquet")
+            .option("path", str(tmp_path / "out"))
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        with pytest.raises(Exception, match="late event"):
+            query.awaitTermination()
+    finally:
+        spark.conf.set(key, ROCKSDB)
+
+
+def test_late_rows_reach_a_foreach_batch_sink(spark, tmp_path) -> None:
+    """``find(..., late="rows")``: a foreachBatch sink of the user's own gets the late events,
+    apart from the matches (``split_late``), and the query does not stop."""
+    from ceql.spark.streaming import split_late
+
+    source = tmp_path / "in"
+    _late_arrivals(source)
+    seen: dict[str, list] = {"matches": [], "late": []}
+
+    def sink(batch, batch_id: int) -> None:
+        matches, late = split_late(batch)
+        seen["matches"] += [tuple(e.seq for e in row.events) for row in matches.collect()]
+        seen["late"] += [(row.seq, row.event_type) for row in late.collect()]
+
+    found = find(
+        _stream(spark, source),
+        "SELECT * WHERE A; B",
+        SCHEMA,
+        tie_break="seq",
+        id_columns=["seq"],
+        late="rows",
+    )
+    running = (
+        found.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    running.awaitTermination()
+    assert sorted(seen["matches"]) == [(0, 1), (0, 3), (0, 5), (2, 3), (2, 5)]
+    assert sorted(seen["late"]) == [(4, "B"), (6, "A")]
+    with pytest.raises(ceql.CeqlError, match="late= must be 'fail' or 'rows'"):
+        find(_stream(spark, source), "SELECT * WHERE A; B", SCHEMA, tie_break="seq", late="drop")
+    with pytest.raises(ceql.CeqlError, match="are for streaming DataFrames"):
+        find(spark.read.schema(input_schema()).json(str(source)), "SELECT * WHERE A; B", SCHEMA, late="rows")
+
+
+def test_write_stream_takes_writer_options_and_writes_no_empty_batches(spark, tmp_path, capsys) -> None:
+    source = tmp_path / "in"
+    _late_arrivals(source)
+    out, late = tmp_path / "out", tmp_path / "late"
+    running = write_stream(
+        _stream(spark, source),
+        "SELECT * WHERE A; B",
+        SCHEMA,
+        tie_break="seq",
+        id_columns=["seq"],
+        path=str(out),
+        late_path=str(late),
+        checkpoint=str(tmp_path / "checkpoint"),
+        writer_options={"compression": "gzip"},
+        progress=True,
+    )
+    running.awaitTermination()
+    files = [p for p in out.rglob("*.parquet")] + [p for p in late.rglob("*.parquet")]
+    assert files and all(p.name.endswith(".gz.parquet") for p in files)
+    # Batches 0 and 1 have matches, 3 has them after 2's late event...; no folder is empty.
+    for folder in (out, late):
+        batches = sorted(p for p in folder.iterdir() if p.name.startswith("batch="))
+        assert batches and all(list(b.glob("*.parquet")) for b in batches), batches
+    assert sorted(p.name for p in late.iterdir() if p.name.startswith("batch=")) == ["batch=2", "batch=3"]
+    assert sorted((r.seq, r.event_type) for r in spark.read.parquet(str(late)).collect()) == [
+        (4, "B"),
+        (6, "A"),
+    ]
+    lines = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("ceql stream query: batch ")
+    ]
+    assert len(lines) >= 4 and "rows in" in lines[0]

@@ -29,18 +29,15 @@ import pyarrow.compute as pc
 
 from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError, EventError
-from ceql.lang.schema import TIME_UNITS, Schema
+from ceql.lang.schema import Schema
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
+from ceql.spark.order import POS, TIME, number_rows, row_count, row_label, time_ns, with_order_keys
 from ceql.spark.output import Collector, OutputSpec, output_spec
+from ceql.spark.rows import output_batch
 
-POS = "__ceql_pos"
-SEQ = "__ceql_seq"
-TIME = "__ceql_time"
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
 KEY = "__ceql_key"
-_PID, _MID, _OFFSET = "__ceql_pid", "__ceql_mid", "__ceql_offset"
-_ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id keeps the row index in its low 33 bits
 _FLUSH_ROWS = 10_000
 
 
@@ -74,8 +71,28 @@ def _every_type_has_measure(query) -> bool:
     return all(d.attribute(facts.window_attribute or "") is not None for d in types)
 
 
-def explain_plan(query) -> str:
-    """One line: the plan a query gets on Spark and why it is exact."""
+def explain_plan(
+    query,
+    declaration: Schema | str | None = None,
+    df=None,
+    *,
+    event_type: str = "event_type",
+    time_column: str | None = None,
+    time_unit: str | None = None,
+) -> str:
+    """One line: the plan a query gets on Spark and why it is exact. ``query`` is a compiled
+    query, or query text as ``find`` takes it: with its ``declaration``, or with the DataFrame
+    ``df`` (and ``event_type``, ``time_column``, ``time_unit``) to derive one from."""
+    import ceql
+
+    if not isinstance(query, ceql.Query):
+        if declaration is not None:
+            query = ceql.compile(query, declare(declaration))
+        elif df is not None:
+            schema = schema_from_dataframe(df, query, event_type=event_type, time_column=time_column, time_unit=time_unit)
+            query = ceql.compile(query, schema)
+        else:
+            raise CeqlError("explain_plan needs the declaration (or the DataFrame) to compile the query text")
     return {
         "partitioned": "partitioned: each PARTITION BY key is evaluated in parallel",
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
@@ -94,6 +111,15 @@ class _Job:
     global_positions: bool
     max_matches: int | None
     sharded: bool = False
+    # The evaluator needs the stream positions (WITHIN n EVENTS on a part of the stream).
+    positions_in_semantics: bool = False
+
+    @property
+    def whole_tables(self) -> bool:
+        """Whether a task evaluates its rows at once into an Arrow table (``Evaluator.arrow``:
+        the compiled kernel where it runs the query, no Python object per match); else match
+        by match (``process_table``: given positions, or stopping at ``max_matches``)."""
+        return not self.positions_in_semantics and not self.max_matches
 
 
 def matcher(query, declaration: Schema | str | None = None, **options: Any) -> Callable:
@@ -122,6 +148,7 @@ def find(
     shards: int | None = None,
     max_matches: int | None = None,
     allowed_lateness: str | None = None,
+    late: str = "fail",
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
@@ -134,7 +161,8 @@ def find(
     events (``events`` and per label ``ids``; default: every column with ``with_events``, else
     the order columns), typed measure columns, and with ``positions=True`` the positions of the
     local engine (see docs/spark.md for the schema). A streaming DataFrame gives a streaming
-    result (see ``ceql.spark.streaming``). With ``max_matches``, a task (a key's group, a shard
+    result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
+    own instead of stopping the query). With ``max_matches``, a task (a key's group, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     compiled, df, settings = prepare_stream(
@@ -159,28 +187,55 @@ def find(
             raise CeqlError(
                 "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
             )
-        return find_streaming(df, compiled, **settings)
-    order_by, tie_break, id_columns = _names(order_by), settings["tie_break"], settings["id_columns"]
-    if settings["allowed_lateness"] is not None:
-        raise CeqlError("allowed_lateness is for streaming DataFrames")
+        return find_streaming(df, compiled, late=late, **settings)
+    if settings["allowed_lateness"] is not None or late != "fail":
+        raise CeqlError("allowed_lateness and late are for streaming DataFrames")
+    return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
+
+
+def plan_batch(
+    df,
+    compiled,
+    settings: dict,
+    *,
+    order_by: list[str],
+    positions: bool,
+    shards: int | None = None,
+    numbered: bool = False,
+):
+    """The batch plan of ``find`` on a prepared DataFrame (``prepare_stream``). With
+    ``numbered``, ``order_by`` is one column that already holds each row's position (0, 1, ...
+    in stream order; the CLI's orderer numbers the events so)."""
+    from pyspark.sql import functions as F
+
+    tie_break, id_columns, max_matches = settings["tie_break"], settings["id_columns"], settings["max_matches"]
     if not id_columns:
-        positions = True  # nothing else identifies the events of a match
-    spec, out_schema = output_spec(compiled, df.schema, name=name, id_columns=id_columns, positions=positions)
+        positions = True  # nothing else identifies the events
+    spec, out_schema = output_spec(compiled, df.schema, name=settings["name"], id_columns=id_columns, positions=positions)
     kind = plan_kind(compiled)
-    facts = compiled.facts
-    global_positions = positions or (facts.window_kind == "events" and kind != "single")
-    keyed, sort_keys = _with_order_keys(df, compiled.checked.schema, order_by, tie_break)
-    if global_positions and kind != "single":
-        keyed = number_rows(keyed, sort_keys)
-        sort_keys = (POS,)
+    global_positions = kind != "single" and (positions or compiled.facts.window_kind == "events")
+    shown = id_columns or settings["user_columns"]
+    counted = df
+    if numbered:
+        (column,) = order_by
+        keyed, sort_keys = df.withColumn(POS, F.col(column)), [POS]
+    else:
+        keyed, sort_keys, bucket_key = with_order_keys(
+            df, compiled.checked.schema, order_by, tie_break, row_label(shown)
+        )
+        if global_positions:
+            buckets = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
+            keyed = number_rows(keyed, sort_keys, bucket_key, buckets)
+            sort_keys = [POS]
     job = _Job(
         text=compiled.text,
         declaration=compiled.checked.schema.text(),
         spec=spec,
         sort_keys=tuple(sort_keys),
-        global_positions=global_positions and kind != "single",
+        global_positions=global_positions,
         max_matches=max_matches,
         sharded=kind == "sharded",
+        positions_in_semantics=global_positions and compiled.facts.window_kind == "events",
     )
 
     # Plain closures: Spark infers the kind of UDF from the function's signature.
@@ -190,11 +245,18 @@ def find(
     def evaluate_stream(batches):
         return _evaluate_stream(batches, job=job)
 
+    # Only what the tasks read travels: the query's columns, ids, order and plan columns.
+    schema = compiled.checked.schema
+    times = [d.time_attribute for d in schema.event_types.values() if d.time_attribute]
+    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *id_columns, *sort_keys]
+    if compiled.facts.window_attribute:
+        wanted.append(compiled.facts.window_attribute)
+    keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
-        grouped, key_columns = _with_partition_keys(keyed, compiled)
+        grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
         return grouped.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
     if kind == "sharded":
-        sharded = _with_shards(keyed, compiled, shards)
+        sharded = _with_shards(keyed, compiled, shards, counted)
         return sharded.groupBy(SHARD).applyInArrow(evaluate_group, out_schema)
     single = keyed.repartition(1).sortWithinPartitions(*sort_keys)
     return single.mapInArrow(evaluate_stream, out_schema)
@@ -290,78 +352,21 @@ def _with_event_type(df, event_type: str):
     return df.withColumn("event_type", F.col(event_type))
 
 
-def time_ns(schema: Schema, df):
-    """A Spark column with each row's primary_time in nanoseconds (null for types without one):
-    integer columns scaled by their declared unit, timestamps, and ISO-8601 text (to the
-    microsecond; equal microseconds keep the input order)."""
-    from pyspark.sql import functions as F
-
-    kinds = {f.name: f.dataType.typeName() for f in df.schema.fields}
-    expression = None
-    for type_name, decl in schema.event_types.items():
-        attribute = decl.time_attribute
-        if attribute is None or attribute not in kinds:
-            continue
-        kind = kinds[attribute]
-        if kind in ("timestamp", "timestamp_ntz"):
-            value = F.unix_micros(F.col(attribute).cast("timestamp")) * F.lit(1000)
-        elif kind == "string":
-            value = F.unix_micros(F.to_timestamp(F.col(attribute))) * F.lit(1000)
-        else:
-            unit = TIME_UNITS[decl.attribute(attribute).time_unit]
-            value = F.col(attribute).cast("long") * F.lit(unit)
-        condition = F.col("event_type") == type_name
-        expression = F.when(condition, value) if expression is None else expression.when(condition, value)
-    return expression
-
-
-def _with_order_keys(df, schema: Schema, order_by: list[str], tie_break: list[str]):
-    """The DataFrame with the columns that give the stream order, and their names."""
-    from pyspark.sql import functions as F
-
-    df = df.withColumn(SEQ, F.monotonically_increasing_id())  # the input order, as a tie-break
-    if order_by:
-        return df, [*order_by, SEQ]
-    time = time_ns(schema, df)
-    if time is None:
-        return df, [*tie_break, SEQ]
-    # Types without a time come first, as Spark sorts nulls (and the group sort must agree). A
-    # null time of a type that has one stays null: the workers refuse it (the stream is in
-    # time order, and such an event has no place in it).
-    timed = [name for name, decl in schema.event_types.items() if decl.time_attribute]
-    time = F.when(F.col("event_type").isin(timed), time).otherwise(F.lit(-(2**63)))
-    return df.withColumn(TIME, time), [TIME, *tie_break, SEQ]
-
-
-def number_rows(df, sort_keys: list[str]):
-    """``df`` with a global position ``__ceql_pos`` in the order of ``sort_keys``, lazily: a
-    range sort, each partition's count, and a running sum of the counts as its offset."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ordered = (
-        df.orderBy(*sort_keys)
-        .withColumn(_PID, F.spark_partition_id())
-        .withColumn(_MID, F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_MASK)))
-    )
-    earlier = Window.orderBy(_PID).rowsBetween(Window.unboundedPreceding, -1)
-    offsets = (
-        ordered.groupBy(_PID)
-        .count()
-        .select(_PID, F.coalesce(F.sum("count").over(earlier), F.lit(0)).cast("long").alias(_OFFSET))
-    )
-    numbered = ordered.join(F.broadcast(offsets), _PID)
-    return numbered.withColumn(POS, F.col(_OFFSET) + F.col(_MID)).drop(_PID, _MID, _OFFSET)
-
-
-def _with_partition_keys(df, query):
+def _with_partition_keys(df, query, reuse: bool = False):
     """One key column per PARTITION BY attribute position (per-type choice of attribute), and
-    only the rows that belong to a sub-stream."""
+    only the rows that belong to a sub-stream. With ``reuse``, when every event type is keyed
+    by the same attributes, those columns themselves (no copies to shuffle)."""
     from pyspark.sql import functions as F
 
     facts = query.facts
     groups = facts.partition_groups
     same = len(set(groups)) == 1  # one attribute list for every type: group on the columns as they are
+    if reuse and same and set(facts.partition_types) == set(query.checked.schema.event_types):
+        condition = None
+        for name in groups[0]:
+            term = F.col(name).isNotNull()
+            condition = term if condition is None else (condition & term)
+        return df.where(condition), list(groups[0])
     columns = []
     for index in range(len(groups[0])):
         expression = None
@@ -381,10 +386,12 @@ def _with_partition_keys(df, query):
     return df.where(condition), columns
 
 
-def _with_shards(df, query, shards: int | None):
+def _with_shards(df, query, shards: int | None, unnumbered=None):
     """Each row in the shard of its measure (its home) and in every later shard whose window
     reaches back to it. Whole-number measures use exact integer arithmetic; a row's home is
-    computed once, so a shard's own triggers are decided by the same number Spark used."""
+    computed once, so a shard's own triggers are decided by the same number Spark used. The
+    bounds of the measure come from an aggregate over the rows' values (for positions: 0 and
+    the number of rows of ``unnumbered``), so they are the same however Spark splits the data."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -392,17 +399,23 @@ def _with_shards(df, query, shards: int | None):
     schema = query.checked.schema
     if facts.window_kind == "events":
         measure, integral, slack = F.col(POS), True, 0
-    elif facts.window_kind == "time":
-        measure, integral = time_ns(schema, df), True
-        slack = 2000 if any(k == "string" for _, k in df.dtypes) else 0  # ISO text: microseconds
+        bounds = row_count(unnumbered if unnumbered is not None else df).select(
+            F.lit(0).cast("long").alias("__ceql_lo"), (F.col("__ceql_count") - F.lit(1)).alias("__ceql_hi")
+        )
     else:
-        column = facts.window_attribute
-        integral = dict(df.dtypes)[column] in ("bigint", "int", "smallint", "tinyint")
-        measure, slack = F.col(column).cast("long" if integral else "double"), 0
+        if facts.window_kind == "time":
+            measure, integral = time_ns(schema, df), True
+            slack = 2000 if any(k == "string" for _, k in df.dtypes) else 0  # ISO text: microseconds
+        else:
+            column = facts.window_attribute
+            integral = dict(df.dtypes)[column] in ("bigint", "int", "smallint", "tinyint")
+            measure, slack = F.col(column).cast("long" if integral else "double"), 0
+        bounds = df.select(measure.alias("__ceql_m")).agg(
+            F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi")
+        )
     window = facts.window
     parallelism = shards or max(2, df.sparkSession.sparkContext.defaultParallelism * 2)
     df = df.withColumn("__ceql_m", measure)
-    bounds = df.agg(F.min("__ceql_m").alias("__ceql_lo"), F.max("__ceql_m").alias("__ceql_hi"))
     if integral:
         # In decimal(38, 0): measures span all of int64, so hi - lo and offset + window do not
         # fit a long; every division below is of a multiple, hence exact.
@@ -446,9 +459,10 @@ def sort_order(table: pa.Table, keys) -> pa.Array:
 def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     """Evaluate one group (a partition key, or a shard) in stream order."""
     table = _sorted(table, job.sort_keys)
+    query = _compiled(job.text, job.declaration)
     positions = table.column(POS).to_numpy() if job.global_positions else None
     try:
-        return _evaluate_rows(table, job, positions)
+        return _evaluate_rows(table, query, job, positions)
     except EventError as exc:  # named by its id columns too
         rows = np.arange(table.num_rows) if positions is None else positions
         raise _naming_the_event(exc, table, job, int(np.searchsorted(rows, exc.row or 0))) from None
@@ -467,12 +481,14 @@ def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None
         )
 
 
-def _evaluate_rows(table: pa.Table, job: _Job, positions: np.ndarray | None) -> pa.Table:
+def _evaluate_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None) -> pa.Table:
     _check_times(table, 0, positions)
-    evaluator = _compiled(job.text, job.declaration).evaluator()
+    if job.whole_tables:
+        return pa.Table.from_batches(list(_column_rows(table, query, job, positions)), schema=job.spec.arrow_schema)
+    evaluator = query.evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
-    found: Iterator = evaluator.process_table(table, positions=positions, payload=lambda i: first + i)
+    found: Iterator = evaluator.process_table(_events(table, query), positions=positions, payload=lambda i: first + i)
     if job.sharded:  # a shard reports only the matches its own rows trigger
         shard = table.column(SHARD)[0].as_py()
         home = table.column(HOME).to_numpy()
@@ -502,9 +518,48 @@ def _naming_the_event(exc: EventError, table: pa.Table, job: _Job, index: int) -
     return exc
 
 
+def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of a task's matches, from the engine's columns (``Evaluator.columns``: the
+    compiled kernel where it runs the query, no Python object per match). A shard keeps only
+    the matches its own rows trigger."""
+    ids = _ids(table, job.spec)
+    home = table.column(HOME).to_numpy() if job.sharded else None
+    shard = table.column(SHARD)[0].as_py() if job.sharded else None
+    for found in query.evaluator().columns(_events(table, query)):
+        batch = output_batch(found, job.spec, ids, positions)
+        if home is not None:
+            batch = batch.filter(pa.array(home[np.asarray(found.trigger, dtype=np.int64)] == shard))
+        yield batch
+
+
+def _events(table: pa.Table, query) -> pa.Table:
+    """The columns the evaluator reads: the plan's own columns and undeclared ones stay out
+    (the evaluator would warn about each, in every task)."""
+    declared = query.facts.catalog.columns
+    return table.select([c for c in table.column_names if c == "event_type" or c in declared])
+
+
+def _ids(table: pa.Table, spec: OutputSpec) -> pa.Table | None:
+    return table.select(list(spec.id_columns)) if spec.has_ids else None
+
+
 def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """The single plan: one task reads the whole stream in order; positions are its row count."""
-    evaluator = _compiled(job.text, job.declaration).evaluator()
+    if job.whole_tables:
+        received = list(batches)
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        query = _compiled(job.text, job.declaration)
+        try:
+            _check_times(table, 0)
+            for batch in _column_rows(table, query, job):
+                yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=_FLUSH_ROWS)
+        except EventError as exc:
+            raise _naming_the_event(exc, table, job, exc.row or 0) from None
+        return
+    query = _compiled(job.text, job.declaration)
+    evaluator = query.evaluator()
     collector = Collector(job.spec)
 
     def matches():
@@ -514,7 +569,7 @@ def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterato
             start = evaluator.position
             try:
                 _check_times(table, start)
-                yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+                yield from evaluator.process_table(_events(table, query), payload=lambda i, first=first: first + i)
             except EventError as exc:
                 raise _naming_the_event(exc, table, job, (exc.row or 0) - start) from None
 

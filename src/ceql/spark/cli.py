@@ -192,6 +192,32 @@ def _order_rejects(errors) -> pa.RecordBatch:
 
 
 def run_spark(args: argparse.Namespace) -> int:
+    """``ceql run --engine spark``: the pipeline, with progress lines on standard error (unless
+    ``--quiet``) and a failed Spark job reported as one message naming its cause."""
+    from ceql.spark.progress import Progress, job_failure
+
+    progress = Progress(enabled=not args.quiet)
+    try:
+        return _pipeline(args, progress)
+    except CeqlError:
+        raise
+    except Exception as exc:
+        if _from_spark(exc):
+            raise job_failure(exc) from None
+        raise
+    finally:
+        progress.close()
+
+
+def _from_spark(exc: BaseException) -> bool:
+    """Whether an exception comes from Spark (the JVM, a task, Py4J)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return isinstance(exc, (Py4JError, PySparkException))
+
+
+def _pipeline(args: argparse.Namespace, progress) -> int:
     """The Spark pipeline behind ``ceql run --engine spark``."""
     from pyspark.sql import functions as F
 
@@ -209,7 +235,7 @@ def run_spark(args: argparse.Namespace) -> int:
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
     from ceql.io.writers import FORMATS, run_schema
-    from ceql.spark.batch import explain_plan, find
+    from ceql.spark.batch import explain_plan, plan_batch, prepare_stream
     from ceql.spark.files import write_dead_letters, write_matches
     from ceql.spark.session import session
 
@@ -228,20 +254,32 @@ def run_spark(args: argparse.Namespace) -> int:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
-    spark = session(args.master)
+    spark = session(args.master, progress=False)
+    progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
     # Executors of a cluster run in their own directories: give them absolute paths.
     absolute = [os.path.abspath(p) for p in paths]
+    progress.step("reading the input")
     parsed = read_events(spark, absolute, schema, args.input_format, catalog, read_options(args), notices)
-    parsed = parsed.localCheckpoint(eager=True)  # read the input once
-    for row in parsed.where(F.col(KIND) == WARNING).select(REASON).distinct().collect():
-        message = row[REASON]
+    # Read the input once (kept by the first action, which also counts rows and collects notices).
+    parsed = parsed.localCheckpoint(eager=False)
+    summary = (
+        parsed.groupBy(KIND)
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.collect_set(F.when(F.col(KIND) == WARNING, F.col(REASON))).alias("messages"),
+        )
+        .collect()
+    )
+    rows_of = {row[KIND]: row["rows"] for row in summary}
+    for message in sorted(m for row in summary for m in row["messages"]):
         if message.startswith(TIME_KIND):
             name, kind = message[len(TIME_KIND) :].split("=", 1)
             catalog.note_time_input(name, kind)  # integers anywhere win, as locally
         else:
             notices.warn(message, message)
+    total = rows_of.get(ACCEPTED, 0) + rows_of.get(REJECTED, 0)
     kinds = dict(catalog.time_inputs)
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
@@ -249,18 +287,17 @@ def run_spark(args: argparse.Namespace) -> int:
     # become the input text of its dead-letter record, as locally.
     values = F.struct(EVENT_TYPE, *[F.col(f"`{c}`") for c in catalog.columns]).alias("__values")
     rejected = rejected.withColumn("__values", F.lit(None).cast(accepted.select(values).schema[0].dataType))
-    if any(d.time_attribute for d in schema.event_types.values()):
-        ordered = order_events(accepted, schema, args.sort, kinds).localCheckpoint(eager=True)
-        late = ordered.where(F.col(REASON).isNotNull())
-        late = late.select(FILE, LINE, REASON).join(accepted.select(FILE, LINE, values), [FILE, LINE], "left")
-        rejected = rejected.unionByName(late.withColumn(INPUT, F.lit(None).cast("string")))
-        kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
-        events = accepted.join(kept, [FILE, LINE])
-        order_by = [ORDER]
-    else:
-        events = accepted
-        order_by = [FILE, LINE]
-    rejected_count = rejected.count()
+    # The orderer numbers the events it keeps: their positions, with no numbering in find.
+    progress.step("ordering the events")
+    ordered = order_events(accepted, schema, args.sort, kinds).localCheckpoint(eager=False)
+    late_count = ordered.agg(F.count(REASON).alias("late")).collect()[0]["late"]  # also keeps it
+    late = ordered.where(F.col(REASON).isNotNull())
+    late = late.select(FILE, LINE, REASON).join(accepted.select(FILE, LINE, values), [FILE, LINE], "left")
+    rejected = rejected.unionByName(late.withColumn(INPUT, F.lit(None).cast("string")))
+    kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
+    events = accepted.join(kept, [FILE, LINE])
+    order_by = [ORDER]
+    rejected_count = rows_of.get(REJECTED, 0) + late_count
     if rejected_count and args.on_error == "fail":
         first = rejected.orderBy(FILE, LINE).first()
         path = paths[first[FILE]]
@@ -270,29 +307,25 @@ def run_spark(args: argparse.Namespace) -> int:
         if args.dead_letter:
             # Written even when empty, like the local engine's dead-letter file.
             write_dead_letters(rejected, outputs.folder(args.dead_letter), paths, schema, kinds)
-        extra = [c for c in (FILE, LINE) if c not in order_by]
-        events = events.select(EVENT_TYPE, *catalog.columns, *extra, *order_by)
-        total = parsed.where(F.col(KIND) != WARNING).count()
+        events = events.select(EVENT_TYPE, *catalog.columns, FILE, LINE, *order_by)
         limit = args.max_matches or None
         run = run_schema(queries, catalog, args.with_events)
         jobs = []
         for name, query in queries:
             if not args.quiet:
                 print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
-            found = find(
+            compiled, prepared, settings = prepare_stream(
                 events,
                 query,
-                order_by=order_by,
                 id_columns=[EVENT_TYPE, *catalog.columns, FILE, LINE] if args.with_events else [],
-                positions=True,
                 name=name,
                 max_matches=limit,
             )
+            found = plan_batch(prepared, compiled, settings, order_by=order_by, positions=True, numbered=True)
             jobs.append((found, run.schemas[name], _restrictions(query)))
         folder = outputs.folder(args.output)
+        progress.step("finding and writing the matches")
         try:
-            # A task stopped by the match limit is expected: keep Spark from logging its trace.
-            spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
             counts = write_matches(jobs, run, folder, fmt, paths)
         except Exception as exc:
             worker = worker_error(exc)
@@ -301,11 +334,10 @@ def run_spark(args: argparse.Namespace) -> int:
             if worker is not None:
                 raise worker from None
             raise
-        finally:
-            spark.sparkContext.setLogLevel("ERROR")
         if args.max_matches and sum(counts.values()) > args.max_matches:
             raise _too_many(args.max_matches)
         outputs.commit()
+    progress.close()  # its last lines before the summary
     elapsed = time.perf_counter() - started
     if not args.quiet:
         per_query = ", ".join(f"{name}: {counts.get(name, 0)}" for name, _ in queries)

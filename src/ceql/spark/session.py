@@ -14,9 +14,11 @@ def java_available() -> bool:
     return shutil.which("java") is not None
 
 
-def session(master: str | None = None, app_name: str = "ceql", **conf: str):
+def session(master: str | None = None, app_name: str = "ceql", *, progress: bool = True, **conf: str):
     """Get or create a SparkSession for ceql: Arrow on, the RocksDB state store (needed by
-    transformWithStateInPandas), the workers on this Python interpreter."""
+    transformWithStateInPandas), the workers on this Python interpreter. Spark's web UI and
+    console progress bar stay as Spark sets them unless ``progress=False`` (what ``ceql run``
+    does: it prints its own progress lines). ``conf``: more Spark settings."""
     if not java_available():
         from ceql.errors import CeqlError
 
@@ -40,10 +42,12 @@ def session(master: str | None = None, app_name: str = "ceql", **conf: str):
         # Commit state as a changelog, not a full RocksDB snapshot per micro-batch (much cheaper
         # per batch; snapshots are still taken in the background).
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("CEQL_DRIVER_MEMORY", "2g"))
+        # Workers forked with ceql loaded (ceql.spark.daemon): no import and JIT per worker.
+        .config("spark.python.daemon.module", "ceql.spark.daemon")
     )
+    if not progress:
+        builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -5,8 +5,10 @@ Order. The stream order is (primary_time, ``tie_break``): a column the source al
 orders events with equal times (an event id, or Kafka's partition and offset, used by default
 when the input has them). No global sequence number is needed: matches identify their events by
 their id columns. A key's events are buffered in state and released to the evaluator in that
-order once the event-time watermark (the latest time seen minus the allowed lateness) passes
-them, so every event that is not late is evaluated in its place.
+order once a later time of the key (by more than the allowed lateness) has been seen, or the
+event-time watermark (the latest time of the stream minus the allowed lateness) passes them,
+so every event that is not late is evaluated in its place. Releasing on the key's own latest
+time evaluates most events in the micro-batch that brings them (the watermark lags a batch).
 
 End of input. The watermark of a micro-batch is the latest time seen before it, so a finished
 input (``trigger(availableNow=True)``, or a file source with no new files) gets one more
@@ -15,7 +17,7 @@ of the last instant come out too. With an allowed lateness L, the events of the 
 time wait for a later event (they might still be overtaken).
 
 Late events. An event is late when an event of its key that comes after it in the stream order
-was already evaluated (it arrived after the watermark had passed its time). It cannot take its
+was already evaluated (it arrived after later times of its key had been seen). It cannot take its
 place any more; it is never mixed into the matches: ``find`` on a stream fails with an error
 naming it, and ``write_stream`` writes it to its own output (``late_path``) with the columns it
 came with.
@@ -34,10 +36,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ceql.errors import CeqlError, LimitError
 from ceql.lang.schema import Schema
-from ceql.spark.batch import _compiled, sort_order, time_ns
+from ceql.spark.batch import _compiled, sort_order
+from ceql.spark.order import row_label, time_ns
 from ceql.spark.output import Collector, OutputSpec, output_spec, plain_rows
 
 # transformWithStateInPandas renames columns that start with underscores: plain names here.
@@ -110,10 +114,15 @@ def _processor_class():
                 outputs.append(_late_frame(late, setup))
                 table = table.filter(pa.array(~late_mask))
             buffered = _read_ipc(data["buffer"])
-            data["buffer"] = _write_ipc(
-                pa.concat_tables([buffered, table]) if buffered is not None else table
-            )
-            outputs.extend(self._release(data, timerValues.getCurrentWatermarkInMs()))
+            table = pa.concat_tables([buffered, table]) if buffered is not None else table
+            # The key's events before its latest instant (minus the allowed lateness) can go now:
+            # an event behind that instant arriving later is late anyway, so waiting for Spark's
+            # watermark (a micro-batch behind) would only keep everything in state a batch longer.
+            watermark = timerValues.getCurrentWatermarkInMs()
+            if table.num_rows:
+                own = int(pc.max(table.column(MILLIS)).as_py()) - setup["delay_ms"]
+                watermark = max(watermark, own)
+            outputs.extend(self._release(data, watermark, table))
             self._save(data)
             return iter(outputs)
 
@@ -125,11 +134,11 @@ def _processor_class():
             self._save(data)
             return iter(outputs)
 
-        def _release(self, data: dict[str, Any], watermark: int) -> list[pd.DataFrame]:
-            """Evaluate the buffered events the watermark has passed, in order; set a timer for
-            the next one."""
+        def _release(self, data: dict[str, Any], watermark: int, table: pa.Table | None = None) -> list[pd.DataFrame]:
+            """Evaluate the buffered events (``table``, else those in the state) the watermark
+            has passed, in order; keep the others and set a timer for the next one."""
             setup = self.setup
-            table = _read_ipc(data["buffer"])
+            table = _read_ipc(data["buffer"]) if table is None else table
             if table is None or not table.num_rows:
                 return []
             millis = table.column(MILLIS).to_numpy()
@@ -263,6 +272,36 @@ def _write_ipc(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
+def _use_rocksdb(spark) -> None:
+    """The stateful operator (transformWithStateInPandas) needs the RocksDB state store: set it
+    on the user's session when it is not (a runtime setting, read when a query starts), or say
+    exactly what to set."""
+    if spark.conf.get(_PROVIDER, None) == ROCKSDB:
+        return
+    try:
+        spark.conf.set(_PROVIDER, ROCKSDB)
+    except Exception as exc:  # noqa: BLE001 - e.g. a session that does not let it change
+        raise CeqlError(
+            f"ceql on a stream needs Spark's RocksDB state store: create the session with "
+            f'.config("{_PROVIDER}", "{ROCKSDB}") (ceql.spark.session() does)'
+        ) from exc
+
+
+def split_late(batch):
+    """The matches and the late events of a micro-batch of ``find(..., late="rows")``, as two
+    DataFrames: the match rows without the ``late`` column, and the late events with the
+    columns they came with (and ``query``). For a ``foreachBatch`` sink."""
+    from pyspark.sql import functions as F
+
+    matches = batch.where(F.col(LATE).isNull()).drop(LATE)
+    late = batch.where(F.col(LATE).isNotNull()).select("query", f"{LATE}.*")
+    return matches, late
+
+
 def lateness_ms(schema: Schema, allowed_lateness: str | None) -> int:
     """The watermark delay in milliseconds: the option, else FIXED_TIME quarantine, else 0."""
     if allowed_lateness is not None:
@@ -291,8 +330,11 @@ def find_streaming(
     max_matches: int | None = None,
 ):
     """The streaming form of ``ceql.spark.find`` (see the module docstring). ``late="fail"``
-    stops the query at a late event; ``late="rows"`` (used by ``write_stream``) adds a ``late``
-    column: null on match rows, the late event on rows that are not matches."""
+    stops the query at a late event; ``late="rows"`` adds a ``late`` column: null on match
+    rows, the late event on rows that are not matches (``split_late`` separates them, e.g. in
+    a ``foreachBatch`` sink)."""
+    if late not in ("fail", "rows"):
+        raise CeqlError(f"late= must be 'fail' or 'rows', not {late!r}")
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -307,7 +349,8 @@ def find_streaming(
                 "a stream needs tie_break=[...]: the column(s) that order events with equal times "
                 "(an event id or sequence number; Kafka's partition and offset are used when present)"
             )
-    time = time_ns(schema, df)
+    _use_rocksdb(df.sparkSession)
+    time = time_ns(schema, df, row_label(tie_break))
     if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
     partitioned = bool(facts.partition_groups) and facts.consume != "ANY"
@@ -354,6 +397,7 @@ def find_streaming(
         "late": late,
         "user_columns": user_columns,
         "max_matches": max_matches,
+        "delay_ms": delay,
     }
     return prepared.groupBy(*keys).transformWithStateInPandas(
         statefulProcessor=_processor_class()(setup),
@@ -372,37 +416,84 @@ def write_stream(
     late_path: str,
     checkpoint: str,
     output_format: str = "parquet",
+    writer_options: dict[str, str] | None = None,
     trigger: dict[str, Any] | None = None,
+    progress: bool = False,
     **options: Any,
 ):
     """Start a streaming query that writes the matches of ``query`` to ``path`` and the late
     events to ``late_path`` (both exactly once: each micro-batch goes to ``batch=<id>``
-    subdirectories, rewritten if Spark replays the batch after a restart). ``options`` are those
-    of ``find``; ``trigger`` those of ``DataStreamWriter.trigger`` (default: ``availableNow``).
-    Returns the ``StreamingQuery``."""
+    subdirectories, rewritten if Spark replays the batch after a restart; a micro-batch with
+    no matches, or no late events, writes nothing there). ``writer_options`` go to each write
+    (``DataFrameWriter.options``, e.g. ``{"compression": "zstd"}``); ``options`` are those of
+    ``find``; ``trigger`` those of ``DataStreamWriter.trigger`` (default: ``availableNow``).
+    ``progress=True`` prints a line per micro-batch on standard error. Returns the
+    ``StreamingQuery``."""
     from ceql.spark.batch import prepare_stream
 
     if not df.isStreaming:
         raise CeqlError("write_stream needs a streaming DataFrame (spark.readStream...); use find for batch")
     compiled, prepared, settings = prepare_stream(df, query, declaration, **options)
     records = find_streaming(prepared, compiled, late="rows", **settings)
+    extra = dict(writer_options or {})
 
     def write(batch, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         batch.persist()
         try:
-            matches = batch.where(F.col(LATE).isNull()).drop(LATE)
-            late = batch.where(F.col(LATE).isNotNull()).select("query", f"{LATE}.*")
-            for frame, folder in ((matches, path), (late, late_path)):
+            for frame, folder in zip(split_late(batch), (path, late_path)):
+                if frame.isEmpty():
+                    continue
                 target = f"{folder.rstrip('/')}/batch={batch_id}"
-                frame.write.mode("overwrite").format(output_format).save(target)
+                frame.write.mode("overwrite").format(output_format).options(**extra).save(target)
         finally:
             batch.unpersist()
 
-    return (
-        records.writeStream.foreachBatch(write)
-        .option("checkpointLocation", checkpoint)
-        .trigger(**(trigger or {"availableNow": True}))
-        .start()
-    )
+    writer = records.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint)
+    if progress:
+        import uuid
+
+        unique = f"ceql-{settings['name']}-{uuid.uuid4().hex[:8]}"
+        report_batches(df.sparkSession, unique, settings["name"])
+        writer = writer.queryName(unique)
+    return writer.trigger(**(trigger or {"availableNow": True})).start()
+
+
+_REPORTED: dict[str, tuple] = {}  # streaming query name -> (the name its lines show, where they go)
+_LISTENING: set[int] = set()  # the sessions (ids) that have the listener
+
+
+def report_batches(spark, query_name: str, label: str, write=None) -> None:
+    """Print a line per micro-batch of the streaming query named ``query_name`` (its input
+    rows, duration and watermark) on standard error, or pass it to ``write``; call before the
+    query starts."""
+    import sys
+
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    emit = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    class BatchLines(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            progress = event.progress
+            if (progress.name or "") not in _REPORTED:
+                return
+            shown, emit = _REPORTED[progress.name]
+            watermark = (progress.eventTime or {}).get("watermark", "-")
+            emit(
+                f"ceql stream {shown}: batch {progress.batchId}: {progress.numInputRows} rows in "
+                f"{progress.batchDuration / 1000:.1f} s (watermark {watermark})"
+            )
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    _REPORTED[query_name] = (label, emit)
+    if id(spark) not in _LISTENING:
+        _LISTENING.add(id(spark))
+        spark.streams.addListener(BatchLines())

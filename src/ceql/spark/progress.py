@@ -1,0 +1,176 @@
+"""What a Spark run tells its user: progress lines while it runs, one clear message when it fails.
+
+- ``Progress``: a thread that polls ``SparkContext.statusTracker()`` and prints a line per
+  finished stage and per 10% of the tasks of a long stage, each under the name of the step that
+  runs it (``progress.step("reading the input")`` puts the jobs that follow in a job group);
+- ``job_failure``: the cause of a failed Spark action as a ``SparkJobError`` with one message:
+  the Python exception inside a Py4J / ``PythonException`` trace (a ceql error raised in a
+  task keeps its text), the message of ``raise_error`` (``USER_RAISED_EXCEPTION``), else the
+  first line of Spark's own error.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ceql.errors import CeqlError
+
+
+class SparkJobError(CeqlError):
+    """A Spark job failed; the message is its cause, without the JVM and Python traces."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind  # the Python exception's class name (e.g. "ceql.errors.EventError"), if any
+
+
+# The last line of a Python traceback: "module.Class: message" (or "Class: message").
+_EXCEPTION_LINE = re.compile(
+    r"^(?P<kind>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): ?(?P<message>.*)$"
+)
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (?P<message>.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+_SPARK_CLASS = re.compile(r"^\[(?P<cls>[A-Z_.]+)\] ?")
+
+
+def job_failure(exc: BaseException) -> SparkJobError:
+    """The cause of a failed Spark action, as one message (see the module docstring)."""
+    text = str(exc)
+    python = _python_cause(text)
+    if python is not None:
+        kind, message = python
+        if kind.startswith("ceql."):
+            return SparkJobError(message, kind)
+        return SparkJobError(f"a Spark task failed: {kind.rsplit('.', 1)[-1]}: {message}", kind)
+    raised = _RAISED.search(text)
+    if raised:
+        return SparkJobError(raised.group("message").strip())
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return SparkJobError(f"the Spark job failed: {first}")
+
+
+def _python_cause(text: str) -> tuple[str, str] | None:
+    """The exception that ends the last Python traceback in ``text`` (class, message; the
+    message may span several lines, up to the JVM's stack or a blank line)."""
+    start = text.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return None
+    lines = text[start:].splitlines()[1:]
+    for index, line in enumerate(lines):
+        if line.startswith((" ", "\t")) or not line:
+            continue  # the traceback's frames and their source lines
+        match = _EXCEPTION_LINE.match(line)
+        if not match:
+            continue
+        message = [match.group("message")]
+        for more in lines[index + 1 :]:
+            if (
+                not more.strip()
+                or more.startswith("\tat ")
+                or more.startswith("\t... ")
+                or more.startswith("at ")
+            ):
+                break
+            if _EXCEPTION_LINE.match(more) and ("Traceback" in more or more.startswith(("org.", "java."))):
+                break
+            message.append(more)
+        return match.group("kind"), "\n".join(message).strip()
+    return None
+
+
+class Progress:
+    """Progress lines for the jobs of a Spark run (see the module docstring): ``attach(spark)``
+    once the session exists, ``step(name)`` before the actions of each step, ``close()`` at
+    the end. While attached, Spark's own log is off: a failed task would print its trace there
+    (the run reports the cause itself, see ``job_failure``)."""
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        prefix: str = "ceql run",
+        write: Callable[[str], Any] | None = None,
+        interval: float = 0.5,
+    ) -> None:
+        self.enabled = enabled
+        self.prefix = prefix
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.interval = interval
+        self.context = None
+        self.started = time.perf_counter()
+        self._groups: list[tuple[str, str]] = []  # (job group, step name)
+        self._tenths: dict[int, int] = {}  # stage id -> tenths of its tasks reported
+        self._done: set[int] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def attach(self, spark) -> None:
+        """Start reporting on the jobs of ``spark``'s context."""
+        self.context = spark.sparkContext
+        self.context.setLogLevel("OFF")
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="ceql-progress", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop reporting (after a last look at what finished) and restore the log level."""
+        if self.context is None:
+            return
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self._poll()
+        self.context.setLocalProperty("spark.jobGroup.id", None)
+        self.context.setLocalProperty("spark.job.description", None)
+        self.context.setLogLevel("ERROR")
+        self.context = None
+
+    def step(self, name: str) -> None:
+        """The jobs started from now on (by this thread) belong to the step ``name``."""
+        if self.context is None or not self.enabled:
+            return
+        group = f"ceql-{id(self)}-{len(self._groups)}"
+        with self._lock:
+            self._groups.append((group, name))
+        self.context.setJobGroup(group, name)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._poll()
+            except Exception:  # noqa: BLE001 - progress lines must never fail the run
+                return
+
+    def _poll(self) -> None:
+        tracker = self.context.statusTracker()
+        with self._lock:
+            groups = list(self._groups)
+        for group, name in groups:
+            for job_id in sorted(tracker.getJobIdsForGroup(group)):
+                job = tracker.getJobInfo(job_id)
+                for stage_id in sorted(job.stageIds) if job else ():
+                    self._report(name, tracker.getStageInfo(stage_id))
+
+    def _report(self, name: str, stage) -> None:
+        if stage is None or stage.stageId in self._done or stage.numTasks == 0:
+            return
+        total, completed = stage.numTasks, stage.numCompletedTasks
+        elapsed = time.perf_counter() - self.started
+        if completed >= total:
+            self._done.add(stage.stageId)
+            self.write(
+                f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId} done ({total} tasks)"
+            )
+            return
+        tenths = completed * 10 // total
+        if total >= 10 and tenths > self._tenths.get(stage.stageId, 0):
+            self._tenths[stage.stageId] = tenths
+            self.write(
+                f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId}: "
+                f"{completed}/{total} tasks ({tenths * 10}%)"
+            )

@@ -1,0 +1,151 @@
+"""Spark tells the user what it is doing and why it failed: progress lines from ``ceql run
+--engine spark``, one message naming the cause of a failed job (not a Py4J trace),
+``explain_plan`` on query text, and bad times named with their column and row."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ceql
+from ceql.cli import main
+from ceql.spark import explain_plan, find
+from ceql.spark.progress import job_failure
+from tests.strategies import TEST_DECLARATION
+
+SCHEMA = ceql.declare(TEST_DECLARATION)
+
+PYTHON_TRACE = """An error occurred while calling o1234.parquet.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 4 in stage 51.0 failed 1 times, most recent failure: Lost task 4.0 in stage 51.0 (TID 218) (host executor driver): org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/work/src/ceql/spark/batch.py", line 188, in evaluate_group
+    return _evaluate_group(table, job=job)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/work/src/ceql/runtime/kernel/runner.py", line 320, in _check_order
+    raise EventError(
+ceql.errors.EventError: row 480: out of order: time 2868 after 2891 (a time window needs events in time order)
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:624)
+\tat org.apache.spark.sql.execution.python.PythonArrowOutput$$anon$1.read(PythonArrowOutput.scala:118)
+Driver stacktrace:
+\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2935)
+"""
+
+OTHER_PYTHON = """An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "/x/pyspark/worker.py", line 10, in main
+    import ceql
+ModuleNotFoundError: No module named 'ceql'
+"""
+
+RAISED = """[USER_RAISED_EXCEPTION] the time column 't' of a A event is missing (null) in the row {"seq":7} SQLSTATE: P0001
+== DataFrame ==
+"parquet" was called from
+"""
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            PYTHON_TRACE,
+            "row 480: out of order: time 2868 after 2891 (a time window needs events in time order)",
+        ),
+        (OTHER_PYTHON, "a Spark task failed: ModuleNotFoundError: No module named 'ceql'"),
+        (RAISED, """the time column 't' of a A event is missing (null) in the row {"seq":7}"""),
+        (
+            "[PATH_NOT_FOUND] Path does not exist: file:/nowhere.\nmore",
+            "the Spark job failed: [PATH_NOT_FOUND] Path does not exist: file:/nowhere.",
+        ),
+    ],
+)
+def test_a_failed_job_is_one_message_naming_its_cause(text, message) -> None:
+    error = job_failure(RuntimeError(text))
+    assert str(error) == message
+    assert isinstance(error, ceql.CeqlError)
+
+
+def _csv(path, rows) -> None:
+    path.write_text("event_type,id,v,s,t\n" + "".join(f"{k},{i},1,a,{t}\n" for k, i, t in rows))
+
+
+def test_the_cli_shows_progress_lines_and_the_cause_of_a_failed_task(spark, tmp_path, capsys) -> None:
+    (tmp_path / "decl.core").write_text(TEST_DECLARATION)
+    _csv(tmp_path / "ok.csv", [("A", 1, 1), ("B", 1, 2), ("A", 2, 3), ("B", 2, 4)])
+    common = ["run", "--engine", "spark", "-d", str(tmp_path / "decl.core"), "-f", "jsonl"]
+    query = "SELECT * WHERE A; B PARTITION BY [id] WITHIN 5 SECONDS"
+    status = main([*common, "-q", query, "-i", str(tmp_path / "ok.csv"), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    lines = err.splitlines()
+    assert any("] reading the input: stage " in line and " done (" in line for line in lines), err
+    assert any("] finding and writing the matches: stage " in line for line in lines), err
+    assert "4 events read, 0 rejected, 2 matches" in lines[-1]
+    # A task fails (a Parquet file whose footer reads but whose pages do not, so the driver
+    # splits it and the task that reads it fails): one line, as the local engine reports it.
+    bad = tmp_path / "bad.parquet"
+    frame = pa.table({"event_type": ["A", "B"] * 50, "id": [1] * 100, "v": [1] * 100, "s": ["a"] * 100, "t": list(range(100))})
+    pq.write_table(frame, bad)
+    data = bytearray(bad.read_bytes())
+    data[4:200] = b"\xff" * 196  # the first page header
+    bad.write_bytes(bytes(data))
+    status = main([*common, "-q", query, "-i", str(bad), "-o", str(tmp_path / "out2"), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("ceql run: error: "), err
+    assert "cannot read the Parquet file" in err and "Traceback" not in err and "py4j" not in err.lower()
+    local = main(["run", "-d", str(tmp_path / "decl.core"), "-q", query, "-i", str(bad), "--quiet"])
+    assert local == 2 and "cannot read the Parquet file" in capsys.readouterr().err
+
+
+def test_explain_plan_takes_query_text_like_find(spark) -> None:
+    text = "SELECT * WHERE A AS x; B AS y PARTITION BY [id] WITHIN 5 SECONDS"
+    assert explain_plan(text, TEST_DECLARATION).startswith("partitioned")
+    assert explain_plan(ceql.compile(text, SCHEMA)).startswith("partitioned")
+    frame = spark.createDataFrame(pd.DataFrame({"event_type": ["A"], "id": [1], "t": [1]}))
+    assert explain_plan("SELECT * WHERE A; B WITHIN 3 EVENTS", df=frame, time_column="t").startswith(
+        "sharded"
+    )
+    with pytest.raises(ceql.CeqlError, match="needs the declaration"):
+        explain_plan(text)
+
+
+def _frame(spark, times, kind="long"):
+    rows = list(zip(["A", "B", "A", "B"], [1, 1, 1, 1], [10, 11, 12, 13], times))
+    return spark.createDataFrame(rows, f"event_type string, id long, seq long, t {kind}")
+
+
+@pytest.mark.parametrize(
+    "times, kind, shown",
+    [
+        ([1, 2, None, 4], "long", "is missing (null)"),
+        (
+            ["2024-01-01T00:00:01", "2024-01-01T00:00:02", "yesterday", "2024-01-01T00:00:04"],
+            "string",
+            "'yesterday'",
+        ),
+    ],
+)
+def test_a_missing_or_unreadable_time_names_the_column_and_the_row(spark, times, kind, shown) -> None:
+    found = find(
+        _frame(spark, times, kind),
+        "SELECT * WHERE A; B PARTITION BY [id]",
+        time_column="t",
+        id_columns=["seq"],
+    )
+    with pytest.raises(Exception) as caught:
+        found.collect()
+    error = job_failure(caught.value)
+    assert (
+        "the time column 't' of a row of type A" in str(error)
+        and '"seq":12' in str(error)
+        and shown in str(error)
+    ), str(error)
+
+
+def test_a_time_column_of_another_type_is_refused_by_find(spark) -> None:
+    frame = _frame(spark, [1.0, 2.0, 3.0, 4.0], "double")
+    declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT B { id:int, t:primary_time } }"
+    with pytest.raises(ceql.CeqlError, match="primary_time 't' of A is a Spark double column"):
+        find(frame, "SELECT * FROM S WHERE A; B PARTITION BY [id]", declared)
