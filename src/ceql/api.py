@@ -33,15 +33,35 @@ class Query:
         return Evaluator(self.plan, **options)
 
     def run(
-        self, events: Any, *, output: str = "matches", max_matches: int | None = None, **options: Any
+        self,
+        events: Any,
+        *,
+        output: str = "matches",
+        max_matches: int | None = None,
+        workers: int | None = None,
+        **options: Any,
     ) -> Any:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data)
         in trigger order: lazily as ``Match`` objects, or with ``output="arrow"`` as one Arrow
         table (no Python object per match where the compiled kernel runs the query). Options as
         for ``evaluator``. With ``max_matches``, raise LimitError instead of producing more than
-        that many (None or 0: no limit)."""
+        that many (None or 0: no limit). ``workers=N`` evaluates large Arrow or pandas inputs on
+        N cores where the plan splits by key or time (runtime/parallel.py), with the same result
+        in the same order; None or 1: one core."""
         from ceql.compile.limits import limit_matches, too_many_matches
+        from ceql.runtime import parallel
 
+        if output not in ("matches", "arrow"):
+            raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
+        if parallel.use_workers(self.plan, events, workers, options):
+            self.evaluator(**options)  # the options' checks and bounds, as on one core
+            runner = parallel.ParallelKernel(self.plan, workers or 1)
+            if output == "arrow":
+                table = runner.arrow(events)
+                if max_matches and table.num_rows > max_matches:
+                    raise too_many_matches(max_matches)
+                return table
+            return limit_matches(runner.matches(events), max_matches)
         evaluator = self.evaluator(**options)
         if output == "arrow":
             table = evaluator.arrow(events)

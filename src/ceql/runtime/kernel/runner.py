@@ -345,21 +345,24 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ public API
 
-    def process_table(self, table: pa.Table) -> Iterator[KernelMatches]:
-        """Complex events of one normalised table (BatchBuilder output), in chunks."""
+    def process_table(self, table: pa.Table, positions: np.ndarray | None = None) -> Iterator[KernelMatches]:
+        """Complex events of one normalised table (BatchBuilder output), in chunks.
+        ``positions``: the stream positions of the table's rows when they are not the next
+        ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
         plan = self.plan
         n = table.num_rows
         base = self.position
         types, symbols = self._symbols(table)
-        measures = self._measures(table, types, base)
+        measures = self._measures(table, types, base, positions)
         if plan.ordered_time:
-            self._check_order(types, measures, base)
+            self._check_order(types, measures, base, positions)
         relevant = np.nonzero(~self._irrelevant[symbols])[0]
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
-        self.position = base + n
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         if self.kept is not None:
             self.kept.append(table, base, types, self._derived(table, types))
-        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
+        at = relevant + base if positions is None else positions[relevant]
+        for chunk in self.kernel.process_chunks(symbols[relevant], at, measures[relevant], codes):
             if self.checked and self.kernel.check is None:
                 chunk = self._check(chunk)
                 if not len(chunk):
@@ -496,7 +499,9 @@ class PlanKernel:
             self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
         return types, symbols
 
-    def _measures(self, table: pa.Table, types: np.ndarray, base: int) -> np.ndarray:
+    def _measures(
+        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> np.ndarray:
         """int64 window measures; MISSING for events without one (types the window does not
         concern, nulls)."""
         plan = self.plan
@@ -504,7 +509,7 @@ class PlanKernel:
         if plan.window_kind is None:
             return np.zeros(n, dtype=np.int64)
         if plan.window_kind == "events":
-            return np.arange(base, base + n, dtype=np.int64)
+            return np.arange(base, base + n, dtype=np.int64) if positions is None else positions.astype(np.int64)
         measures = np.full(n, MISSING, dtype=np.int64)
         columns: dict[str, np.ndarray] = {}
         for type_name, attribute in plan.time_attributes.items():
@@ -519,18 +524,22 @@ class PlanKernel:
         if wild.any():
             row = int(np.argmax(wild))
             raise EventError(
-                f"window value {int(measures[row])} outside the kernel's range [-2**62, 2**62]", base + row
+                f"window value {int(measures[row])} outside the kernel's range [-2**62, 2**62]",
+                base + row if positions is None else int(positions[row]),
             )
         return measures
 
-    def _check_order(self, types: np.ndarray, measures: np.ndarray, base: int) -> None:
+    def _check_order(
+        self, types: np.ndarray, measures: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> None:
         """Time windows need events in non-decreasing primary_time order."""
+        at = (lambda row: base + row) if positions is None else (lambda row: int(positions[row]))
         rows = np.nonzero(np.isin(types, self._time_types))[0]
         values = measures[rows]
         missing = values == MISSING
         if missing.any():
             raise EventError(
-                "missing time value (the query's window needs it)", base + int(rows[np.argmax(missing)])
+                "missing time value (the query's window needs it)", at(int(rows[np.argmax(missing)]))
             )
         if len(values) == 0:
             return
@@ -542,7 +551,7 @@ class PlanKernel:
             raise EventError(
                 f"out of order: time {int(values[k])} after {int(previous[k])} (a time window needs events in "
                 "time order; sort the input or declare CREATE QUARANTINE to reorder late events)",
-                base + int(rows[k]),
+                at(int(rows[k])),
             )
         self.last_time = int(values[-1])
 
