@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.match import Match
-from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.batches import DEFAULT_BATCH, builder_for, iter_tables
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import to_matches
@@ -151,13 +151,14 @@ class _Worker:
 class ParallelKernel:
     """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring)."""
 
-    def __init__(self, plan: Plan, workers: int) -> None:
+    def __init__(self, plan: Plan, workers: int, batch_size: int = DEFAULT_BATCH) -> None:
         split = split_of(plan)
         if split is None:
             raise ValueError("this plan runs on one core")
         self.split = split
         self.plan = plan
         self.count = workers
+        self.batch_size = batch_size  # events per input batch (tests make it small)
         self.kernels = [PlanKernel(_copy(plan)) for _ in range(workers)]
         for runner in self.kernels:
             runner.plan.det.max_states = plan.det.max_states
@@ -192,7 +193,7 @@ class ParallelKernel:
     def _run(self, events: Any, arrow: bool) -> Iterator[list]:
         workers = [_Worker() for _ in range(self.count)]
         try:
-            tables = iter_tables(events, builder_for(self.plan))
+            tables = iter_tables(events, builder_for(self.plan), self.batch_size)
             pending: Callable[[], list] | None = None
             base = 0
             while True:
