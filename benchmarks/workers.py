@@ -27,9 +27,7 @@ import ceql
 from ceql.runtime.parallel import cores
 
 DECLARATION = (
-    "CREATE STREAM S { "
-    + ", ".join(f"EVENT {t} {{ id:int, k:int, t:primary_time }}" for t in "ABCD")
-    + " }"
+    "CREATE STREAM S { " + ", ".join(f"EVENT {t} {{ id:int, k:int, t:primary_time }}" for t in "ABCD") + " }"
 )
 QUERIES = {
     "keys": "SELECT * FROM S WHERE A : B : C PARTITION BY [k]",
@@ -72,9 +70,15 @@ def main() -> None:
     schema = ceql.declare(DECLARATION)
     big = events(args.events)
     small = events(1000)
-    rows = [("keys", QUERIES["keys"], big), ("shards", QUERIES["shards"], big), ("small", QUERIES["keys"], small)]
+    rows = [
+        ("keys", QUERIES["keys"], big),
+        ("shards", QUERIES["shards"], big),
+        ("small", QUERIES["keys"], small),
+    ]
     print(f"{args.workers} workers, {os.cpu_count()} cores, best of {args.repeat}")
-    print(f"{'workload':8} {'events':>10} {'matches':>9} {'1 core wall (cpu)':>20} {'N wall (cpu)':>18} {'ratio':>6} load")
+    print(
+        f"{'workload':8} {'events':>10} {'matches':>9} {'1 core wall (cpu)':>20} {'N wall (cpu)':>18} {'ratio':>6} load"
+    )
     for name, text, table in rows:
         query = ceql.compile(text, schema)
         warm = table.slice(0, 200_000)

@@ -32,7 +32,9 @@ clause_cases = cases(
     max_size=20,
 )
 
-KEYED = "CREATE STREAM S { " + ", ".join(f"EVENT {t} {{ id:int, k:int, t:primary_time }}" for t in "ABCD") + " }"
+KEYED = (
+    "CREATE STREAM S { " + ", ".join(f"EVENT {t} {{ id:int, k:int, t:primary_time }}" for t in "ABCD") + " }"
+)
 KEYED_SCHEMA = ceql.declare(KEYED)
 
 
@@ -215,3 +217,35 @@ def _batched(plan, table: pa.Table, size: int):
     runner = PlanKernel(plan)
     for start in range(0, table.num_rows, size):
         yield from runner.matches(table.slice(start, size))
+
+
+# ------------------------------------------------------------------ ceql run --workers
+
+
+@pytest.mark.parametrize("text", [QUERIES[0][1], QUERIES[5][1]])
+def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, text) -> None:
+    import pyarrow.parquet as pq
+
+    from ceql.cli import main
+
+    declaration = tmp_path / "s.ceql"
+    declaration.write_text(KEYED)
+    data = tmp_path / "e.parquet"
+    pq.write_table(keyed_events(6000), data, row_group_size=2500)
+    made = []
+    original = ParallelKernel.__init__
+
+    def spy(self, *args, **kwargs):
+        made.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ParallelKernel, "__init__", spy)
+    monkeypatch.setattr(parallel, "CHUNK_MIN_ROWS", 2000)
+    outputs = {}
+    for count in ("1", "2", "0"):
+        out = tmp_path / f"out{count}.jsonl"
+        args = ["run", "--declaration", str(declaration), "-q", text, "--input", str(data), "--quiet"]
+        assert main(args + ["--workers", count, "-o", str(out)]) == 0
+        outputs[count] = out.read_text()
+    assert outputs["1"] and outputs["2"] == outputs["1"] == outputs["0"]
+    assert len(made) == (2 if parallel.cores() > 1 else 1)  # --workers 2, and 0 (every core)

@@ -37,6 +37,7 @@ import heapq
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -55,6 +56,8 @@ from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
+#: ``ceql run``: workers start when the first chunk read has at least this many events.
+CHUNK_MIN_ROWS = 20_000
 _GOLDEN = np.uint64(11400714819323198485)  # Fibonacci hashing of integer keys
 
 
@@ -171,8 +174,28 @@ class ParallelKernel:
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
+        self.position = 0  # events given to ``process`` so far
+        self._threads: list[_Worker] | None = None
 
     # ------------------------------------------------------------------ outputs
+
+    def process(self, table: pa.Table) -> list[Match]:
+        """The matches of the next table of a stream (``ceql run``'s chunks: the stream goes on
+        across calls, in threads that ``close`` stops)."""
+        if self._threads is None:
+            self._threads = [_Worker() for _ in range(self.count)]
+            self._finalizer = weakref.finalize(self, _stop, self._threads)
+        out: list[Match] = []
+        for batch in iter_tables(table, builder_for(self.plan), self.batch_size):
+            out.extend(self._submit(self._threads, batch, self.position, arrow=False)())
+            self.position += batch.num_rows
+        return out
+
+    def close(self) -> None:
+        """Stop the threads ``process`` started."""
+        if self._threads is not None:
+            self._finalizer()
+            self._threads = None
 
     def arrow(self, events: Any) -> pa.Table:
         """The matches as one Arrow table, as ``PlanKernel.arrow`` gives them."""
@@ -213,8 +236,7 @@ class ParallelKernel:
             if pending is not None:
                 yield pending()
         finally:
-            for worker in workers:
-                worker.stop()
+            _stop(workers)
 
     def _submit(self, workers: list[_Worker], table: pa.Table, base: int, arrow: bool) -> Callable[[], list]:
         """Give one batch to the workers; returns a function giving its merged output."""
@@ -377,6 +399,11 @@ class ParallelKernel:
                 keys = runner.keys.keys if runner.reports_partition and runner.keys is not None else None
                 out.extend(to_matches(runner._project(chunk), keys))
         return out
+
+
+def _stop(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
 
 
 def _copy(plan: Plan) -> Plan:
