@@ -37,6 +37,7 @@ import heapq
 import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -118,6 +119,7 @@ class _Worker:
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.cpu = 0.0  # CPU seconds of this thread's jobs (benchmarks/workers.py reports it)
         self.thread = threading.Thread(target=self._loop, daemon=True, name="ceql-worker")
         self.thread.start()
 
@@ -127,10 +129,12 @@ class _Worker:
             if item is None:
                 return
             job, box, done = item
+            started = time.thread_time()
             try:
                 box.append((True, job()))
             except BaseException as error:  # noqa: BLE001 - handed to the main thread
                 box.append((False, error))
+            self.cpu += time.thread_time() - started
             done.set()
 
     def submit(self, job: Callable[[], Any]) -> Callable[[], Any]:
@@ -176,6 +180,7 @@ class ParallelKernel:
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
         self.position = 0  # events given to ``process`` so far
         self._threads: list[_Worker] | None = None
+        self.thread_cpu: list[float] = []  # after ``arrow``/``matches``: each worker's CPU seconds
 
     # ------------------------------------------------------------------ outputs
 
@@ -236,6 +241,7 @@ class ParallelKernel:
             if pending is not None:
                 yield pending()
         finally:
+            self.thread_cpu = [worker.cpu for worker in workers]
             _stop(workers)
 
     def _submit(self, workers: list[_Worker], table: pa.Table, base: int, arrow: bool) -> Callable[[], list]:
