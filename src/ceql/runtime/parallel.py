@@ -55,6 +55,9 @@ from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import to_matches
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
+#: Events per input batch: larger than one core's (DEFAULT_BATCH) so that each worker's share
+#: amortises the per-batch work (measured: 4x cuts the workers' extra CPU time by about half).
+BATCH = 4 * DEFAULT_BATCH
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
@@ -158,7 +161,7 @@ class _Worker:
 class ParallelKernel:
     """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring)."""
 
-    def __init__(self, plan: Plan, workers: int, batch_size: int = DEFAULT_BATCH) -> None:
+    def __init__(self, plan: Plan, workers: int, batch_size: int = BATCH) -> None:
         split = split_of(plan)
         if split is None:
             raise ValueError("this plan runs on one core")
@@ -418,7 +421,14 @@ def _copy(plan: Plan) -> Plan:
 
 
 def _ints(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    column = pc.fill_null(pc.cast(column, pa.int64()), 0)
+    """An integer key column as int64 (nulls: 0; such events have no key and are skipped by
+    whichever worker gets them)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.type != pa.int64():
+        column = pc.cast(column, pa.int64())
+    if column.null_count:
+        column = pc.fill_null(column, 0)
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
