@@ -84,7 +84,7 @@ def test_the_generated_cases_split() -> None:
     something."""
     found = {"keys": 0, "shards": 0, None: 0}
 
-    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(clause_cases)
     def count(case) -> None:
         compiled = compile_valid(case.query, SCHEMA)
