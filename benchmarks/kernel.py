@@ -192,11 +192,12 @@ def run_one(item: dict, profile: bool) -> dict:
 
 def profile_kernel(plan, table: pa.Table) -> dict:
     """Where the kernel path spends its time on one table (seconds per phase)."""
+    from ceql.runtime.arrow import record_batch
     from ceql.runtime.batches import builder_for, iter_tables
     from ceql.runtime.kernel import PlanKernel
-    from ceql.runtime.kernel.output import project, to_record_batch
 
     runner = PlanKernel(plan)
+    schema = runner.output_schema()
     phases = dict.fromkeys(["normalise", "symbols", "measures", "keys", "kernel", "arrow"], 0.0)
     clock = CLOCK()
     for batch in iter_tables(table, builder_for(plan)):
@@ -223,7 +224,7 @@ def profile_kernel(plan, table: pa.Table) -> dict:
         clock, now = now, CLOCK()
         phases["kernel"] += now - clock
         for chunk in chunks:
-            to_record_batch(project(chunk, runner.projection), runner.projection)
+            record_batch(schema, runner.columns(chunk))
         clock, now = now, CLOCK()
         phases["arrow"] += now - clock
         clock = CLOCK()
@@ -239,6 +240,8 @@ TARGETS = {
     f"MAX(b.v) AS mxb, AVG(b.v) AS avb, c.v - a.v AS d FROM S WHERE {PATTERN}",
     "condition": "SELECT * FROM S WHERE (A AS a : B:+ AS b : C AS c) FILTER c.v > a.v PARTITION BY [k]",
 }
+#: Targets also run through the default API (Match objects), against their Arrow output.
+MATCH_OBJECTS = ("pattern", "measures")
 CORRELATION = "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.id = y.tweet WITHIN 20000 EVENTS"
 
 
@@ -263,15 +266,23 @@ def targets(events: int = 1_000_000, repeats: int = 5) -> list[dict]:
     queries = {name: ceql.compile(text, schema) for name, text in TARGETS.items()}
     for query in queries.values():
         query.run(table.slice(0, 2_000), output="arrow")  # load the compiled functions
-    results = {name: [] for name in queries}
+    results: dict[str, list] = {name: [] for name in queries}
+    results.update({f"{name}, Match objects": [] for name in MATCH_OBJECTS})
     for _ in range(repeats):  # interleaved, so that load on the machine hits all alike
         for name, query in queries.items():
             out, wall, cpu = timed(lambda q=query: q.run(table, output="arrow"))
             results[name].append((cpu, wall, out.num_rows))
+            if name in MATCH_OBJECTS:  # the default API: Match objects, each one's positions read
+                found, wall, cpu = timed(lambda q=query: sum(len(m.positions) > 0 for m in q.run(table)))
+                results[f"{name}, Match objects"].append((cpu, wall, found))
     base = min(r[0] for r in results["pattern"])
     for name, runs in results.items():
         cpu, wall = min(r[0] for r in runs), min(r[1] for r in runs)
-        rows.append({"target": name, "events": events, "matches": runs[0][2], "cpu": cpu, "wall": wall, "ratio": cpu / base})
+        row = {"target": name, "events": events, "matches": runs[0][2], "cpu": cpu, "wall": wall, "ratio": cpu / base}
+        if name.endswith(", Match objects"):
+            arrow = name[: -len(", Match objects")]
+            row["arrow_ratio"] = cpu / min(r[0] for r in results[arrow])
+        rows.append(row)
     import duckdb
 
     tweets_schema = ceql.declare(g.TWEETS_DECLARATION)
@@ -300,6 +311,18 @@ def targets(events: int = 1_000_000, repeats: int = 5) -> list[dict]:
             }
         )
     return rows
+
+
+def first_query() -> dict:
+    """The first query after install: ``A : B : C PARTITION BY [k]`` on 10,000 events in a
+    fresh process with an empty numba cache (benchmarks/jit.py), import included."""
+    from benchmarks import jit
+
+    spec = {"declaration": "keyed", "generator": "keyed", "text": jit.QUERIES[1][3], "events": 10_000, "engine": "auto"}
+    with tempfile.TemporaryDirectory(prefix="ceql-numba-") as cache:
+        wall, cpu = jit._run(spec, cache, background=True)
+    return {"target": "JIT: first query, 10k events", "events": 10_000, "matches": None, "cpu": cpu, "wall": wall,
+            "first_query_wall": wall}
 
 
 def compile_times() -> dict:
@@ -334,6 +357,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.targets:
         rows = targets(100_000 if args.quick else 1_000_000)
+        rows.append(first_query())
         print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; least of 5 runs, interleaved")
         print("| target | events | matches | CPU s | wall s | ratio |")
         print("|---|---:|---:|---:|---:|---|")
@@ -343,10 +367,14 @@ def main() -> None:
                     f"DuckDB 1 thread {row['duckdb_1thread_cpu']:.3f} CPU s ({row['duckdb_1thread_wall']:.3f} wall): "
                     f"ceql {row['ratio']:.2f}x DuckDB's speed{'' if row['same_count'] else ' (COUNTS DIFFER)'}"
                 )
+            elif "arrow_ratio" in row:
+                ratio = f"{row['arrow_ratio']:.2f}x its Arrow output's CPU time"
+            elif "first_query_wall" in row:
+                ratio = "first query after install (empty numba cache, import included), wall s"
             else:
                 ratio = f"{row['ratio']:.2f}x the pattern's CPU time"
             print(
-                f"| {row['target']} | {row['events']:,} | {row['matches']:,} | {row['cpu']:.3f} | {row['wall']:.3f} | {ratio} |"
+                f"| {row['target']} | {row['events']:,} | {'-' if row['matches'] is None else format(row['matches'], ',')} | {row['cpu']:.3f} | {row['wall']:.3f} | {ratio} |"
             )
         if args.json:
             with open(args.json, "w") as handle:

@@ -551,7 +551,7 @@ class _Compiler(Visitor):
             ) if label in roles else automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset({end}))
             return self._finish_site(
                 machine, index, "NOT " + print_cond(cond), site_atoms, ("not", tree), list(aggregates.values()),
-                roles, star if uses_star else None, False, end_label=end,
+                roles, star if uses_star else None, False, end_label=end, source=ast.Not(cond),
             )
         conjunctive = _conjunctive(tree, site_atoms)
         if conjunctive:

@@ -584,9 +584,9 @@ class Site:
     single_free: frozenset[str] = frozenset()  # free labels with at most one event per CE
     conjunctive: bool = False  # an AND of monotone atoms: decided as events arrive
     where: str = ""  # how it is decided (for explain)
-    #: The condition as written (ast.Cond) for a FILTER site, the keys (tuple of ast.Attr) for
-    #: a PARTITION BY site; None for NOT(E FILTER ...) (engines that check whole complex
-    #: events read it, runtime/kernel/postfilter.py).
+    #: The condition as written (ast.Cond) for a FILTER site, ``NOT (cond)`` for the read of
+    #: an event by ``NOT(E FILTER cond)``, the keys (tuple of ast.Attr) for a PARTITION BY site
+    #: (engines that check whole complex events read it, runtime/kernel/postfilter.py).
     source: Any = None
     # Allocated by Registers:
     instance_slots: list[int] = field(default_factory=list)

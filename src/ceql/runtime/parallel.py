@@ -33,7 +33,6 @@ take (``engine="python"``, ``type_labels``) run on one core too.
 
 from __future__ import annotations
 
-import heapq
 import os
 import queue
 import threading
@@ -49,10 +48,10 @@ import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.match import Match
-from ceql.runtime.batches import DEFAULT_BATCH, builder_for, iter_tables
+from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
+from ceql.runtime.batches import DEFAULT_BATCH, iter_tables
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import KernelMatches
-from ceql.runtime.kernel.output import to_matches
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
 #: Events per input batch: larger than one core's (DEFAULT_BATCH) so that each worker's share
@@ -161,7 +160,7 @@ class _Worker:
 class ParallelKernel:
     """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring)."""
 
-    def __init__(self, plan: Plan, workers: int, batch_size: int = BATCH) -> None:
+    def __init__(self, plan: Plan, workers: int, batch_size: int = BATCH, evaluator: Any = None) -> None:
         split = split_of(plan)
         if split is None:
             raise ValueError("this plan runs on one core")
@@ -181,51 +180,62 @@ class ParallelKernel:
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
+        # Input typing and the output schema: the evaluator's (Query.run, ceql run), else the
+        # one-core PlanKernel's.
+        self.evaluator = evaluator
+        self.builder = evaluator.builder if evaluator is not None else self.checker.builder
+        self.reports_partition = self.kernels[0].reports_partition
         self.position = 0  # events given to ``process`` so far
         self._threads: list[_Worker] | None = None
         self.thread_cpu: list[float] = []  # after ``arrow``/``matches``: each worker's CPU seconds
 
     # ------------------------------------------------------------------ outputs
 
-    def process(self, table: pa.Table) -> list[Match]:
-        """The matches of the next table of a stream (``ceql run``'s chunks: the stream goes on
-        across calls, in threads that ``close`` stops)."""
+    def schema(self, name: str = "query") -> Any:
+        """The output schema (fixed once the input has shown how it gives times)."""
+        if self.evaluator is not None:
+            return self.evaluator.output_schema(name)
+        return self.checker.output_schema(name=name)
+
+    def arrow(self, events: Any, name: str = "query") -> pa.Table:
+        """The matches as one Arrow table of the output schema, as on one core."""
+        batches = [record_batch(self.schema(name), columns) for columns in self._run(events)]
+        if not batches:
+            return pa.Table.from_batches([], schema=self.schema(name).arrow)
+        return pa.Table.from_batches(batches, schema=self.schema(name).arrow)
+
+    def matches(self, events: Any) -> Iterator[Match]:
+        """The matches as Match objects, lazily, in trigger order."""
+        for columns in self._run(events):
+            schema = self.schema() if self.evaluator is not None else None  # as PlanKernel.matches
+            yield from MatchRows(columns, schema, self.reports_partition)
+
+    def columns(self, table: pa.Table, batch: int = 0) -> Iterator[MatchColumns]:
+        """The matches of the next table of a stream as MatchColumns (``ceql run``'s chunks,
+        as ``Evaluator.columns``): the stream goes on across calls, in threads that ``close``
+        stops."""
         if self._threads is None:
             self._threads = [_Worker() for _ in range(self.count)]
             self._finalizer = weakref.finalize(self, _stop, self._threads)
-        out: list[Match] = []
-        for batch in iter_tables(table, builder_for(self.plan), self.batch_size):
-            out.extend(self._submit(self._threads, batch, self.position, arrow=False)())
-            self.position += batch.num_rows
-        return out
+        for part in iter_tables(table, self.builder, self.batch_size):
+            merged = self._submit(self._threads, part, self.position)()
+            self.position += part.num_rows
+            if len(merged):
+                yield merged
 
     def close(self) -> None:
-        """Stop the threads ``process`` started."""
+        """Stop the threads ``columns`` started."""
         if self._threads is not None:
             self._finalizer()
             self._threads = None
 
-    def arrow(self, events: Any) -> pa.Table:
-        """The matches as one Arrow table, as ``PlanKernel.arrow`` gives them."""
-        batches: list[pa.RecordBatch] = []
-        for merged in self._run(events, arrow=True):
-            batches.extend(merged)
-        if not batches:
-            return self.kernels[0].arrow([])
-        return pa.Table.from_batches(batches)
-
-    def matches(self, events: Any) -> Iterator[Match]:
-        """The matches as Match objects, lazily, in trigger order."""
-        for merged in self._run(events, arrow=False):
-            yield from merged
-
     # ------------------------------------------------------------------ batches
 
-    def _run(self, events: Any, arrow: bool) -> Iterator[list]:
+    def _run(self, events: Any) -> Iterator[MatchColumns]:
         workers = [_Worker() for _ in range(self.count)]
         try:
-            tables = iter_tables(events, builder_for(self.plan), self.batch_size)
-            pending: Callable[[], list] | None = None
+            tables = iter_tables(events, self.builder, self.batch_size)
+            pending: Callable[[], MatchColumns] | None = None
             base = 0
             while True:
                 try:
@@ -236,7 +246,7 @@ class ParallelKernel:
                     if pending is not None:  # the one-core run reports the earlier batch first
                         yield pending()
                     raise
-                submitted = self._submit(workers, table, base, arrow)
+                submitted = self._submit(workers, table, base)
                 base += table.num_rows
                 if pending is not None:
                     yield pending()
@@ -247,27 +257,26 @@ class ParallelKernel:
             self.thread_cpu = [worker.cpu for worker in workers]
             _stop(workers)
 
-    def _submit(self, workers: list[_Worker], table: pa.Table, base: int, arrow: bool) -> Callable[[], list]:
+    def _submit(self, workers: list[_Worker], table: pa.Table, base: int) -> Callable[[], MatchColumns]:
         """Give one batch to the workers; returns a function giving its merged output."""
         try:
             measures = self._check(table, base)
         except Exception as error:  # raised once the earlier batch is out, as on one core
             failure = error
 
-            def failed() -> list:
+            def failed() -> MatchColumns:
                 raise failure
 
             return failed
         if self.split == "keys":
             shares = self._shares(table)
             results = [
-                workers[w].submit(partial(self._keys_job, w, table, base, shares, arrow))
-                for w in range(self.count)
+                workers[w].submit(partial(self._keys_job, w, table, base, shares)) for w in range(self.count)
             ]
         else:
-            results = self._submit_shards(workers, table, base, measures, arrow)
+            results = self._submit_shards(workers, table, base, measures)
 
-        def merged() -> list:
+        def merged() -> MatchColumns:
             outputs = []
             error: BaseException | None = None
             for result in results:
@@ -278,9 +287,8 @@ class ParallelKernel:
                         error = raised
             if error is not None:
                 raise error
-            if self.split == "shards":  # the shards' triggers follow each other
-                return [item for output in outputs for item in output]
-            return _merge_arrow(outputs) if arrow else _merge_matches(outputs)
+            # The shards' triggers follow each other; the key groups' interleave.
+            return _merge([c for output in outputs for c in output], sort=self.split == "keys")
 
         return merged
 
@@ -319,41 +327,37 @@ class ParallelKernel:
         mixed = keys.view(np.uint64) * _GOLDEN
         return ((mixed >> np.uint64(32)) % np.uint64(self.count)).astype(np.int64)
 
-    def _keys_job(self, w: int, table: pa.Table, base: int, shares: np.ndarray, arrow: bool) -> list:
+    def _keys_job(self, w: int, table: pa.Table, base: int, shares: np.ndarray) -> list:
         rows = np.flatnonzero(shares == w)
         if not len(rows):
             return []
         sub = table.take(pa.array(rows)) if len(rows) < table.num_rows else table
-        return self._emit(self.kernels[w], sub.combine_chunks(), rows + base, None, arrow)
+        return self._emit(self.kernels[w], sub.combine_chunks(), rows + base, None)
 
     # ------------------------------------------------------------------ shards
 
     def _submit_shards(
-        self, workers: list[_Worker], table: pa.Table, base: int, measures: np.ndarray | None, arrow: bool
+        self, workers: list[_Worker], table: pa.Table, base: int, measures: np.ndarray | None
     ) -> list[Callable[[], list]]:
         n = table.num_rows
         cuts = [n * i // self.count for i in range(self.count + 1)]
         starts = self._overlaps(cuts, base, measures)
         carry = self.carry
         if starts is None:  # the window reaches past the batch: the carrying worker alone
-            return [workers[carry].submit(partial(self._emit, self.kernels[carry], table, None, None, arrow))]
+            return [workers[carry].submit(partial(self._emit, self.kernels[carry], table, None, None))]
         results = []
         order = [carry] + [w for w in range(self.count) if w != carry]
         for shard, w in enumerate(order):
             lo, hi = cuts[shard], cuts[shard + 1]
             if shard == 0:
                 results.append(
-                    workers[w].submit(
-                        partial(self._emit, self.kernels[w], table.slice(0, hi), None, None, arrow)
-                    )
+                    workers[w].submit(partial(self._emit, self.kernels[w], table.slice(0, hi), None, None))
                 )
             else:
                 start = starts[shard]
                 piece = table.slice(start, hi - start)
                 results.append(
-                    workers[w].submit(
-                        partial(self._fresh, self.kernels[w], piece, base + start, base + lo, arrow)
-                    )
+                    workers[w].submit(partial(self._fresh, self.kernels[w], piece, base + start, base + lo))
                 )
         self.carry = order[-1]
         return results
@@ -384,29 +388,28 @@ class ParallelKernel:
             starts.append(start)
         return starts
 
-    def _fresh(self, runner: PlanKernel, table: pa.Table, position: int, own: int, arrow: bool) -> list:
+    def _fresh(self, runner: PlanKernel, table: pa.Table, position: int, own: int) -> list:
         """A worker starting over at ``position``; it reports the triggers from ``own`` on."""
         runner.kernel._reset()
         runner.position = position
         runner.last_time = None
-        return self._emit(runner, table, None, own, arrow)
+        return self._emit(runner, table, None, own)
 
     # ------------------------------------------------------------------ output of one worker
 
     def _emit(
-        self, runner: PlanKernel, table: pa.Table, positions: np.ndarray | None, own: int | None, arrow: bool
+        self, runner: PlanKernel, table: pa.Table, positions: np.ndarray | None, own: int | None
     ) -> list:
+        """One worker's matches of a table, as MatchColumns (from trigger ``own`` on)."""
         out: list = []
         for chunk in runner.process_table(table, positions):
             if own is not None:
                 chunk = _from_trigger(chunk, own)
                 if not len(chunk):
                     continue
-            if arrow:
-                out.append(runner._batch(chunk))
-            else:
-                keys = runner.keys.keys if runner.reports_partition and runner.keys is not None else None
-                out.extend(to_matches(runner._project(chunk), keys))
+            columns = runner.columns(chunk)
+            if len(columns):
+                out.append(columns)
         return out
 
 
@@ -453,19 +456,58 @@ def _from_trigger(chunk: KernelMatches, first: int) -> KernelMatches:
     )
 
 
-def _merge_arrow(outputs: list[list[pa.RecordBatch]]) -> list[pa.RecordBatch]:
-    """One batch's record batches from every worker, in trigger order."""
-    filled = [batches for batches in outputs if batches]
-    if len(filled) <= 1:
-        return filled[0] if filled else []
-    table = pa.Table.from_batches([b for batches in filled for b in batches])
-    triggers = table.column("trigger").to_numpy()
-    order = np.argsort(triggers, kind="stable")  # one trigger's events come from one worker
-    return table.take(pa.array(order)).combine_chunks().to_batches()
+def _merge(parts: list[MatchColumns], sort: bool) -> MatchColumns:
+    """One MatchColumns from the workers' parts, in trigger order (``sort``: the parts
+    interleave; a trigger's matches all come from one part, in order, so a stable sort keeps
+    them as they are). Partition codes are made distinct across workers."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return MatchColumns(_EMPTY, np.zeros(1, np.int64), _EMPTY)
+    trigger = np.concatenate([p.trigger for p in parts])
+    offsets, positions = _stack([(p.offsets, p.positions) for p in parts])
+    labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
+    partition = keys = None
+    if parts[0].partition is not None:
+        codes, keys, shift = [], [], 0
+        seen: dict[int, int] = {}
+        for p in parts:
+            # Workers own their key lists; several chunks of one worker share one list.
+            start = seen.get(id(p.keys))
+            if start is None:
+                start = seen[id(p.keys)] = shift
+                keys.extend(p.keys or ())
+                shift += len(p.keys or ())
+            codes.append(np.where(p.partition >= 0, p.partition + start, -1))
+        partition = np.concatenate(codes)
+    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys)
+    if not sort:
+        return merged
+    order = np.argsort(trigger, kind="stable")
+    return _take(merged, order)
 
 
-def _merge_matches(outputs: list[list[Match]]) -> list[Match]:
-    filled = [matches for matches in outputs if matches]
-    if len(filled) <= 1:
-        return filled[0] if filled else []
-    return list(heapq.merge(*filled, key=lambda match: match.trigger))
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _stack(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated (offsets, values) list columns."""
+    shifts = np.cumsum([0] + [len(values) for _, values in pairs[:-1]])
+    offsets = np.concatenate([pairs[0][0][:1]] + [o[1:] - o[0] + s for (o, _), s in zip(pairs, shifts)])
+    offsets = offsets - offsets[0]
+    return offsets, np.concatenate([values[o[0] : o[-1]] for o, values in pairs])
+
+
+def _take_list(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.diff(offsets)[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    flat = np.repeat(offsets[:-1][rows] - out[:-1], counts) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, values[flat]
+
+
+def _take(columns: MatchColumns, rows: np.ndarray) -> MatchColumns:
+    offsets, positions = _take_list(columns.offsets, columns.positions, rows)
+    labels = {name: _take_list(o, v, rows) for name, (o, v) in columns.labels.items()}
+    partition = columns.partition[rows] if columns.partition is not None else None
+    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys)

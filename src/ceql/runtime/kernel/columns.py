@@ -629,6 +629,13 @@ class MeasureColumn:
         bounds = self.list_offsets.tolist()
         return [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
 
+    def raw(self, kind: pa.DataType | None) -> pa.Array | list:
+        """The values as ``MatchColumns.measures`` takes them: an Arrow array of type ``kind``,
+        or Python values when some do not fit a column (integers beyond int64 stay exact)."""
+        if self.python is not None or (self.col is not None and self.col.kind == "obj"):
+            return self.values()
+        return self.arrow(kind)
+
     def arrow(self, kind: pa.DataType | None) -> pa.Array:
         """The values as an Arrow array of type ``kind`` (None: inferred)."""
         if self.python is not None or (self.col is not None and self.col.kind == "obj"):

@@ -1,30 +1,19 @@
-"""From the kernel's flat complex events to reported matches: projection, deduplication, Arrow.
+"""From the kernel's flat complex events to reported matches: projection and deduplication.
 
 Projection is applied vectorised over the label-set id of every event: a table says, per label
 set, whether the event's position is kept and which labels it reports. A projection other than
 ``*`` can make complex events of one trigger equal; the later copies are dropped (as the Python
 evaluator does), by hashing each match's (position, projected labels) sequence.
 
-Arrow layout of the matches (one row per match, in trigger order):
-
-- ``trigger``: int64, the position of the event that reported the match;
-- ``positions``: list<int64>, the reported positions (ascending, after projection);
-- ``labels.<name>``: list<int64> per AS label the projection reports, the positions it labels
-  (empty when none);
-- the partition of partitioned queries: ``partition.<attribute>`` per attribute of the
-  PARTITION BY group when there is one group, else ``partition`` as list<string> (the key's
-  values as text, like the Parquet writer).
+The result is ``MatchColumns`` (``runtime/arrow.py``): ``record_batch`` turns it into the rows
+of the output schema (docs/guide.md, "Output"), ``MatchRows`` into ``Match`` objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-
 import numpy as np
-import pyarrow as pa
 
-from ceql.match import Match
+from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.kernel.compiled import dedupe_mask
 from ceql.runtime.kernel.engine import KernelMatches
 
@@ -79,22 +68,12 @@ class Projection:
         return bool(present & self.kept), tuple(sorted(present & self.kept & self.as_labels))
 
 
-@dataclass
-class ProjectedMatches:
-    """Matches after projection: flat positions plus one flat list per reported label."""
-
-    trigger: np.ndarray
-    partition: np.ndarray
-    offsets: np.ndarray
-    positions: np.ndarray
-    labels: dict[str, tuple[np.ndarray, np.ndarray]]  # label -> (offsets, positions)
-    measures: dict = field(default_factory=dict)  # measure name -> columns.MeasureColumn
-
-    def __len__(self) -> int:
-        return len(self.trigger)
+#: The kernel's matches after projection (partition codes; the runner adds the keys and turns
+#: the measures, columns.MeasureColumn here, into raw arrays).
+ProjectedMatches = MatchColumns
 
 
-def project(matches: KernelMatches, projection: Projection, measures: dict | None = None) -> ProjectedMatches:
+def project(matches: KernelMatches, projection: Projection, measures: dict | None = None) -> MatchColumns:
     """Apply the projection (and drop the duplicates it creates) to a batch of complex events;
     ``measures`` (name -> columns.MeasureColumn, one value per complex event) follow the
     matches kept, and count in what makes two matches equal."""
@@ -102,7 +81,7 @@ def project(matches: KernelMatches, projection: Projection, measures: dict | Non
     trigger, partition = matches.trigger, matches.partition
     measures = measures or {}
     if not projection.needs_labels or matches.labels is None:
-        return ProjectedMatches(trigger, partition, offsets, positions, {}, measures)
+        return MatchColumns(trigger, offsets, positions, {}, partition, measures=measures)
     sets = matches.label_sets
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
@@ -129,10 +108,10 @@ def project(matches: KernelMatches, projection: Projection, measures: dict | Non
     for name in projection.output_labels:
         has = np.array([name in reported for _, reported in table], dtype=bool)[label_ids]
         labels[name] = _select_events(offsets, positions, label_ids, has)[:2]
-    return ProjectedMatches(trigger, partition, offsets, positions, labels, measures)
+    return MatchColumns(trigger, offsets, positions, labels, partition, measures=measures)
 
 
-def limit_projected(matches: ProjectedMatches, limit: int) -> ProjectedMatches:
+def limit_projected(matches: MatchColumns, limit: int) -> MatchColumns:
     """The first ``limit`` matches of each trigger (LIMIT; a trigger's matches are together)."""
     from ceql.runtime.kernel.postfilter import first_per_trigger
 
@@ -143,7 +122,8 @@ def limit_projected(matches: ProjectedMatches, limit: int) -> ProjectedMatches:
     offsets, positions = _take_lists(matches.offsets, matches.positions, rows)
     labels = {name: _take_lists(o, p, rows) for name, (o, p) in matches.labels.items()}
     measures = {name: column.take(rows) for name, column in matches.measures.items()}
-    return ProjectedMatches(matches.trigger[rows], matches.partition[rows], offsets, positions, labels, measures)
+    partition = matches.partition[rows] if matches.partition is not None else None
+    return MatchColumns(matches.trigger[rows], offsets, positions, labels, partition, measures=measures)
 
 
 def _take_lists(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,72 +148,3 @@ def _select_events(
     kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)
     return kept_before[offsets], positions[keep], label_ids[keep]
 
-
-def _list_array(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
-    if len(values) < 2**31:
-        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, pa.int64()))
-    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64()))
-
-
-def arrow_schema_names(projection: Projection, partition_groups: tuple[tuple[str, ...], ...]) -> list[str]:
-    """The column names of the Arrow output (see the module docstring)."""
-    names = ["trigger", "positions"] + [f"labels.{label}" for label in projection.output_labels]
-    if len(partition_groups) == 1:
-        names += [f"partition.{attribute}" for attribute in partition_groups[0]]
-    elif partition_groups:
-        names.append("partition")
-    return names
-
-
-def to_record_batch(
-    matches: ProjectedMatches,
-    projection: Projection,
-    partition_groups: tuple[tuple[str, ...], ...] = (),
-    keys: list[tuple] | None = None,
-    key_types: list[pa.DataType] | None = None,
-    measure_types: dict[str, pa.DataType | None] | None = None,
-) -> pa.RecordBatch:
-    """The matches as an Arrow record batch; ``keys`` maps partition codes to key tuples
-    (``key_types``: the Arrow types of a single group's attributes); one column per measure
-    (``measure_types``: their Arrow types), after the others."""
-    columns = [pa.array(matches.trigger, pa.int64()), _list_array(matches.offsets, matches.positions)]
-    for label in projection.output_labels:
-        columns.append(_list_array(*matches.labels[label]))
-    if partition_groups and keys is not None:
-        codes, inverse = np.unique(matches.partition, return_inverse=True)
-        values = [keys[c] for c in codes.tolist()]
-        index = pa.array(inverse.astype(np.int64))
-        if len(partition_groups) == 1:
-            for i in range(len(partition_groups[0])):
-                kind = key_types[i] if key_types is not None else None
-                columns.append(pa.array([v[i] for v in values], kind).take(index))
-        else:
-            text = [[str(x) for x in v] for v in values]
-            columns.append(pa.array(text, pa.list_(pa.string())).take(index))
-    names = arrow_schema_names(projection, partition_groups if keys is not None else ())
-    for name, column in matches.measures.items():
-        if name in names or name in ("trigger", "positions", "partition") or name.startswith(("labels.", "partition.")):
-            from ceql.errors import UnsupportedQueryError
-
-            raise UnsupportedQueryError(f"measure name {name!r} clashes with an output column; rename it with AS")
-        names.append(name)
-        columns.append(column.arrow((measure_types or {}).get(name)))
-    return pa.RecordBatch.from_arrays(columns, names=names)
-
-
-def to_matches(matches: ProjectedMatches, keys: list[tuple] | None = None) -> Iterator[Match]:
-    """The matches as Match objects (``keys``: partition code -> key, None if not reported)."""
-    offsets = matches.offsets.tolist()
-    positions = matches.positions.tolist()
-    triggers = matches.trigger.tolist()
-    codes = matches.partition.tolist()
-    labels = {name: (o.tolist(), p.tolist()) for name, (o, p) in matches.labels.items()}
-    measures = {name: column.values() for name, column in matches.measures.items()}
-    for i, trigger in enumerate(triggers):
-        found = {}
-        for name, (lo, lp) in labels.items():
-            if lo[i + 1] > lo[i]:
-                found[name] = tuple(lp[lo[i] : lo[i + 1]])
-        partition = keys[codes[i]] if keys is not None else None
-        values = {name: column[i] for name, column in measures.items()}
-        yield Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), found, partition, values)

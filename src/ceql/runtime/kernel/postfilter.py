@@ -3,8 +3,8 @@ register values per run: the plan decides at compile time whether they are exact
 
 - **Conditions across events with one instance per derivation.** A FILTER condition (or a
   PARTITION BY over labels, or inside a formula) that is neither under an iteration nor in an
-  OR branch, nor inside UNLESS's right side or NOT(...), is decided once per derivation of a
-  complex event, on that derivation's events: the automaton's transitions carry the labels it
+  OR branch, nor inside UNLESS's right side, is decided once per derivation of a complex
+  event, on that derivation's events: the automaton's transitions carry the labels it
   reads (private copies of the filtered formula's own labels and of its '*', and its free
   labels). The kernel runs the automaton without registers, so it enumerates every derivation
   of every candidate, and checks each condition on them with its labels so renamed
@@ -14,7 +14,9 @@ register values per run: the plan decides at compile time whether they are exact
   if some pass), so it stays exact. Used when the candidates are few: a contiguous pattern
   (``:`` and ``:+`` only: at most one candidate per start event), or a window with no
   iteration that can skip events. Otherwise the Python path's registers, which drop a partial
-  match as soon as a condition fails, keep the plan.
+  match as soon as a condition fails, keep the plan. ``NOT(E FILTER c)`` with c reading other
+  labels has one instance per E event it reads (under a private label, with its end label):
+  the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
 - **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
@@ -119,7 +121,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     instances: list[Instanced] = []
     for site in registers.all_sites:
         if site.source is None:
-            return "a condition across events inside NOT(...) (registers)"
+            return "a condition site without its source (registers)"  # pragma: no cover
         if any(role.home is not None for role in site.free_roles.values()):
             return "conditions across events on labels of a repeated scope (registers)"
         roles = {**site.free_roles, **site.own_roles}

@@ -182,6 +182,8 @@ class KeptValues:
             if len(positions):
                 raise RuntimeError("a match refers to an event whose values were not kept")  # pragma: no cover
             return []
+        if not len(positions):  # matches of no reported event (e.g. NOT(...) alone)
+            return []
         which = np.searchsorted(self._firsts, positions, side="right") - 1
         if which[0] == which[-1] and (len(which) < 2 or np.all(which == which[0])):
             s = int(which[0])
