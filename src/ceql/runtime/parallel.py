@@ -199,16 +199,17 @@ class ParallelKernel:
 
     def arrow(self, events: Any, name: str = "query") -> pa.Table:
         """The matches as one Arrow table of the output schema, as on one core."""
-        batches = [record_batch(self.schema(name), columns) for columns in self._run(events)]
+        batches = [record_batch(self.schema(name), columns) for part in self._run(events) for columns in part]
         if not batches:
             return pa.Table.from_batches([], schema=self.schema(name).arrow)
         return pa.Table.from_batches(batches, schema=self.schema(name).arrow)
 
     def matches(self, events: Any) -> Iterator[Match]:
         """The matches as Match objects, lazily, in trigger order."""
-        for columns in self._run(events):
+        for part in self._run(events):
             schema = self.schema() if self.evaluator is not None else None  # as PlanKernel.matches
-            yield from MatchRows(columns, schema, self.reports_partition)
+            for columns in part:
+                yield from MatchRows(columns, schema, self.reports_partition)
 
     def columns(self, table: pa.Table, batch: int = 0) -> Iterator[MatchColumns]:
         """The matches of the next table of a stream as MatchColumns (``ceql run``'s chunks,
@@ -220,8 +221,7 @@ class ParallelKernel:
         for part in iter_tables(table, self.builder, self.batch_size):
             merged = self._submit(self._threads, part, self.position)()
             self.position += part.num_rows
-            if len(merged):
-                yield merged
+            yield from merged
 
     def close(self) -> None:
         """Stop the threads ``columns`` started."""
@@ -231,11 +231,11 @@ class ParallelKernel:
 
     # ------------------------------------------------------------------ batches
 
-    def _run(self, events: Any) -> Iterator[MatchColumns]:
+    def _run(self, events: Any) -> Iterator[list[MatchColumns]]:
         workers = [_Worker() for _ in range(self.count)]
         try:
             tables = iter_tables(events, self.builder, self.batch_size)
-            pending: Callable[[], MatchColumns] | None = None
+            pending: Callable[[], list[MatchColumns]] | None = None
             base = 0
             while True:
                 try:
@@ -257,14 +257,14 @@ class ParallelKernel:
             self.thread_cpu = [worker.cpu for worker in workers]
             _stop(workers)
 
-    def _submit(self, workers: list[_Worker], table: pa.Table, base: int) -> Callable[[], MatchColumns]:
+    def _submit(self, workers: list[_Worker], table: pa.Table, base: int) -> Callable[[], list[MatchColumns]]:
         """Give one batch to the workers; returns a function giving its merged output."""
         try:
             measures = self._check(table, base)
         except Exception as error:  # raised once the earlier batch is out, as on one core
             failure = error
 
-            def failed() -> MatchColumns:
+            def failed() -> list[MatchColumns]:
                 raise failure
 
             return failed
@@ -276,7 +276,7 @@ class ParallelKernel:
         else:
             results = self._submit_shards(workers, table, base, measures)
 
-        def merged() -> MatchColumns:
+        def merged() -> list[MatchColumns]:
             outputs = []
             error: BaseException | None = None
             for result in results:
@@ -287,8 +287,10 @@ class ParallelKernel:
                         error = raised
             if error is not None:
                 raise error
-            # The shards' triggers follow each other; the key groups' interleave.
-            return _merge([c for output in outputs for c in output], sort=self.split == "keys")
+            parts = [columns for output in outputs for columns in output]
+            if self.split == "shards" or len(parts) <= 1:
+                return parts  # the shards' triggers follow each other
+            return [_merge(parts)]  # the key groups' interleave
 
         return merged
 
@@ -456,14 +458,10 @@ def _from_trigger(chunk: KernelMatches, first: int) -> KernelMatches:
     )
 
 
-def _merge(parts: list[MatchColumns], sort: bool) -> MatchColumns:
-    """One MatchColumns from the workers' parts, in trigger order (``sort``: the parts
-    interleave; a trigger's matches all come from one part, in order, so a stable sort keeps
-    them as they are). Partition codes are made distinct across workers."""
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        return MatchColumns(_EMPTY, np.zeros(1, np.int64), _EMPTY)
+def _merge(parts: list[MatchColumns]) -> MatchColumns:
+    """One MatchColumns from the workers' parts, in trigger order (a trigger's matches all
+    come from one part, in order, so a stable sort keeps them as they are). Partition codes
+    are made distinct across workers."""
     trigger = np.concatenate([p.trigger for p in parts])
     offsets, positions = _stack([(p.offsets, p.positions) for p in parts])
     labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
@@ -481,13 +479,7 @@ def _merge(parts: list[MatchColumns], sort: bool) -> MatchColumns:
             codes.append(np.where(p.partition >= 0, p.partition + start, -1))
         partition = np.concatenate(codes)
     merged = MatchColumns(trigger, offsets, positions, labels, partition, keys)
-    if not sort:
-        return merged
-    order = np.argsort(trigger, kind="stable")
-    return _take(merged, order)
-
-
-_EMPTY = np.zeros(0, dtype=np.int64)
+    return _take(merged, np.argsort(trigger, kind="stable"))
 
 
 def _stack(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
