@@ -79,6 +79,7 @@ def test_workers_agree_with_one_core_and_the_reference(case, batch, count) -> No
     assert_agrees(case.query, SCHEMA, many, reference_matches(case.query, SCHEMA, case.events), "workers")
 
 
+@pytest.mark.property
 def test_the_generated_cases_split() -> None:
     """Enough generated queries split by keys and by shards for the test above to mean
     something."""
