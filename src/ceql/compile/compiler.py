@@ -68,7 +68,8 @@ def compile_query_formula(
     registers = None
     if compiler.sites:
         registers = Registers(compiler.sites, compiler.attributes, compiler.homes, compiler.tracked)
-        registers.key = _index_key(compiler.sites, compiler.attribute_index)
+        registers.keys = _index_keys(compiler.sites, compiler.attribute_index)
+        registers.key = registers.keys[0] if registers.keys else None
     return Compiled(machine, compiler.predicates, compiler.sites, registers, compiler.attributes)
 
 
@@ -346,7 +347,7 @@ class _Compiler(Visitor):
         right_types = None if has_not(node.right) else frozenset(_event_types(node.right))
         machine = automata.UnlessTracked(self.counter, left, labels, right_types)
         frames = frozenset({right_frame.index} | set(range(frames_before, self.frame_count)))
-        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right))
+        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right, left_frame=left_frame.index))
         return machine
 
     def _framed(self, body: ast.Formula, repeated: bool) -> automata.Machine:
@@ -728,9 +729,12 @@ def _dedupe(members: list) -> list:
     return out
 
 
-def _index_key(sites: list[Site], attribute_index: dict[str, int]):
-    """The register slot to index run classes by: a common value (GroupAtom) that transitions
-    must match, so that an event only visits the classes with its value."""
+def _index_keys(sites: list[Site], attribute_index: dict[str, int]) -> tuple:
+    """The register slots to index run classes by: every common value (GroupAtom) that the
+    transitions reporting its labels must match, so that an event only visits the classes
+    whose values it can extend. Each key is ``(slot, {event label: attribute index},
+    started slot)``."""
+    keys = []
     for site in sites:
         if not site.conjunctive:
             continue
@@ -743,7 +747,5 @@ def _index_key(sites: list[Site], attribute_index: dict[str, int]):
                         break
                     attrs.setdefault(role.event_label, attribute)
                 else:
-                    return (atom.slot, attrs, site.started_slot)
-    return None
-
-
+                    keys.append((atom.slot, attrs, site.started_slot))
+    return tuple(keys)
