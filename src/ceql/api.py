@@ -53,6 +53,7 @@ class Query:
         name: str = "query",
         on_error: str = "fail",
         dead_letter: Any = None,
+        workers: int | None = None,
         **options: Any,
     ) -> Any:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data)
@@ -66,13 +67,25 @@ class Query:
         function of the record, a text stream, or a path (a JSON Lines file, written anew).
         The matches iterator counts rejected rows (``rejected``, ``reasons``, ``summary()``).
         With ``max_matches``, raise LimitError instead of producing more than that many (None
-        or 0: no limit)."""
+        or 0: no limit). ``workers=N`` evaluates a large Arrow or pandas input on N cores when
+        the plan splits by partition key or time window (docs/kernel.md, "Every core"), with the
+        same result in the same order; None or 1: one core."""
         from ceql.compile.limits import limit_matches, too_many_matches
+        from ceql.runtime import parallel
 
         if output not in ("matches", "arrow"):
             raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
         sink, opened = _dead_letter_sink(on_error, dead_letter)
         evaluator = self.evaluator(on_error=on_error, dead_letter=sink, **options)
+        if on_error == "fail" and parallel.use_workers(self.plan, events, workers, options):
+            runner = parallel.ParallelKernel(self.plan, workers or 1, evaluator=evaluator)
+            if output == "arrow":
+                table = runner.arrow(events, name=name)
+                if max_matches and table.num_rows > max_matches:
+                    raise too_many_matches(max_matches)
+                return table
+            found = runner.matches(events)
+            return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
         if output == "arrow":
             try:
                 table = evaluator.arrow(events, name=name)
@@ -143,4 +156,3 @@ def _dead_letter_sink(on_error: str, dead_letter: Any) -> tuple[Any, Any]:
         return None, None
     handle = open(os.fspath(dead_letter), "w", encoding="utf-8")  # noqa: SIM115 - closed by the run
     return handle, handle
-

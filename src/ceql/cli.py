@@ -190,6 +190,8 @@ def _run(args: argparse.Namespace) -> int:
         accepted = 0
         limit = args.max_matches or None
         for chunk in chunks:
+            if accepted == 0 and args.workers != 1 and not args.with_events and fmt != "core":
+                evaluators = _parallel(evaluators, queries, args, chunk.table.num_rows)
             policy.flush()
             for name, evaluator in evaluators:
                 for batch in sink.batches(name, evaluator, chunk):
@@ -203,6 +205,9 @@ def _run(args: argparse.Namespace) -> int:
             if progress is not None:
                 progress.update(chunk.table.num_rows)
                 progress.set_postfix(matches=sink.written, refresh=False)
+        for _, evaluator in evaluators:
+            if hasattr(evaluator, "close"):
+                evaluator.close()  # --workers: stop the threads
         policy.flush()
         sink.close()
         files.close()
@@ -223,6 +228,20 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _parallel(evaluators: list, queries: list, args: argparse.Namespace, rows: int) -> list:
+    """--workers: one query whose plan splits, a first chunk of at least CHUNK_MIN_ROWS events
+    and the compiled kernel run on several cores (runtime/parallel.py); else unchanged."""
+    from ceql.runtime import parallel
+
+    workers = args.workers or parallel.cores()
+    if workers <= 1 or len(queries) != 1 or args.evaluator == "python" or rows < parallel.CHUNK_MIN_ROWS:
+        return evaluators
+    name, query = queries[0]
+    if parallel.split_of(query.plan) is None:
+        return evaluators
+    return [(name, parallel.ParallelKernel(query.plan, workers, evaluator=evaluators[0][1]))]
 
 
 #: Matches gathered from the Python evaluator before they are written as one batch.
@@ -581,6 +600,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto (default): the compiled kernel for large inputs of the queries it evaluates; "
         "python: always the Python evaluator; compiled: the kernel from the first event "
         "(falls back to Python for queries it does not evaluate; `ceql explain` says which)",
+    )
+    run.add_argument(
+        "--workers",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="cores of the local engine (default 0: all of this machine's); one query whose plan splits "
+        "by key or time runs on N threads (docs/kernel.md)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     run.add_argument(

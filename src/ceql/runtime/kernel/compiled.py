@@ -206,7 +206,7 @@ def _take_slot(st, slot_of, slot_info, free, code):
 # ====================================================================== the per-event loop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run(
     syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
     free, new, finals, stack, path, out_m, out_pos, out_lab, first,
@@ -524,7 +524,7 @@ _DEAD = INT64_MAX - 1  # compaction: no complex event of the node can be reporte
 _OPEN = INT64_MIN  # compaction: keep every complex event (no last event fixed yet, or no pruning)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
     """First half of compaction: ``limits[x]`` for every node (see ``compact_build``); returns
     the number of node rows the copy needs.
@@ -578,7 +578,7 @@ def compact_mark(nodes, st, cfg, act, slot_info, silent, prune, now, limits):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, out):
     """Second half of compaction: copy the nodes ``compact_mark`` kept into ``out`` (one
     ascending sweep: children are copied before their parents), remap the partitions' entries
@@ -633,7 +633,7 @@ def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, o
 # ====================================================================== projection helpers
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dedupe_mask(triggers, offsets, positions, ids, extra, keep, hashes, slots):
     """For matches grouped by trigger (consecutive), set ``keep`` to whether each is the first
     of the matches of its trigger with the same (position, projected label-set id) sequence and
@@ -696,7 +696,7 @@ def _equal_runs(offsets, positions, ids, extra, a, b):
 _GOLDEN = 11400714819323198485  # 2**64 / golden ratio: Fibonacci hashing of int64 keys
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hash_codes(values, valid, table, bits, next_code, out):  # pragma: no cover - compiled
     """Codes for int64 keys from a persistent open-addressing table of 2**bits slots, slot j
     being ``table[2j]`` (the key) and ``table[2j + 1]`` (its code, -1: empty) so that a probe
@@ -726,7 +726,7 @@ def hash_codes(values, valid, table, bits, next_code, out):  # pragma: no cover 
     return next_code
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hash_insert(old, table, bits):  # pragma: no cover - compiled
     """Move every key of the table ``old`` (the layout of ``hash_codes``) into ``table``."""
     mask = (1 << bits) - 1
@@ -746,7 +746,7 @@ def hash_insert(old, table, bits):  # pragma: no cover - compiled
 # ====================================================================== measures
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
     """``out[i]`` = the sum of ``values[starts[i]:ends[i]]`` added in order (as Python adds
     doubles in stream order; numpy's reductions add pairwise)."""
@@ -767,7 +767,7 @@ def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
 SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def select_supports(triggers, offsets, positions, keep, mode):  # pragma: no cover - compiled
     """Among the kept complex events of each trigger (consecutive), keep those NEXT / LAST /
     MAX select by their supports (``positions[offsets[i]:offsets[i + 1]]``, ascending): NEXT

@@ -341,21 +341,24 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ public API
 
-    def process_table(self, table: pa.Table) -> Iterator[KernelMatches]:
-        """Complex events of one normalised table (BatchBuilder output), in chunks."""
+    def process_table(self, table: pa.Table, positions: np.ndarray | None = None) -> Iterator[KernelMatches]:
+        """Complex events of one normalised table (BatchBuilder output), in chunks.
+        ``positions``: the stream positions of the table's rows when they are not the next
+        ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
         plan = self.plan
         n = table.num_rows
         base = self.position
         types, symbols = self._symbols(table)
-        measures, missing = self._measures(table, types, base)
+        measures, missing = self._measures(table, types, base, positions)
         if plan.ordered_time:
-            self._check_order(types, measures, missing, base)
+            self._check_order(types, measures, missing, base, positions)
         relevant = np.nonzero(~self._irrelevant[symbols])[0]
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
-        self.position = base + n
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         if self.kept is not None:
             self.kept.append(table, base, types, self._derived(table, types))
-        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes, missing[relevant]):
+        at = relevant + base if positions is None else positions[relevant]
+        for chunk in self.kernel.process_chunks(symbols[relevant], at, measures[relevant], codes, missing[relevant]):
             if self.checked and self.kernel.check is None:
                 chunk = self._check(chunk)
                 if not len(chunk):
@@ -504,7 +507,9 @@ class PlanKernel:
             self._irrelevant = np.concatenate([self._irrelevant, np.array(extra, dtype=bool)])
         return types, symbols
 
-    def _measures(self, table: pa.Table, types: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    def _measures(
+        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """int64 window measures (the whole int64 range) and which events have none (types the
         window does not concern, nulls)."""
         plan = self.plan
@@ -512,7 +517,9 @@ class PlanKernel:
         if plan.window_kind is None:
             return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if plan.window_kind == "events":
-            return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
+            if positions is None:
+                return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
+            return positions.astype(np.int64), np.zeros(n, dtype=bool)
         measures = np.zeros(n, dtype=np.int64)
         missing = np.ones(n, dtype=bool)
         columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -530,14 +537,22 @@ class PlanKernel:
             missing[rows] = found[1][rows]
         return measures, missing
 
-    def _check_order(self, types: np.ndarray, measures: np.ndarray, missing: np.ndarray, base: int) -> None:
+    def _check_order(
+        self,
+        types: np.ndarray,
+        measures: np.ndarray,
+        missing: np.ndarray,
+        base: int,
+        positions: np.ndarray | None = None,
+    ) -> None:
         """Time windows need events in non-decreasing primary_time order."""
+        at = (lambda row: base + row) if positions is None else (lambda row: int(positions[row]))
         rows = np.nonzero(np.isin(types, self._time_types))[0]
         values = measures[rows]
         missing = missing[rows]
         if missing.any():
             raise EventError(
-                "missing time value (the query's window needs it)", base + int(rows[np.argmax(missing)])
+                "missing time value (the query's window needs it)", at(int(rows[np.argmax(missing)]))
             )
         if len(values) == 0:
             return
@@ -549,7 +564,7 @@ class PlanKernel:
             raise EventError(
                 f"out of order: time {int(values[k])} after {int(previous[k])} (a time window needs events in "
                 "time order; sort the input or declare CREATE QUARANTINE to reorder late events)",
-                base + int(rows[k]),
+                at(int(rows[k])),
             )
         self.last_time = int(values[-1])
 
