@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
+from ceql.runtime.single import EventStep
 from ceql.runtime.state import export_state, import_state
 
 
@@ -85,12 +86,19 @@ class Evaluator:
             engine = "compiled" if forced == "1" else "python"
         self.engine = engine
         self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
+        self._step: EventStep | None = None  # push()'s per-event path, made on first use
 
     # ------------------------------------------------------------------ public API
 
     def push(self, event: dict) -> list[Match]:
-        """Process one event (a dict with ``event_type``); return the matches it triggers."""
-        return list(self.process([event]))
+        """Process one event (a dict with ``event_type``); return the matches it triggers.
+        The event takes a per-event path (``single.py``): no Arrow batch is built."""
+        if not isinstance(event, Mapping):
+            return list(self.process([event]))
+        step = self._step
+        if step is None:
+            step = self._step = EventStep(self)
+        return step.push(event)
 
     def push_batch(self, batch: Any) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""

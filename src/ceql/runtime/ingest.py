@@ -15,6 +15,15 @@ from ceql.compile.plan import Plan
 from ceql.errors import EventError
 
 
+def out_of_order(position: int, value: Any, previous: Any) -> EventError:
+    """The error for an event whose time is before the previous one's (time windows)."""
+    return EventError(
+        f"out of order: time {value} after {previous} (a time window needs events in time order; "
+        "sort the input or declare CREATE QUARANTINE to reorder late events)",
+        position,
+    )
+
+
 @dataclass
 class Prepared:
     """One batch, reduced to the events the loop must visit (lists, for fast Python access)."""
@@ -127,11 +136,7 @@ class Ingest:
         self.last_time = array[-1].item()
 
     def _out_of_order(self, row: int, value, previous) -> EventError:
-        return EventError(
-            f"out of order: time {value} after {previous} (a time window needs events in time order; "
-            "sort the input or declare CREATE QUARANTINE to reorder late events)",
-            self.base + row,
-        )
+        return out_of_order(self.base + row, value, previous)
 
     # ------------------------------------------------------------------ keys and values
 
