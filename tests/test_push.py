@@ -68,11 +68,18 @@ def check_push(case) -> None:
             # tests/test_differential.py reports; here push must only equal run.
             note("run disagrees with the reference")
             continue
-        assert_agrees(case.query, SCHEMA, got, reference, f"push, {engine}, cuts {case.cuts}, saved at {case.save_at}")
+        assert_agrees(
+            case.query, SCHEMA, got, reference, f"push, {engine}, cuts {case.cuts}, saved at {case.save_at}"
+        )
 
 
 @FAST
-@given(cases(shaped_queries(3, CORE_OPERATORS + ("and", "all", "unless"), clauses=True, strategies_=STRATEGIES), max_size=11))
+@given(
+    cases(
+        shaped_queries(3, CORE_OPERATORS + ("and", "all", "unless"), clauses=True, strategies_=STRATEGIES),
+        max_size=11,
+    )
+)
 def test_push_agrees_with_run_and_reference(case) -> None:
     check_push(case)
 
@@ -90,7 +97,9 @@ def test_push_continues_the_compiled_kernel_and_its_state() -> None:
     """An evaluator that started the kernel on a large batch goes on with it event by event,
     through a saved state, with the same matches as one run."""
     schema = ceql.declare("CREATE STREAM S { EVENT A { k:int, v:int }, EVENT B { k:int, v:int } }")
-    query = ceql.compile("SELECT * WHERE A AS a ; B AS b FILTER a[v > 2] PARTITION BY [k] WITHIN 30 EVENTS", schema)
+    query = ceql.compile(
+        "SELECT * WHERE A AS a ; B AS b FILTER a[v > 2] PARTITION BY [k] WITHIN 30 EVENTS", schema
+    )
     events = [{"event_type": "AB"[i % 3 % 2], "k": i % 7, "v": i % 5} for i in range(25_000)]
     expected = list(query.run(events, engine="python"))
     evaluator = query.evaluator()
@@ -109,7 +118,9 @@ def test_push_continues_the_compiled_kernel_and_its_state() -> None:
 # ------------------------------------------------------------------ errors, as on the batch path
 
 
-ERRORS = ceql.declare("CREATE STREAM S { EVENT A { k:int, t:primary_time(ms), s:string }, EVENT B { k:double } }")
+ERRORS = ceql.declare(
+    "CREATE STREAM S { EVENT A { k:int, t:primary_time(ms), s:string }, EVENT B { k:double } }"
+)
 
 
 @pytest.mark.parametrize(
@@ -215,7 +226,9 @@ NAMES = ("i", "d", "s", "b", "t", "m", "u", "x")
 )
 def test_one_row_is_typed_as_a_batch_of_one(type_name, fields) -> None:
     """Accepted or rejected alike (same reason), and the same stored values."""
-    catalog = ceql.compile("SELECT * WHERE A FILTER A[i > 0 OR d > 0 OR s = 'a' OR b = TRUE OR m > 0] WITHIN 1 SECOND", TYPES).plan.catalog
+    catalog = ceql.compile(
+        "SELECT * WHERE A FILTER A[i > 0 OR d > 0 OR s = 'a' OR b = TRUE OR m > 0] WITHIN 1 SECOND", TYPES
+    ).plan.catalog
     event = {"event_type": type_name, **fields}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputWarning)
@@ -231,12 +244,18 @@ def test_one_row_is_typed_as_a_batch_of_one(type_name, fields) -> None:
     assert got_type == row.pop("event_type")
     for name, value in row.items():
         mine = values.get(name)
-        assert type(mine) is type(value) and (mine == value or (mine != mine and value != value)), (name, mine, value)
+        assert type(mine) is type(value) and (mine == value or (mine != mine and value != value)), (
+            name,
+            mine,
+            value,
+        )
 
 
 # ------------------------------------------------------------------ predicates on one event
 
-PREDS = ceql.declare("CREATE STREAM S { EVENT A { x:int, y:int, f:double, s:string, m:int }, EVENT B { m:double } }")
+PREDS = ceql.declare(
+    "CREATE STREAM S { EVENT A { x:int, y:int, f:double, s:string, m:int }, EVENT B { m:double } }"
+)
 EDGES = [0, 1, -1, 2, -3, 7, 2**63 - 1, -(2**63), 2**53, 2**53 + 1, -(2**53) - 1, 3037000500]
 FLOATS = [0.0, -0.0, 0.5, -2.5, 2.0**53, 1e300, math.inf, -math.inf, math.nan]
 PREDICATE_TEXTS = [
@@ -316,3 +335,14 @@ def test_like_uses_re2() -> None:
     assert compile_scalar(pred)({"s": "abc"}) is True
     assert compile_scalar(pred)({"s": "a1"}) is False
     assert compile_scalar(pred)({}) is False
+
+
+def test_the_kernel_constants_copied_for_push_are_the_kernels() -> None:
+    from ceql.runtime import single
+    from ceql.runtime.kernel import compiled
+
+    assert (single.MISSING, single.MIN_MEASURE, single.MAX_MEASURE) == (
+        compiled.MISSING,
+        compiled.MIN_MEASURE,
+        compiled.MAX_MEASURE,
+    )

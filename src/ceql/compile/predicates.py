@@ -21,6 +21,7 @@ other rows stay column-wise.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -606,7 +607,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
     if isinstance(pred, ast.Like):
         return _scalar_like(pred, _scalar_expr(pred.operand, as_int))
     if isinstance(pred, ast.Compare):
-        return _scalar_compare(pred.op, _scalar_expr(pred.left, as_int), _scalar_expr(pred.right, as_int))
+        return _scalar_compare(pred.op, _scalar_expr(pred.left, as_int), _scalar_expr(pred.right, as_int), pred)
     operand = _scalar_expr(pred.operand, as_int)
     if isinstance(pred, ast.InSet):
         values = pred.values
@@ -657,8 +658,25 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
     raise TypeError(f"unknown predicate {pred!r}")
 
 
-def _scalar_compare(op: str, left: Any, right: Any) -> Any:
+def _scalar_compare(op: str, left: Any, right: Any, pred: ast.Compare | None = None) -> Any:
     compare = _PY_COMPARE[op]
+    if (
+        pred is not None
+        and isinstance(pred.left, ast.Attr)
+        and isinstance(pred.right, ast.Literal)
+        and not getattr(left, "reads_int", False)
+    ):
+        # The common ``attr op constant``: one closure, no calls per operand.
+        name = pred.left.name
+        constant = pred.right.value
+
+        def check_constant(row: Any) -> bool:
+            a = row.get(name)
+            if a is None or a != a:
+                return False
+            return compare(a, constant)
+
+        return check_constant
 
     def check(row: Any) -> bool:
         a = left(row)
@@ -706,6 +724,7 @@ def _scalar_expr(expr: ast.Expr, as_int: frozenset[str]) -> Any:
                     return None
                 return int(value) if math.isfinite(value) and value == int(value) else None
 
+            read_int.reads_int = True  # type: ignore[attr-defined]
             return read_int
         return lambda row: row.get(name)
     if isinstance(expr, ast.Literal):
@@ -772,10 +791,10 @@ def _multiply(a: Any, b: Any) -> Any:
 
 _PY_ARITHMETIC = {"+": _add, "-": _subtract, "*": _multiply}
 _PY_COMPARE = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }

@@ -93,7 +93,7 @@ class Evaluator:
     def push(self, event: dict) -> list[Match]:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
         The event takes a per-event path (``single.py``): no Arrow batch is built."""
-        if not isinstance(event, Mapping):
+        if type(event) is not dict and not isinstance(event, Mapping):
             return list(self.process([event]))
         step = self._step
         if step is None:

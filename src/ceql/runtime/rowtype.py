@@ -57,12 +57,16 @@ class RowTyper:
         self.catalog = catalog
         self.declared_names = catalog.declared_names | {EVENT_TYPE}
         self._fields: dict[str, tuple[list[_Field], list[str]]] = {}
+        # Time columns known to come as integers (nothing more to record about them).
+        self._integer_times: dict[str, bool] = {}
         for type_name in catalog.known_types:
             fields = []
             others = []
             for name, column in catalog.columns.items():
                 if type_name in column.declared:
-                    fields.append(_Field(name, column.target(type_name), column.is_time, name in catalog.required))
+                    fields.append(
+                        _Field(name, column.target(type_name), column.is_time, name in catalog.required)
+                    )
                 else:
                     others.append(name)
             self._fields[type_name] = (fields, others)
@@ -70,13 +74,14 @@ class RowTyper:
     def type(self, event: Any, row: int = 0) -> tuple[str, dict[str, Any]]:
         """(event type, stored value per column its type declares, None if missing), or
         EventError naming ``row``."""
-        if not isinstance(event, Mapping):
+        if type(event) is not dict and not isinstance(event, Mapping):
             raise EventError(f"an event must be a dict, not {type(event).__name__}", row)
-        unknown = event.keys() - self.declared_names
-        if unknown:
+        if not self.declared_names.issuperset(event):
             notices = self.builder.notices
-            for name in sorted(unknown):
-                notices.warn(("unknown", name), f"column {name} is not declared for any event type; it is ignored")
+            for name in sorted(event.keys() - self.declared_names):
+                notices.warn(
+                    ("unknown", name), f"column {name} is not declared for any event type; it is ignored"
+                )
         type_name = event.get(EVENT_TYPE)
         if type(type_name) is not str:
             type_name = self._odd_type(type_name, row)
@@ -87,24 +92,32 @@ class RowTyper:
             raise EventError(f"unknown event type {type_name!r}", row)
         fields, others = found
         values: dict[str, Any] = {}
+        get = event.get
         for field in fields:
-            raw = event.get(field.name, _ABSENT)
+            name = field.name
+            raw = get(name, _ABSENT)
             if raw is None or raw is _ABSENT:
                 if field.time or (raw is _ABSENT and field.required):
-                    raise EventError(f"missing field {field.name}", row)
-                values[field.name] = None
+                    raise EventError(f"missing field {name}", row)
+                values[name] = None
                 continue
             value = field.convert(raw)
             if value is _NOT_HANDLED:
                 value = self._slowly(field, raw, row)
-            elif field.time and not self.catalog.time_inputs.get(field.name, "").startswith("integer"):
-                self.catalog.note_time_input(field.name, _time_kind(raw, field))
-            values[field.name] = value
+            elif field.time and not self._integer_times.get(name):
+                self._note_time(field, raw)
+            values[name] = value
         if others:
             for name in others:
-                if event.get(name) is not None:
+                if get(name) is not None:
                     self._undeclared(name, type_name, event[name])
         return type_name, values
+
+    def _note_time(self, field: _Field, raw: Any) -> None:
+        """Record how the input gives a time column (for outputs that show times)."""
+        catalog = self.catalog
+        catalog.note_time_input(field.name, _time_kind(raw, field))
+        self._integer_times[field.name] = catalog.time_inputs.get(field.name, "").startswith("integer")
 
     def _odd_type(self, value: Any, row: int) -> str:
         """An event type that is not a str: missing, or converted as text would be (bad)."""
@@ -123,9 +136,9 @@ class RowTyper:
         converted = convert_python([raw], field.target)
         if converted.codes[0] != 0:
             raise EventError(f"column {field.name}: {converted.reason(0)}", row)
-        if field.time and not converted.missing[0]:
-            if not self.catalog.time_inputs.get(field.name, "").startswith("integer"):
-                self.catalog.note_time_input(field.name, converted.input_kind or field.time_kind)
+        if field.time and not converted.missing[0] and not self._integer_times.get(field.name):
+            self.catalog.note_time_input(field.name, converted.input_kind or field.time_kind)
+            self._integer_times[field.name] = self.catalog.time_inputs[field.name].startswith("integer")
         if converted.missing[0]:
             if field.time:
                 raise EventError(f"missing field {field.name}", row)

@@ -21,6 +21,15 @@ from ceql.runtime.batches import builder_for
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.rowtype import RowTyper
 
+# The kernel's constants (compiled.py's values; kept here so that the Python path never
+# imports numba): a missing window measure, and the range of measures the kernel accepts.
+MISSING = -(2**63)
+MIN_MEASURE = -(2**62)
+MAX_MEASURE = 2**62
+
+#: Matches of one pushed event converted with plain Python (more: the kernel's array path).
+SMALL_OUTPUT = 64
+
 if TYPE_CHECKING:
     from ceql.runtime.evaluator import Evaluator
 
@@ -34,6 +43,29 @@ def _shared(plan: Any) -> tuple[RowTyper, ScalarPredicates]:
     return found
 
 
+class _TypeFacts:
+    """What the per-event path needs to know about one event type (computed once)."""
+
+    __slots__ = ("index", "constant", "live", "measure_from", "ordered", "group", "values")
+
+    def __init__(
+        self, step: EventStep, name: str, declared: frozenset[str], predicates: ScalarPredicates
+    ) -> None:
+        plan = step.plan
+        self.index = plan.type_names.index(name)
+        self.constant, self.live = predicates.for_type(name, declared)
+        attribute = plan.time_attributes.get(name)
+        # The window measure, as the batch path reads it: with one time attribute name, every
+        # event's value of it; with several, each used type's own.
+        names = set(plan.time_attributes.values())
+        self.measure_from = names.pop() if len(names) == 1 else attribute
+        self.ordered = plan.ordered_time and attribute is not None
+        self.group = plan.partition_types.get(name)
+        mixed = plan.catalog.int_types
+        # (name, whether a double is an int again for this type) per value attribute
+        self.values = tuple((a, a in mixed and name in mixed[a]) for a in plan.value_attributes)
+
+
 class EventStep:
     """Evaluates one event dict at a time for one evaluator (see the module docstring)."""
 
@@ -43,80 +75,64 @@ class EventStep:
         self.plan = plan
         self.typer, predicates = _shared(plan)
         catalog = plan.catalog
-        self.type_index = {name: i for i, name in enumerate(plan.type_names)}
-        self.predicates = {
-            name: predicates.for_type(
-                name, frozenset(c for c, column in catalog.columns.items() if name in column.declared)
+        self.types = {
+            name: _TypeFacts(
+                self,
+                name,
+                frozenset(c for c, column in catalog.columns.items() if name in column.declared),
+                predicates,
             )
             for name in plan.type_names
         }
-        self.symbol_ids = plan.symbols.ids
+        self.symbols: dict[tuple[int, int], tuple[int, bool]] = {}  # (type, mask) -> (symbol, irrelevant)
         self.window_kind = plan.window_kind
-        self.time_attributes = plan.time_attributes
-        self.ordered_time = plan.ordered_time
-        names = set(plan.time_attributes.values())
-        self.one_time_name = names.pop() if len(names) == 1 else None
-        self.partition_types = plan.partition_types
         self.partitioned = bool(plan.partition_groups)
         self.needs_local = plan.strict_filter
         self.has_registers = plan.registers is not None
-        mixed = catalog.int_types
-        self.value_attributes = [(name, mixed.get(name)) for name in plan.value_attributes]
         self.keep_values = plan.registers is not None or plan.measures is not None
         self.consume = plan.consume != "NONE"
-        self._irrelevant: list[bool] = []
+        self._projected: dict = {}  # kernel label-set id -> (position kept, labels reported)
 
     # ------------------------------------------------------------------ shared steps
 
-    def _symbol(self, type_name: str, values: dict) -> tuple[int, int]:
-        """The event's symbol id and predicate mask."""
-        constant, live = self.predicates[type_name]
-        mask = constant
-        for bit, holds in live:
+    def _symbol(self, facts: _TypeFacts, values: dict) -> tuple[int, bool, int]:
+        """The event's symbol id, whether it is irrelevant, and its predicate mask."""
+        mask = facts.constant
+        for bit, holds in facts.live:
             if holds(values):
                 mask |= bit
-        key = (self.type_index[type_name], mask)
-        symbol = self.symbol_ids.get(key)
-        if symbol is None:
+        key = (facts.index, mask)
+        found = self.symbols.get(key)
+        if found is None:
             symbol = self.plan.symbols.symbol(*key)
-        return symbol, mask
-
-    def _is_irrelevant(self, symbol: int) -> bool:
-        known = self._irrelevant
-        if symbol >= len(known):
-            det = self.plan.det
-            known.extend(det.irrelevant(s) for s in range(len(known), symbol + 1))
-        return known[symbol]
+            found = self.symbols[key] = (symbol, self.plan.det.irrelevant(symbol))
+        return found[0], found[1], mask
 
     # ------------------------------------------------------------------ the Python path
 
     def push(self, event: Any) -> list[Match]:
         """One event on the path the evaluator is on; the matches it triggers."""
-        if self.evaluator._kernel is not None:
-            return self._push_kernel(event)
         evaluator = self.evaluator
+        if evaluator._kernel is not None:
+            return self._push_kernel(event)
         type_name, values = self.typer.type(event)
-        symbol, mask = self._symbol(type_name, values)
+        facts = self.types[type_name]
+        symbol, irrelevant, mask = self._symbol(facts, values)
         pos = evaluator.position
-        ingest = evaluator.ingest
         measure: Any = pos
-        kind = self.window_kind
-        if kind is not None and kind != "events":
-            attribute = self.time_attributes.get(type_name)
-            # (As the batch path reads it: with one time attribute name, every event's value
-            # of it; with several, each used type's own.)
-            source = self.one_time_name or attribute
+        if self.window_kind is not None and self.window_kind != "events":
+            source = facts.measure_from
             measure = values.get(source) if source is not None else None
-            if self.ordered_time and attribute is not None:
-                self._check_order(ingest, measure, pos)
+            if facts.ordered:
+                self._check_order(evaluator.ingest, measure, pos)
         evaluator.position = pos + 1
-        if not self.needs_local and self._is_irrelevant(symbol):
+        if irrelevant and not self.needs_local:
             return []
         key = None
         if self.partitioned:
-            group = self.partition_types.get(type_name)
+            group = facts.group
             if group is not None:
-                key = tuple(values.get(a) for a in group)
+                key = tuple([values.get(a) for a in group])
                 for value in key:
                     if value is None or value != value:
                         key = None
@@ -124,29 +140,33 @@ class EventStep:
         row = None
         if self.keep_values:
             row = tuple(
-                int(v) if integral and type_name in integral and type(v) is float and v.is_integer() else v
-                for v, integral in ((values.get(name), integral) for name, integral in self.value_attributes)
+                [
+                    int(v) if integral and type(v) is float and v.is_integer() else v
+                    for v, integral in [(values.get(name), integral) for name, integral in facts.values]
+                ]
             )
         data = None
         if row is not None or self.needs_local:
             local = None
             if self.needs_local:
-                counts = ingest.local_counts
+                counts = evaluator.ingest.local_counts
                 local = counts.get(key, 0)
                 counts[key] = local + 1
             data = (row, None, local)
-        if self.partitioned and key is None:
+        if key is None and self.partitioned:
             return []
         runs = evaluator.runs
         if self.has_registers:
             finals = runs.advance(key, symbol, pos, measure, data, row, mask)
         else:
             finals = runs.advance(key, symbol, pos, measure, data)
-        matches: list[Match] = []
-        if finals is not None:
-            matches.extend(evaluator.output.matches(finals, pos, key))
-            if matches and self.consume:
-                evaluator._consume(key, pos)
+        if finals is None:
+            if runs.created > runs.compact_at:
+                evaluator._compact()
+            return []
+        matches = list(evaluator.output.matches(finals, pos, key))
+        if matches and self.consume:
+            evaluator._consume(key, pos)
         if runs.created > runs.compact_at:
             evaluator._compact()
         return matches
@@ -165,24 +185,22 @@ class EventStep:
     # ------------------------------------------------------------------ the compiled kernel
 
     def _push_kernel(self, event: Any) -> list[Match]:
-        from ceql.runtime.kernel.compiled import MAX_MEASURE, MIN_MEASURE, MISSING
-        from ceql.runtime.kernel.output import project, to_matches
-
         runner = self.evaluator._kernel
         type_name, values = self.typer.type(event)
-        symbol = self._symbol(type_name, values)[0]
+        facts = self.types[type_name]
+        symbol, irrelevant, _ = self._symbol(facts, values)
         pos = runner.position
         kind = self.window_kind
         measure = 0
         if kind == "events":
             measure = pos
         elif kind is not None:
-            attribute = self.time_attributes.get(type_name)
+            attribute = self.plan.time_attributes.get(type_name)
             value = values.get(attribute) if attribute is not None else None
             measure = MISSING if value is None else int(value)
             if measure != MISSING and not MIN_MEASURE <= measure <= MAX_MEASURE:
                 raise EventError(f"window value {measure} outside the kernel's range [-2**62, 2**62]", pos)
-            if self.ordered_time and attribute is not None:
+            if facts.ordered:
                 if measure == MISSING:
                     raise EventError("missing time value (the query's window needs it)", pos)
                 last = runner.last_time
@@ -190,14 +208,14 @@ class EventStep:
                     raise out_of_order(pos, measure, last)
                 runner.last_time = measure
         runner.position = pos + 1
-        if self._is_irrelevant(symbol):
+        if irrelevant:
             return []
         code = 0
+        key: list = []
         if self.partitioned:
-            group = self.partition_types.get(type_name)
+            group = facts.group
             if group is None:
                 return []
-            key = []
             for attribute in group:
                 value = values.get(attribute)
                 if value is None:
@@ -212,5 +230,53 @@ class EventStep:
         chunks = runner.kernel.process_one(symbol, pos, measure, code)
         if not chunks:
             return []
-        keys = runner.keys.keys if runner.reports_partition and runner.keys is not None else None
-        return [m for chunk in chunks for m in to_matches(project(chunk, runner.projection), keys)]
+        if len(chunks) > 1 or len(chunks[0]) > SMALL_OUTPUT:
+            keys = runner.keys.keys if runner.reports_partition and runner.keys is not None else None
+            from ceql.runtime.kernel.output import project, to_matches
+
+            return [m for chunk in chunks for m in to_matches(project(chunk, runner.projection), keys)]
+        # All of one trigger, so of this event's partition: its key is the partition's.
+        partition = tuple(key) if runner.reports_partition else None
+        return self._small_matches(chunks[0], runner.projection, partition)
+
+    def _small_matches(self, chunk: Any, projection: Any, partition: Any) -> list[Match]:
+        """A few complex events of one trigger as Match objects, with plain Python: what
+        ``kernel.output.project`` and ``to_matches`` give (projection, then the first of the
+        matches that it makes equal), without their per-call array work."""
+        offsets = chunk.offsets.tolist()
+        positions = chunk.positions.tolist()
+        trigger = int(chunk.trigger[0])
+        if not projection.needs_labels or chunk.labels is None:
+            return [
+                Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), {}, partition)
+                for i in range(len(offsets) - 1)
+            ]
+        ids = chunk.labels.tolist()
+        sets = chunk.label_sets
+        events = self._projected
+        if events.get("sets") is not sets:
+            events.clear()
+            events["sets"] = sets
+        out: list[Match] = []
+        seen: set = set()
+        for i in range(len(offsets) - 1):
+            kept: list[tuple[int, tuple[str, ...]]] = []
+            for j in range(offsets[i], offsets[i + 1]):
+                facts = events.get(ids[j])
+                if facts is None:
+                    facts = events[ids[j]] = projection.event(sets[ids[j]])
+                if facts[0]:
+                    kept.append((positions[j], facts[1]))
+            if projection.merges:
+                identity = tuple(kept)
+                if identity in seen:
+                    continue
+                seen.add(identity)
+            labels: dict[str, list[int]] = {}
+            for position, reported in kept:
+                for name in reported:
+                    labels.setdefault(name, []).append(position)
+            out.append(
+                Match(trigger, tuple(p for p, _ in kept), {k: tuple(v) for k, v in labels.items()}, partition)
+            )
+        return out
