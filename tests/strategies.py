@@ -271,7 +271,7 @@ def extended_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
     prev = st.builds(
         lambda lab, op: ast.Compare(op, ast.Attr("v", lab), ast.Prev(lab, "v")), st.sampled_from(labels), compare_op
     )
-    atom = st.one_of(compare, prev, st.builds(ast.LabelCond, st.sampled_from(labels), preds))
+    atom = st.one_of(compare, prev, st.builds(ast.LabelCond, st.sampled_from(labels), preds), time_conditions(labels))
     return st.recursive(
         atom,
         lambda inner: st.one_of(
@@ -431,6 +431,23 @@ class Case:
         return f"Case({print_query(self.query)!r}, events={self.events!r}, cuts={self.cuts}, save_at={self.save_at})"
 
 
+#: Time literals over the small times ``matching_streams`` produce (nanoseconds 0..12).
+timestamps = st.builds(ast.Literal, st.integers(0, 12), st.just("timestamp"))
+intervals = st.builds(ast.Literal, st.integers(0, 4), st.just("interval"))
+
+
+def time_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
+    """Conditions on times with TIMESTAMP and INTERVAL literals: ``x.t < TIMESTAMP '...'``,
+    ``x.t + INTERVAL '2' NANOSECONDS >= y.t``, ``y.t - x.t <= INTERVAL '3' NANOSECONDS``."""
+    time = st.builds(lambda lab: ast.Attr("t", lab), st.sampled_from(labels))
+    return st.one_of(
+        st.builds(ast.Compare, compare_op, time, timestamps),
+        st.builds(ast.Compare, compare_op, st.builds(ast.Arith, st.sampled_from(["+", "-"]), time, intervals), time),
+        st.builds(ast.Compare, compare_op, st.builds(ast.Arith, st.just("-"), time, time), intervals),
+        st.builds(ast.LabelCond, st.sampled_from(labels), st.builds(ast.Compare, compare_op, st.just(ast.Attr("t")), timestamps)),
+    )
+
+
 def simple_pred() -> st.SearchStrategy[ast.Pred]:
     """One-event predicates over the values ``matching_streams`` produce (often true)."""
     value = st.integers(0, 3)
@@ -442,6 +459,7 @@ def simple_pred() -> st.SearchStrategy[ast.Pred]:
         st.builds(ast.InInterval, st.just(ast.Attr("v")), st.sampled_from([None, 0, 1]), st.sampled_from([None, 2, 3]), st.booleans()).filter(
             lambda p: p.low is not None or p.high is not None
         ),
+        st.builds(ast.Compare, compare_op, st.just(ast.Attr("t")), timestamps),
     )
 
 

@@ -65,7 +65,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(print_query(checked.query))
     print()
     print(describe(checked))
-    warnings = growth_warnings(checked)
+    warnings = list(checked.warnings) + growth_warnings(checked)
     if warnings:
         print("warnings:")
         for warning in warnings:

@@ -53,6 +53,8 @@ class CheckedQuery:
             condition, free labels, PARTITION BY over labels / inside a formula, quantifiers,
             START, renaming, PROJECT), for engines that do not evaluate all of them yet.
         conditions: (offset, text) of every FILTER condition, for display.
+        warnings: "line:column: message" for what is valid but probably not meant (a time
+            mixed with a plain number, read as nanoseconds); ``ceql check`` shows them.
         partition_keys: event type -> the attributes forming its partition key.
     """
 
@@ -70,6 +72,7 @@ class CheckedQuery:
     label_multiplicity: dict[str, str] = field(default_factory=dict)
     measure_types: dict[str, str] = field(default_factory=dict)
     features: frozenset[str] = frozenset()
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.formula is None:
@@ -131,6 +134,7 @@ class _Analyzer:
             label_multiplicity={label: multiplicity.get(label, "one") for label in sorted(all_labels)},
             measure_types=measure_types,
             features=_features(query, checker),
+            warnings=tuple(types.warnings),
         )
 
     def check_streams(self) -> dict[str, str | None]:

@@ -32,9 +32,12 @@ class Attr(Node):
 
 @dataclass(frozen=True)
 class Literal(Node):
-    """A number, string or boolean constant."""
+    """A number, string or boolean constant; or a time: ``TIMESTAMP '2024-03-01T09:00:00Z'``
+    (``kind`` "timestamp") or ``INTERVAL '10' MINUTE`` (``kind`` "interval"), whose ``value``
+    is int nanoseconds (since 1970-01-01T00:00:00Z for a timestamp)."""
 
     value: int | float | str | bool
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
