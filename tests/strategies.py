@@ -667,3 +667,47 @@ def cases(draw, queries_: st.SearchStrategy[ast.Query], min_size: int = 5, max_s
     cuts = tuple(draw(st.lists(st.integers(1, max(1, len(events) - 1)), max_size=3)))
     save_at = draw(st.one_of(st.none(), st.integers(1, max(1, len(events) - 1))))
     return Case(query, events, cuts, save_at)
+
+
+# =========================================================================== NOT FOLLOWED BY
+
+#: Windows over measures that never decrease (NOT FOLLOWED BY needs one), short enough that
+#: deadlines pass inside the generated streams.
+ABSENCE_WINDOWS = st.one_of(
+    st.builds(ast.Within, st.just("events"), st.integers(1, 5)),
+    st.builds(ast.Within, st.just("time"), st.integers(1, 6)),
+    st.builds(ast.Within, st.just("attribute"), st.integers(1, 6), st.just("t")),
+)
+
+
+@st.composite
+def absent_formulas(draw, labels: tuple[str, ...]):
+    """What must not follow: an event type (or two in sequence), often filtered, often
+    correlated with a label of the formula before it (``p.id = x.id``)."""
+    first = ast.Label(ast.EventType(draw(st.sampled_from(MATCH_TYPES))), "p")
+    body: ast.Formula = first
+    if draw(st.sampled_from([False, False, True])):
+        body = ast.Sequence((first, ast.EventType(draw(st.sampled_from(MATCH_TYPES)))))
+    kind = draw(st.sampled_from(["plain", "filter", "correlated", "correlated", "time"]))
+    if kind == "plain":
+        return body
+    if kind == "filter":
+        return ast.Filter(body, ast.LabelCond("p", draw(simple_pred())))
+    other = draw(st.sampled_from(labels))
+    if kind == "time":  # g within some time of the formula's event
+        return ast.Filter(
+            body,
+            ast.Compare(draw(compare_op), ast.Attr("t", "p"), ast.Arith("+", ast.Attr("t", other), draw(intervals))),
+        )
+    attribute = draw(st.sampled_from(["id", "v"]))
+    return ast.Filter(body, ast.Compare(draw(st.sampled_from(["=", "=", "!=", "<"])), ast.Attr(attribute, "p"), ast.Attr(attribute, other)))
+
+
+@st.composite
+def absence_queries(draw, strategies_: tuple[str | None, ...] = (None, None, "ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")):
+    """``WHERE f NOT FOLLOWED BY g WITHIN ...``: f without NOT or PROJECT, every clause."""
+    operators = tuple(op for op in CORE_OPERATORS if op != "not")
+    query = draw(shaped_queries(2, operators, clauses=True, strategies_=strategies_, windows=ABSENCE_WINDOWS))
+    labels = tuple(sorted(label for label in defined_labels(query.formula) if label != "p"))
+    within = query.within if query.within is not None else draw(ABSENCE_WINDOWS)
+    return dataclasses.replace(query, absent=draw(absent_formulas(labels)), within=within)

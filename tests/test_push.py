@@ -22,7 +22,7 @@ from ceql.runtime.batches import BatchBuilder
 from ceql.runtime.rowtype import RowTyper
 from tests.agreement import assert_agrees, by_trigger, compile_valid, engine_paths, reference_matches
 from tests.cross_strategies import extended_matching_queries
-from tests.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
+from tests.strategies import CORE_OPERATORS, TEST_DECLARATION, absence_queries, cases, shaped_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -47,6 +47,7 @@ def pushed(compiled: ceql.Query, events: list[dict], engine: str, cuts, save_at)
         else:
             for event in events[lo:hi]:
                 out.extend(evaluator.push(event))
+    out.extend(evaluator.finish())
     return out
 
 
@@ -87,6 +88,12 @@ def test_push_agrees_with_run_and_reference(case) -> None:
 @FAST
 @given(cases(extended_matching_queries(), nulls=True))
 def test_push_agrees_on_every_construct(case) -> None:
+    check_push(case)
+
+
+@FAST
+@given(cases(absence_queries(), max_size=12))
+def test_push_agrees_on_not_followed_by(case) -> None:
     check_push(case)
 
 

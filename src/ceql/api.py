@@ -50,7 +50,7 @@ class Query:
             return table
         if output != "matches":
             raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
-        return limit_matches(evaluator.process(events), max_matches)
+        return limit_matches(evaluator.run(events), max_matches)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""

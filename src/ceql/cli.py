@@ -214,6 +214,14 @@ def _run(args: argparse.Namespace) -> int:
             if progress is not None:
                 progress.update(chunk.table.num_rows)
                 progress.set_postfix(matches=written, refresh=False)
+        for name, evaluator in evaluators:  # the end of the input: NOT FOLLOWED BY's last matches
+            for item in evaluator.finish(detailed=need_events):
+                if written == limit:
+                    raise _too_many(args, to_stdout)
+                match, events = item if need_events else (item, None)
+                writer.write(name, match, events)
+                written += 1
+                counts[name] += 1
         writer.close()
         files.close()
         outputs.commit()

@@ -59,6 +59,7 @@ class _MatchFields(NamedTuple):
     labels: FrozenMap = EMPTY
     partition: tuple | None = None
     measures: FrozenMap = EMPTY
+    deadline: Any = None
 
 
 class Match(_MatchFields):
@@ -72,6 +73,11 @@ class Match(_MatchFields):
         partition: the PARTITION BY key of the complex event, or None.
         measures: measure name -> value (lists for labels that may hold several events), a
             read-only mapping; empty when the query has no measures.
+        deadline: for ``WHERE f NOT FOLLOWED BY g``, the instant the match was due (the
+            window's end: the first event's measure plus the window, in the window's units:
+            nanoseconds, positions or the attribute's); None for other queries. The trigger is
+            then the first event at or past it (or the end of the input, or of the time the
+            caller advanced to: docs/semantics.md, 5.2).
     """
 
     __slots__ = ()
@@ -83,12 +89,13 @@ class Match(_MatchFields):
         labels: Mapping[str, tuple[int, ...]] = EMPTY,
         partition: tuple | None = None,
         measures: Mapping[str, Any] = EMPTY,
+        deadline: Any = None,
     ) -> Match:
         if type(labels) is not FrozenMap:
             labels = FrozenMap(labels) if labels else EMPTY
         if type(measures) is not FrozenMap:
             measures = FrozenMap(measures) if measures else EMPTY
-        return tuple.__new__(cls, (trigger, positions, labels, partition, measures))
+        return tuple.__new__(cls, (trigger, positions, labels, partition, measures, deadline))
 
     def key(self) -> tuple[Any, ...]:
         """A hashable, totally ordered identity of the match."""
@@ -98,6 +105,7 @@ class Match(_MatchFields):
             _sort_key(self.labels._items),
             _sortable(self.partition),
             _sort_key(self.measures._items),
+            _sortable_scalar(self.deadline),
         )
 
     def __lt__(self, other: Match) -> bool:  # type: ignore[override]
@@ -120,6 +128,8 @@ class Match(_MatchFields):
             parts.append(f"partition={self.partition!r}")
         if self.measures:
             parts.append("measures={" + ", ".join(f"{k}: {v!r}" for k, v in self.measures.items()) + "}")
+        if self.deadline is not None:
+            parts.append(f"deadline={self.deadline!r}")
         return "Match(" + ", ".join(parts) + ")"
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,6 +143,8 @@ class Match(_MatchFields):
             out["partition"] = list(self.partition)
         if self.measures:
             out["measures"] = {k: _plain(v) for k, v in self.measures.items()}
+        if self.deadline is not None:
+            out["deadline"] = self.deadline
         return out
 
 

@@ -200,6 +200,17 @@ class _Parser:
             raise self.error("FROM or WHERE" if not streams else "',' or WHERE")
         self.advance()
         formula = self.parse_formula(top=True)
+        absent = None
+        if self.is_kw("NOT") and self.peek().upper == "FOLLOWED":
+            self.advance()
+            self.advance()
+            self.expect_kw("BY")
+            absent = self.parse_formula(top=True)
+            if self.is_kw("NOT") and self.peek().upper == "FOLLOWED":
+                raise self.fail(
+                    "a query has one NOT FOLLOWED BY (the whole WHERE formula, then what must not follow it)",
+                    self.tok.offset,
+                )
         partition_by: tuple[tuple[str, ...], ...] = ()
         partition_labels: tuple[ast.Attr, ...] = ()
         within = None
@@ -227,10 +238,11 @@ class _Parser:
             limit_pos = tok.offset
         if self.tok.kind != "EOF":
             partitioned = bool(partition_by or partition_labels)
-            raise self.error(self._expected_after_formula(partitioned, within, consume, limit))
+            raise self.error(self._expected_after_formula(partitioned, within, consume, limit, absent is not None))
         return ast.Query(
             projection=projection,
             formula=formula,
+            absent=absent,
             strategy=strategy,
             streams=tuple(streams),
             partition_by=partition_by,
@@ -244,10 +256,10 @@ class _Parser:
             pos=start.offset,
         )
 
-    def _expected_after_formula(self, partitioned: bool, within, consume, limit) -> str:
+    def _expected_after_formula(self, partitioned: bool, within, consume, limit, absent: bool = False) -> str:
         options = []
         if not partitioned and within is None and consume is None and limit is None:
-            options += ["an operator", "FILTER", "PARTITION BY"]
+            options += ["an operator", "FILTER"] + ([] if absent else ["NOT FOLLOWED BY"]) + ["PARTITION BY"]
         if within is None and consume is None and limit is None:
             options.append("WITHIN")
         if consume is None and limit is None:

@@ -59,6 +59,8 @@ def print_query(query: ast.Query) -> str:
     if query.streams:
         head += " FROM " + ", ".join(name(s) for s in query.streams)
     lines = [head, "WHERE " + print_formula(query.formula, top=True)]
+    if query.absent is not None:
+        lines.append("NOT FOLLOWED BY " + print_formula(query.absent, top=True))
     if query.partition_by:
         lists = ", ".join("[" + ", ".join(name(a) for a in group) + "]" for group in query.partition_by)
         lines.append("PARTITION BY " + lists)

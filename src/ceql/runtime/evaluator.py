@@ -21,13 +21,14 @@ import pyarrow as pa
 from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
+from ceql.runtime.absence import Absence
 from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
 from ceql.runtime.single import EventStep
-from ceql.runtime.state import export_state, import_state
+from ceql.runtime.state import StateError, export_state, import_state
 
 
 class Evaluator:
@@ -66,6 +67,7 @@ class Evaluator:
         # tECS at each trigger.
         ranked = (
             plan.strategy in ("NEXT", "LAST")
+            and plan.absence is None  # (the strategy applies among the complex events due at once)
             and not plan.strict_filter
             and (plan.window is None or (plan.monotone and not plan.silent_reads))
         )
@@ -87,6 +89,8 @@ class Evaluator:
         self.engine = engine
         self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
         self._step: EventStep | None = None  # push()'s per-event path, made on first use
+        # NOT FOLLOWED BY: complex events wait for their deadline (runtime/absence.py).
+        self.absence = Absence(self) if plan.absence is not None else None
 
     # ------------------------------------------------------------------ public API
 
@@ -126,7 +130,7 @@ class Evaluator:
             return self._kernel.arrow(events)
         from ceql.runtime.arrow import matches_table
 
-        return matches_table(self.plan, self.process(events), type_labels=self.type_labels)
+        return matches_table(self.plan, self.run(events), type_labels=self.type_labels)
 
     def process_table(
         self, table: pa.Table, *, positions: np.ndarray | None = None, payload: Any = None
@@ -147,10 +151,47 @@ class Evaluator:
         self._python_path()
         return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
 
+    def advance(self, time: Any) -> list[Match]:
+        """Tell the evaluator that no event earlier than ``time`` will come (a heartbeat, or
+        a watermark): the matches of ``NOT FOLLOWED BY`` queries whose deadline it reaches are
+        returned (trigger: the position of the next event). ``time`` is int nanoseconds since
+        1970, an ISO-8601 string or a datetime; with a time window, a later event earlier than
+        ``time`` is out of order. For a window over positions (EVENTS) it changes nothing."""
+        if self.plan.window_kind not in ("time", "attribute") or not self.plan.ordered_time:
+            return []
+        ns = _time_ns(time)
+        matches: list[Match] = []
+        if self.absence is not None:
+            matches = self.absence.advance(ns, self.position)
+            ingests = [self.ingest, self.absence.ingest]
+        else:
+            ingests = [self.ingest]
+        for ingest in ingests:
+            if ingest.last_time is None or ingest.last_time < ns:
+                ingest.last_time = ns
+        if self._kernel is not None and (self._kernel.last_time is None or self._kernel.last_time < ns):
+            self._kernel.last_time = ns
+        return matches
+
+    def finish(self, detailed: bool = False) -> list:
+        """The end of the input: the matches still due (``NOT FOLLOWED BY`` queries report every
+        complex event still waiting for its deadline, at the position after the last event).
+        ``Query.run`` calls it; call it after pushing the last event of a finite input."""
+        if self.absence is None:
+            return []
+        return self.absence.finish(self.position, detailed)
+
+    def run(self, events: Any) -> Iterator[Match]:
+        """Every match over ``events`` taken as the whole input: ``process``, then ``finish``."""
+        yield from self.process(events)
+        yield from self.finish()
+
     def export_state(self) -> bytes:
         """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
         if self._kernel is not None:
             return self._kernel.export_json()
+        if self.absence is not None:
+            return self.absence.export_state()
         return export_state(self)
 
     def import_state(self, blob: bytes) -> None:
@@ -207,15 +248,20 @@ class Evaluator:
         payload: Any = None,
         detailed: bool = False,
     ) -> Iterator:
-        prepared = self.ingest.prepare(table, self.position, positions, payload)
-        self.position = prepared.end
+        if self.absence is not None:
+            prepared = None
+            loop = self.absence.run(table, positions, payload, detailed)
+        else:
+            prepared = self.ingest.prepare(table, self.position, positions, payload)
+            self.position = prepared.end
+            loop = self._loop(prepared, detailed)
         # The tECS is acyclic and freed by reference counting; the cycle collector would only
         # rescan millions of live nodes. It stays off while the evaluator works and is restored
         # whenever control goes back to the caller.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for item in self._loop(prepared, detailed):
+            for item in loop:
                 if collecting:
                     gc.enable()
                     yield item
@@ -307,7 +353,13 @@ def _kernel_for(plan: Plan) -> Any:
 def _import(evaluator: Evaluator, blob: bytes) -> None:
     """Load a state saved by the Python path or by the kernel, into the matching path."""
     from ceql.runtime import kernel
+    from ceql.runtime.absence import is_absence_state
 
+    if evaluator.absence is not None:
+        if not is_absence_state(blob):
+            raise StateError("not a saved state of this NOT FOLLOWED BY query")
+        evaluator.absence.import_state(blob)
+        return
     if kernel.is_kernel_state(blob):
         if evaluator._kernel is None:
             evaluator._kernel = _kernel_for(evaluator.plan)
@@ -317,3 +369,16 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
         return
     evaluator._kernel = None  # a Python-path state continues on the Python path
     import_state(evaluator, blob)
+
+
+def _time_ns(time: Any) -> int:
+    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time)."""
+    if type(time) is int:
+        return time
+    from ceql.compile.conversion import Target, convert
+
+    converted = convert([time], Target("primary_time"))
+    if converted.codes[0] != 0 or converted.missing[0]:
+        reason = converted.reason(0) if converted.codes[0] != 0 else "no time given"
+        raise ValueError(f"advance() needs a time: {reason}")
+    return int(converted.values[0].as_py())

@@ -44,14 +44,11 @@ def _shared(plan: Any) -> tuple[RowTyper, ScalarPredicates]:
 
 
 class _TypeFacts:
-    """What the per-event path needs to know about one event type (computed once)."""
+    """What the per-event path needs to know about one event type of a plan (computed once)."""
 
-    __slots__ = ("index", "constant", "live", "measure_from", "ordered", "group", "values")
+    __slots__ = ("index", "constant", "live", "measure_from", "ordered", "measured", "group", "values")
 
-    def __init__(
-        self, step: EventStep, name: str, declared: frozenset[str], predicates: ScalarPredicates
-    ) -> None:
-        plan = step.plan
+    def __init__(self, plan: Any, name: str, declared: frozenset[str], predicates: ScalarPredicates) -> None:
         self.index = plan.type_names.index(name)
         self.constant, self.live = predicates.for_type(name, declared)
         attribute = plan.time_attributes.get(name)
@@ -60,24 +57,23 @@ class _TypeFacts:
         names = set(plan.time_attributes.values())
         self.measure_from = names.pop() if len(names) == 1 else attribute
         self.ordered = plan.ordered_time and attribute is not None
+        self.measured = attribute  # the attribute whose value passes deadlines (NOT FOLLOWED BY)
         self.group = plan.partition_types.get(name)
         mixed = plan.catalog.int_types
         # (name, whether a double is an int again for this type) per value attribute
         self.values = tuple((a, a in mixed and name in mixed[a]) for a in plan.value_attributes)
 
 
-class EventStep:
-    """Evaluates one event dict at a time for one evaluator (see the module docstring)."""
+class _PlanFacts:
+    """The per-event facts of one plan: per event type, and the symbols met so far."""
 
-    def __init__(self, evaluator: Evaluator) -> None:
-        plan = evaluator.plan
-        self.evaluator = evaluator
+    def __init__(self, plan: Any) -> None:
         self.plan = plan
-        self.typer, predicates = _shared(plan)
+        predicates = _shared(plan)[1]
         catalog = plan.catalog
         self.types = {
             name: _TypeFacts(
-                self,
+                plan,
                 name,
                 frozenset(c for c, column in catalog.columns.items() if name in column.declared),
                 predicates,
@@ -88,14 +84,9 @@ class EventStep:
         self.window_kind = plan.window_kind
         self.partitioned = bool(plan.partition_groups)
         self.needs_local = plan.strict_filter
-        self.has_registers = plan.registers is not None
         self.keep_values = plan.registers is not None or plan.measures is not None
-        self.consume = plan.consume != "NONE"
-        self._projected: dict = {}  # kernel label-set id -> (position kept, labels reported)
 
-    # ------------------------------------------------------------------ shared steps
-
-    def _symbol(self, facts: _TypeFacts, values: dict) -> tuple[int, bool, int]:
+    def symbol(self, facts: _TypeFacts, values: dict) -> tuple[int, bool, int]:
         """The event's symbol id, whether it is irrelevant, and its predicate mask."""
         mask = facts.constant
         for bit, holds in facts.live:
@@ -108,26 +99,14 @@ class EventStep:
             found = self.symbols[key] = (symbol, self.plan.det.irrelevant(symbol))
         return found[0], found[1], mask
 
-    # ------------------------------------------------------------------ the Python path
+    def measure(self, facts: _TypeFacts, values: dict, pos: int) -> Any:
+        if self.window_kind is None or self.window_kind == "events":
+            return pos
+        source = facts.measure_from
+        return values.get(source) if source is not None else None
 
-    def push(self, event: Any) -> list[Match]:
-        """One event on the path the evaluator is on; the matches it triggers."""
-        evaluator = self.evaluator
-        if evaluator._kernel is not None:
-            return self._push_kernel(event)
-        type_name, values = self.typer.type(event)
-        facts = self.types[type_name]
-        symbol, irrelevant, mask = self._symbol(facts, values)
-        pos = evaluator.position
-        measure: Any = pos
-        if self.window_kind is not None and self.window_kind != "events":
-            source = facts.measure_from
-            measure = values.get(source) if source is not None else None
-            if facts.ordered:
-                self._check_order(evaluator.ingest, measure, pos)
-        evaluator.position = pos + 1
-        if irrelevant and not self.needs_local:
-            return []
+    def record(self, facts: _TypeFacts, values: dict, counts: dict) -> tuple[Any, Any, Any, bool]:
+        """(partition key, node data, value tuple, whether the event belongs to a partition)."""
         key = None
         if self.partitioned:
             group = facts.group
@@ -149,11 +128,55 @@ class EventStep:
         if row is not None or self.needs_local:
             local = None
             if self.needs_local:
-                counts = evaluator.ingest.local_counts
                 local = counts.get(key, 0)
                 counts[key] = local + 1
             data = (row, None, local)
-        if key is None and self.partitioned:
+        return key, data, row, not (key is None and self.partitioned)
+
+
+class EventStep:
+    """Evaluates one event dict at a time for one evaluator (see the module docstring)."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        plan = evaluator.plan
+        self.evaluator = evaluator
+        self.plan = plan
+        self.typer = _shared(plan)[0]
+        self.main = _PlanFacts(plan)
+        self.types = self.main.types
+        self.cancelling = _PlanFacts(plan.absence) if plan.absence is not None else None
+        self.window_kind = plan.window_kind
+        self.partitioned = bool(plan.partition_groups)
+        self.needs_local = plan.strict_filter
+        self.has_registers = plan.registers is not None
+        self.keep_values = plan.registers is not None or plan.measures is not None
+        self.consume = plan.consume != "NONE"
+        self._projected: dict = {}  # kernel label-set id -> (position kept, labels reported)
+
+    # ------------------------------------------------------------------ the Python path
+
+    def push(self, event: Any) -> list[Match]:
+        """One event on the path the evaluator is on; the matches it triggers."""
+        evaluator = self.evaluator
+        if evaluator._kernel is not None:
+            return self._push_kernel(event)
+        if self.cancelling is not None:
+            return self._push_absence(event)
+        type_name, values = self.typer.type(event)
+        facts = self.types[type_name]
+        symbol, irrelevant, mask = self.main.symbol(facts, values)
+        pos = evaluator.position
+        measure: Any = pos
+        if self.window_kind is not None and self.window_kind != "events":
+            source = facts.measure_from
+            measure = values.get(source) if source is not None else None
+            if facts.ordered:
+                self._check_order(evaluator.ingest, measure, pos)
+        evaluator.position = pos + 1
+        if irrelevant and not self.needs_local:
+            return []
+        key, data, row, keyed = self.main.record(facts, values, evaluator.ingest.local_counts)
+        if not keyed:
             return []
         runs = evaluator.runs
         if self.has_registers:
@@ -167,6 +190,45 @@ class EventStep:
         matches = list(evaluator.output.matches(finals, pos, key))
         if matches and self.consume:
             evaluator._consume(key, pos)
+        if runs.created > runs.compact_at:
+            evaluator._compact()
+        return matches
+
+    def _push_absence(self, event: Any) -> list[Match]:
+        """NOT FOLLOWED BY: the event's records for both sets of runs, then one step of
+        ``absence.Absence`` (deadlines passed, cancellations, complex events that start waiting)."""
+        evaluator = self.evaluator
+        absence = evaluator.absence
+        cancelling = self.cancelling
+        assert absence is not None and cancelling is not None
+        type_name, values = self.typer.type(event)
+        facts, facts2 = self.types[type_name], cancelling.types[type_name]
+        pos = evaluator.position
+        measure2 = cancelling.measure(facts2, values, pos)
+        measure = self.main.measure(facts, values, pos)
+        if facts2.ordered:
+            self._check_order(absence.ingest, measure2, pos)
+        if facts.ordered:
+            self._check_order(evaluator.ingest, measure, pos)
+        symbol2, irrelevant2, mask2 = cancelling.symbol(facts2, values)
+        symbol, irrelevant, mask = self.main.symbol(facts, values)
+        evaluator.position = pos + 1
+        if self.window_kind == "events":
+            deadline_measure = pos
+        else:
+            deadline_measure = values.get(facts2.measured) if facts2.measured is not None else None
+        moves2 = None
+        if not irrelevant2 or cancelling.needs_local:
+            key2, data2, row2, keyed2 = cancelling.record(facts2, values, absence.ingest.local_counts)
+            if keyed2 and not irrelevant2:
+                moves2 = (key2, symbol2, measure2, data2, row2, mask2)
+        moves = None
+        if not irrelevant or self.needs_local:
+            key, data, row, keyed = self.main.record(facts, values, evaluator.ingest.local_counts)
+            if keyed and (not irrelevant or self.needs_local):
+                moves = (key, symbol, measure, data, row, mask)
+        matches = absence.step(pos, deadline_measure, moves2, moves)
+        runs = evaluator.runs
         if runs.created > runs.compact_at:
             evaluator._compact()
         return matches
@@ -188,7 +250,7 @@ class EventStep:
         runner = self.evaluator._kernel
         type_name, values = self.typer.type(event)
         facts = self.types[type_name]
-        symbol, irrelevant, _ = self._symbol(facts, values)
+        symbol, irrelevant, _ = self.main.symbol(facts, values)
         pos = runner.position
         kind = self.window_kind
         measure = 0

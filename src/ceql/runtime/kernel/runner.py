@@ -38,6 +38,8 @@ from ceql.runtime.kernel.output import Projection, project, to_matches, to_recor
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
+    if getattr(plan, "absence", None) is not None:
+        return "NOT FOLLOWED BY"
     if plan.registers is not None:
         return "conditions across events (registers)"
     if plan.measures is not None:
