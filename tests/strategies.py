@@ -710,4 +710,12 @@ def absence_queries(draw, strategies_: tuple[str | None, ...] = (None, None, "AL
     query = draw(shaped_queries(2, operators, clauses=True, strategies_=strategies_, windows=ABSENCE_WINDOWS))
     labels = tuple(sorted(label for label in defined_labels(query.formula) if label != "p"))
     within = query.within if query.within is not None else draw(ABSENCE_WINDOWS)
-    return dataclasses.replace(query, absent=draw(absent_formulas(labels)), within=within)
+    projection = query.projection
+    if draw(st.booleans()):  # values of the reported complex event (read from columns g does not read)
+        label = draw(st.sampled_from(labels))
+        measures = (
+            ast.Measure(ast.Aggregate("FIRST", label, "s"), "first_s"),
+            ast.Measure(ast.Aggregate("COUNT", None), "events"),
+        )
+        projection = dataclasses.replace(projection, measures=measures)
+    return dataclasses.replace(query, absent=draw(absent_formulas(labels)), within=within, projection=projection)

@@ -364,9 +364,14 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
     if absence is not None:
         # One plan per side: this one finds the complex events of f, the other those of
         # (f AS mark) ; g that cancel them. Events are typed once, for the columns of both.
+        from ceql.compile.catalog import Catalog
+
         plan.absence = build_plan(absence, passes)
-        plan.catalog = plan.absence.catalog
-        plan.compiled.predicates.int_types = plan.catalog.int_types
+        both = set(plan.catalog.columns) | set(plan.absence.catalog.columns)
+        catalog = Catalog.for_query(checked.schema, both)
+        for side in (plan, plan.absence):
+            side.catalog = catalog
+            side.compiled.predicates.int_types = catalog.int_types
         plan.notes.append(
             "NOT FOLLOWED BY: each complex event waits for its deadline (the window's end); the runs of "
             "(f ; g) cancel it first"
