@@ -206,3 +206,45 @@ def test_push_with_advance_agrees(case, data) -> None:
         assert by_trigger(got) == by_trigger(ran), print_query(case.query)
     reference = reference_matches(case.query, SCHEMA, events)
     assert_agrees(case.query, SCHEMA, got, reference, "push with advance")
+
+
+# ------------------------------------------------------------------ Spark
+
+SECOND = 10**9
+KEYED = "SELECT * WHERE A AS x NOT FOLLOWED BY B AS p FILTER p.v >= x.v PARTITION BY [id] WITHIN 5 SECONDS"
+
+
+def _keyed_events() -> list[dict]:
+    """Key 1 goes quiet after its A: on a stream, only the watermark passes its deadline."""
+    rows = [("A", 1, 0), ("A", 0, 1), ("B", 0, 2), ("A", 0, 3), ("A", 0, 9), ("B", 0, 11), ("B", 0, 20)]
+    return [
+        {"event_type": kind, "id": key, "v": 1, "s": "a", "t": second * SECOND, "seq": index}
+        for index, (kind, key, second) in enumerate(rows)
+    ]
+
+
+def test_spark_batch_and_streaming_agree(spark, tmp_path) -> None:
+    from ceql.spark import find
+    from tests.test_spark_streaming import _stream, _write_files, input_schema
+
+    events = _keyed_events()
+    local = sorted((tuple(events[p]["seq"] for p in m.positions), m.deadline) for m in ceql.compile(KEYED, SCHEMA).run(events))
+    assert local == [((0,), 5 * SECOND), ((3,), 8 * SECOND)]
+    source = tmp_path / "in"
+    source.mkdir()
+    _write_files(source, events, per_file=2)
+    batch_frame = spark.read.schema(input_schema()).json(str(source))
+    batch = find(batch_frame, KEYED, SCHEMA, tie_break="seq", id_columns=["seq"], positions=True).collect()
+    assert sorted((tuple(e.seq for e in r.events), r.deadline) for r in batch) == local
+    assert sorted(r.trigger for r in batch) == [4, 4]  # the event at 9 s passes both deadlines
+    running = (
+        find(_stream(spark, source), KEYED, SCHEMA, tie_break="seq", id_columns=["seq"])
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    running.awaitTermination()
+    streamed = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted((tuple(e.seq for e in r.events), r.deadline) for r in streamed) == local

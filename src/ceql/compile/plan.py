@@ -96,6 +96,7 @@ class Plan:
             labels=tuple(sorted(self.as_labels)),
             measures=tuple(self.measures.names) if self.measures is not None else (),
             catalog=self.catalog,
+            deadlines=self.absence is not None,
         )
 
 
@@ -124,6 +125,10 @@ class QueryFacts:
     labels: tuple[str, ...]
     measures: tuple[str, ...]
     catalog: Any
+    #: NOT FOLLOWED BY: matches come when deadlines pass, which any later event of the stream
+    #: may show (a batch runner keeps the stream whole; a stream runner advances time by the
+    #: watermark, ``Evaluator.advance``).
+    deadlines: bool = False
 
 
 def referenced_attributes(checked: CheckedQuery, formula: ast.Formula) -> set[str]:

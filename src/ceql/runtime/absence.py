@@ -228,6 +228,13 @@ class Absence:
         """The caller says that no event before ``time`` will come: report what is due."""
         return self.report(self.due(time), trigger, detailed)
 
+    def next_deadline(self) -> Any:
+        """The earliest deadline still waited for, or None."""
+        queue = self.queue
+        while queue and queue[0][2] not in self.waiting:
+            heapq.heappop(queue)  # cancelled meanwhile
+        return queue[0][0] if queue else None
+
     def finish(self, trigger: int, detailed: bool = False) -> list:
         """The end of the input: every waiting complex event is reported."""
         items = sorted(self.waiting.values(), key=lambda item: (item.deadline, item.first))

@@ -6,7 +6,8 @@ plus one typed column per measure:
 - ``partition.<attribute>`` per attribute of a single PARTITION BY group (``partition`` as
   list<string> with several groups);
 - ``<measure name>`` per measure, typed by the query's analysis (int64, double, string, bool,
-  timestamp[ns], or a list of those for labels that may hold several events).
+  timestamp[ns], or a list of those for labels that may hold several events);
+- ``deadline`` int64 for ``NOT FOLLOWED BY`` queries (``Match.deadline``), last.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ def matches_table(plan: Plan, matches: Iterable[Match], type_labels: bool = Fals
                 raise UnsupportedQueryError(f"measure name {name!r} clashes with an output column; rename it with AS")
             values = [_plain(m.measures.get(name)) for m in rows]
             columns[name] = pa.array(values, measure_type(types.get(name)))
+    if getattr(plan, "absence", None) is not None:
+        if "deadline" in columns:
+            raise UnsupportedQueryError("measure name 'deadline' clashes with an output column; rename it with AS")
+        columns["deadline"] = pa.array([m.deadline for m in rows], pa.int64())
     return pa.table(columns)
 
 

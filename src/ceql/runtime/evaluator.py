@@ -151,7 +151,14 @@ class Evaluator:
         self._python_path()
         return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
 
-    def advance(self, time: Any) -> list[Match]:
+    def next_deadline(self) -> Any:
+        """The earliest deadline a ``NOT FOLLOWED BY`` complex event waits for (None if none):
+        when to advance time next (a stream runner sets a timer there)."""
+        if self.absence is None:
+            return None
+        return self.absence.next_deadline()
+
+    def advance(self, time: Any, detailed: bool = False) -> list:
         """Tell the evaluator that no event earlier than ``time`` will come (a heartbeat, or
         a watermark): the matches of ``NOT FOLLOWED BY`` queries whose deadline it reaches are
         returned (trigger: the position of the next event). ``time`` is int nanoseconds since
@@ -160,9 +167,9 @@ class Evaluator:
         if self.plan.window_kind not in ("time", "attribute") or not self.plan.ordered_time:
             return []
         ns = _time_ns(time)
-        matches: list[Match] = []
+        matches: list = []
         if self.absence is not None:
-            matches = self.absence.advance(ns, self.position)
+            matches = self.absence.advance(ns, self.position, detailed)
             ingests = [self.ingest, self.absence.ingest]
         else:
             ingests = [self.ingest]

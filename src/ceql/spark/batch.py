@@ -56,7 +56,7 @@ def _compiled(query_text: str, declaration: str):
 def plan_kind(query) -> str:
     """Which batch plan a compiled query gets: partitioned, sharded or single."""
     facts = query.facts
-    if facts.partition_groups and facts.consume != "ANY":
+    if facts.partition_groups and facts.consume != "ANY" and not facts.deadlines:
         return "partitioned"
     if facts.shardable and _every_type_has_measure(query):
         return "sharded"
@@ -468,6 +468,7 @@ def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterato
             table = pa.Table.from_batches([batch])
             first = collector.add_ids(table)
             yield from evaluator.process_table(table, payload=lambda i, first=first: first + i)
+        yield from evaluator.finish(detailed=True)  # the end of the input (NOT FOLLOWED BY)
 
     for match, rows in limit_matches(matches(), job.max_matches):
         collector.add(match, rows)

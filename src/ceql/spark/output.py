@@ -10,7 +10,8 @@ Columns, in order (docs/spark.md, "Output schema"):
   group), or array<string> (several groups); absent when the query has no reported partition;
 - one typed column per measure (the types of the local engine's Arrow output);
 - with id columns: ``events`` array<struct<id columns>>, the match's events in stream order,
-  and ``ids`` struct<label: array<struct<id columns>>> for every reported label.
+  and ``ids`` struct<label: array<struct<id columns>>> for every reported label;
+- ``deadline`` long, last, for ``NOT FOLLOWED BY`` queries (``Match.deadline``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class OutputSpec:
     partition_fields: tuple[str, ...]
     measures: tuple[str, ...]
     arrow_schema: pa.Schema = field(compare=False)
+    deadline: bool = False  # NOT FOLLOWED BY: a ``deadline`` column (Match.deadline)
 
     @property
     def has_ids(self) -> bool:
@@ -94,6 +96,11 @@ def output_spec(
             fields.append(
                 T.StructField("ids", T.StructType([T.StructField(x, T.ArrayType(event)) for x in labels]))
             )
+    deadline = getattr(query.plan, "absence", None) is not None
+    if deadline:
+        if any(f.name == "deadline" for f in fields):
+            raise UnsupportedQueryError("measure name 'deadline' clashes with an output column; rename it with AS")
+        fields.append(T.StructField("deadline", T.LongType()))
     schema = T.StructType(fields)
     spec = OutputSpec(
         name=name,
@@ -104,6 +111,7 @@ def output_spec(
         partition_fields=partition_fields,
         measures=tuple(facts.measures),
         arrow_schema=to_arrow_schema(schema),
+        deadline=deadline,
     )
     return spec, schema
 
@@ -172,6 +180,8 @@ class Collector:
                 columns[name] = pa.array(values, pa.int64()).cast(pa.timestamp("ns", kind.tz)).cast(kind)
             else:
                 columns[name] = pa.array(values, kind)
+        if spec.deadline:
+            columns["deadline"] = pa.array([m.deadline for m in matches], pa.int64())
         if spec.has_ids:
             table = pa.concat_tables(self.ids) if self.ids else None
             if table is not None and len(self.ids) > 1:
