@@ -236,6 +236,8 @@ class Evaluator:
 
     def is_idle(self) -> bool:
         """Whether no partial match is in progress (the state holds nothing worth saving)."""
+        if self.absence is not None and (self.absence.waiting or self.absence.runs.partitions):
+            return False
         return not self.runs.partitions or all(
             node is nodes.BOTTOM for node in self.runs.roots()
         ) and len(self.runs.roots()) <= 1

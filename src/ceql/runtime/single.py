@@ -152,6 +152,10 @@ class EventStep:
         self.keep_values = plan.registers is not None or plan.measures is not None
         self.consume = plan.consume != "NONE"
         self._projected: dict = {}  # kernel label-set id -> (position kept, labels reported)
+        # The kernel's partition key codes seen by push (its own table may be a numba dict,
+        # slow to query from Python one key at a time).
+        self._codes: dict[tuple, int] = {}
+        self._codes_of: Any = None
 
     # ------------------------------------------------------------------ the Python path
 
@@ -288,7 +292,14 @@ class EventStep:
                     if value.is_integer():
                         value = int(value)  # a double equal to an int is that int's key
                 key.append(value)
-            code = runner.keys._code(tuple(key))
+            keys = runner.keys
+            if self._codes_of is not keys.codes:  # codes are reassigned when a state is loaded
+                self._codes_of = keys.codes
+                self._codes = {}
+            found = self._codes.get(tuple(key))
+            if found is None:
+                found = self._codes[tuple(key)] = keys._code(tuple(key))
+            code = found
         chunks = runner.kernel.process_one(symbol, pos, measure, code)
         if not chunks:
             return []
