@@ -114,10 +114,14 @@ class RowTyper:
         return type_name, values
 
     def _note_time(self, field: _Field, raw: Any) -> None:
-        """Record how the input gives a time column (for outputs that show times)."""
+        """Record how the input gives a time column (for outputs that show times): the first
+        kind seen, unless integers come later (``Catalog.note_time_input``)."""
         catalog = self.catalog
-        catalog.note_time_input(field.name, _time_kind(raw, field))
-        self._integer_times[field.name] = catalog.time_inputs.get(field.name, "").startswith("integer")
+        kind = _time_kind(raw, field)
+        known = catalog.time_inputs.get(field.name)
+        if known is None or (kind.startswith("integer") and not known.startswith("integer")):
+            catalog.note_time_input(field.name, kind)
+            self._integer_times[field.name] = kind.startswith("integer")
 
     def _odd_type(self, value: Any, row: int) -> str:
         """An event type that is not a str: missing, or converted as text would be (bad)."""
@@ -232,6 +236,23 @@ def _converter(target: Target):
 def _iso_ns(text: str) -> Any:
     """ISO-8601 text as int64 ns (the rules of compile/isotime.py), or _NOT_HANDLED for
     anything unusual (it then takes the column-wise path, which also explains bad values)."""
+    if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and text[13] == ":" and text[16] == ":":
+        # The common layout, YYYY-MM-DDTHH:MM:SS[.fraction]Z, by position; days by date, cached.
+        days = _DAYS.get(text[:10])
+        if days is None:
+            days = _day_number(text[:10])
+        clock = text[11:13] + text[14:16] + text[17:19]
+        fraction = text[19:-1]
+        if (
+            days is not None
+            and clock.isascii()
+            and clock.isdigit()
+            and (not fraction or (fraction[0] == "." and 2 <= len(fraction) <= 10 and fraction[1:].isascii() and fraction[1:].isdigit()))
+        ):
+            hour, minute, second = int(clock[0:2]), int(clock[2:4]), int(clock[4:6])
+            if hour < 24 and minute < 60 and second < 60:
+                nanos = int(fraction[1:].ljust(9, "0")) if fraction else 0
+                return (days * 86_400 + hour * 3600 + minute * 60 + second) * 10**9 + nanos
     match = _ISO_TEXT.fullmatch(text)
     if match is None:
         return _NOT_HANDLED
@@ -259,6 +280,23 @@ def _iso_ns(text: str) -> Any:
 
 
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_DAYS: dict[str, int] = {}  # 'YYYY-MM-DD' -> days since 1970-01-01 (dates seen, a bounded cache)
+
+
+def _day_number(date: str) -> int | None:
+    """Days since 1970 of a 'YYYY-MM-DD' date well inside the int64 range of times, or None."""
+    if not (len(date) == 10 and date[4] == "-" and date[7] == "-" and date.isascii()):
+        return None
+    digits = date[0:4] + date[5:7] + date[8:10]
+    if not digits.isdigit():
+        return None
+    year, month, day = int(digits[0:4]), int(digits[4:6]), int(digits[6:8])
+    if not (1678 <= year <= 2261 and 1 <= month <= 12 and 1 <= day <= _days_in(year, month)):
+        return None
+    if len(_DAYS) >= 4096:
+        _DAYS.clear()
+    days = _DAYS[date] = _ordinal(year, month, day) - _DAYS_BEFORE_1970 - 1
+    return days
 
 
 def _leap(year: int) -> bool:
