@@ -192,11 +192,12 @@ def run_one(item: dict, profile: bool) -> dict:
 
 def profile_kernel(plan, table: pa.Table) -> dict:
     """Where the kernel path spends its time on one table (seconds per phase)."""
+    from ceql.runtime.arrow import record_batch
     from ceql.runtime.batches import builder_for, iter_tables
     from ceql.runtime.kernel import PlanKernel
-    from ceql.runtime.kernel.output import project, to_record_batch
 
     runner = PlanKernel(plan)
+    schema = runner.output_schema()
     phases = dict.fromkeys(["normalise", "symbols", "measures", "keys", "kernel", "arrow"], 0.0)
     clock = CLOCK()
     for batch in iter_tables(table, builder_for(plan)):
@@ -223,7 +224,7 @@ def profile_kernel(plan, table: pa.Table) -> dict:
         clock, now = now, CLOCK()
         phases["kernel"] += now - clock
         for chunk in chunks:
-            to_record_batch(project(chunk, runner.projection), runner.projection)
+            record_batch(schema, runner.columns(chunk))
         clock, now = now, CLOCK()
         phases["arrow"] += now - clock
         clock = CLOCK()

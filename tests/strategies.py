@@ -715,7 +715,7 @@ def absence_queries(draw, strategies_: tuple[str | None, ...] = (None, None, "AL
         label = draw(st.sampled_from(labels))
         measures = (
             ast.Measure(ast.Aggregate("FIRST", label, "s"), "first_s"),
-            ast.Measure(ast.Aggregate("COUNT", None), "events"),
+            ast.Measure(ast.Aggregate("COUNT", None), "n_events"),
         )
         projection = dataclasses.replace(projection, measures=measures)
     return dataclasses.replace(query, absent=draw(absent_formulas(labels)), within=within, projection=projection)

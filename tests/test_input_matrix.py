@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ceql.cli import main
-from ceql.compile.catalog import format_time_ns
+from ceql.compile.output_schema import iso_text
 
 DECLARATION = """CREATE STREAM S {
   EVENT A { id:int, name:string, price:double, ok:boolean, ts:primary_time },
@@ -160,8 +160,8 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
     footless.write_bytes(bytes(data[:-12]))
     us_ns = 1000
 
-    def stamp(ns: int) -> str:  # Parquet gave timestamps: outputs show timestamps
-        return format_time_ns(ns)
+    def stamp(ns: int) -> str:  # Parquet gave timestamps: outputs show them in their zone
+        return iso_text(ns, "Europe/Paris")
 
     expected = [
         ("main.parquet", 1, ("A", 1, "x", 1.5, True, stamp(1 * us_ns))),
@@ -169,7 +169,7 @@ def _parquet_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
         ("main.parquet", 3, ("A", 3, "x", NAN, True, stamp(3 * us_ns))),
         ("main.parquet", 4, "unknown event type 'Z'"),
         ("main.parquet", 5, ("B", 5, None, None, None, stamp(9 * us_ns))),
-        ("main.parquet", 6, "out of order: time 8000 after 9000"),
+        ("main.parquet", 6, f"out of order: time {stamp(8 * us_ns)} after {stamp(9 * us_ns)}"),
         ("main.parquet", 7, ("A", 7, "x", 2.0, False, stamp(10 * us_ns))),
         ("nested.parquet", 1, "column id: 18446744073709551615 is beyond the int64 range"),
         ("nested.parquet", 2, ("B", 21, None, None, None, stamp(21 * us_ns))),

@@ -217,15 +217,15 @@ def test_arrow_output_layout() -> None:
     query = ceql.compile("SELECT x, y WHERE A AS x; B+ AS y; C PARTITION BY [id] WITHIN 6 EVENTS", SCHEMA)
     events = [{"event_type": t, "id": i % 2, "v": 0, "s": "a", "t": i} for i, t in enumerate("AABBCCAABBCC")]
     table = PlanKernel(query.plan).arrow(pa.Table.from_pylist(events))
-    assert table.column_names == ["trigger", "positions", "labels.x", "labels.y", "partition.id"]
-    assert table.schema.field("positions").type == pa.list_(pa.int64())
-    assert table.schema.field("partition.id").type == pa.int64()
+    assert table.column_names == ["query", "trigger", "positions", "labels", "partition"]
+    assert table.schema == query.output_schema()
+    assert table.schema.field("partition").type == pa.struct([("id", pa.int64())])
     rows = [
         ceql.Match(
             r["trigger"],
             tuple(r["positions"]),
-            {k: tuple(r[f"labels.{k}"]) for k in "xy" if r[f"labels.{k}"]},
-            (r["partition.id"],),
+            {k: tuple(v) for k, v in r["labels"].items() if v},
+            (r["partition"]["id"],),
         )
         for r in table.to_pylist()
     ]
@@ -287,7 +287,7 @@ def test_missing_attribute_measure_leaves_the_window() -> None:
     """A null window measure (non-time attribute) puts the complex events that start or end
     at that event outside the window. (Events lacking an attribute the query reads are bad
     input on the public paths, issue #11; a typed table with nulls still reaches the kernel.)"""
-    from ceql.runtime.kernel.output import project, to_matches
+    from ceql.runtime.arrow import MatchRows
 
     declaration = "CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }"
     query = ceql.compile("SELECT * WHERE A; B WITHIN 5 [k]", ceql.declare(declaration))
@@ -304,7 +304,7 @@ def test_missing_attribute_measure_leaves_the_window() -> None:
     got = sorted(
         m.positions
         for chunk in runner.process_table(table)
-        for m in to_matches(project(chunk, runner.projection), None)
+        for m in MatchRows(runner.columns(chunk), None, False)
     )
     assert got == [(0, 2)]
 

@@ -321,9 +321,10 @@ def test_scalar_predicates_agree_with_the_column_wise_ones(text, rows) -> None:
             events.append({"event_type": "B", "m": None if m is None else m + 0.5 * (m % 2)})
     table = BatchBuilder(plan.catalog).from_rows(events)
     columns = plan.compiled.predicates.evaluate(table)
+    from ceql.runtime.rowtype import RowTyper
     from ceql.runtime.single import _shared
 
-    typer, scalar = _shared(plan)
+    typer, scalar = RowTyper(BatchBuilder(plan.catalog)), _shared(plan)
     for index, event in enumerate(events):
         type_name, values = typer.type(event)
         declared = frozenset(c for c, col in plan.catalog.columns.items() if type_name in col.declared)

@@ -339,14 +339,20 @@ def test_pandas_and_arrow_inputs_give_the_same_matches() -> None:
         {"event_type": r["event_type"], "v": r["v"], "price": None if pd.isna(r["price"]) else r["price"], "t": base + i}
         for r, i in zip(frame.to_dict("records"), [0, 10**9, 3 * 10**9, 4 * 10**9])
     ]
+    # Times are shown as the input gives them: timestamps (zone-aware) from pandas or Arrow,
+    # integers from integers.
+    stamp = pd.Timestamp(base + 10**9, unit="ns", tz="UTC")
     assert [(m.trigger, m.positions, dict(m.measures)) for m in expected] == [
-        (1, (0, 1), {"p": 1.0, "bt": base + 10**9}),
-        (3, (2, 3), {"p": None, "bt": base + 4 * 10**9}),
+        (1, (0, 1), {"p": 1.0, "bt": stamp}),
+        (3, (2, 3), {"p": None, "bt": stamp + pd.Timedelta(seconds=3)}),
     ]
     assert ceql.reference.run(checked, table) == expected
     assert ceql.reference.run(checked, table.to_batches()[0]) == expected
     assert ceql.reference.run(checked, [table.slice(0, 2), table.slice(2)]) == expected
-    assert ceql.reference.run(checked, dicts) == expected
+    assert [(m.trigger, m.positions, dict(m.measures)) for m in ceql.reference.run(checked, dicts)] == [
+        (1, (0, 1), {"p": 1.0, "bt": base + 10**9}),
+        (3, (2, 3), {"p": None, "bt": base + 4 * 10**9}),
+    ]
 
 
 def test_bad_input_values_name_the_row() -> None:

@@ -72,7 +72,7 @@ def test_spark_refuses_outputs_that_would_destroy_something(work, capsys, args, 
 def written(folder: Path) -> list[dict]:
     return [
         json.loads(line)
-        for path in sorted(folder.glob("part-*.json"))
+        for path in sorted(folder.glob("part-*.json*"))
         for line in path.read_text().splitlines()
     ]
 

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pytest
 
 import ceql
-from ceql.compile.catalog import Catalog, format_time_ns
+from ceql.compile.catalog import Catalog
 from ceql.compile.conversion import Target, convert
+from ceql.compile.output_schema import iso_text, time_type
 from ceql.errors import InputWarning
 from ceql.runtime.batches import builder_for
 
@@ -123,15 +124,22 @@ def test_catalog_knows_partition_groups_and_how_times_came() -> None:
 
     stamps = pa.array([EPOCH_NS // 1000], pa.timestamp("us", tz="UTC"))
     type_rows(catalog, pa.array(["A"]), {"id": pa.array([1]), "k": pa.array([2]), "t": stamps})
-    assert catalog.time_inputs == {"t": "timestamp[us, tz=UTC]"} and catalog.shows_timestamps("t")
+    assert catalog.time_inputs == {"t": "timestamp[us, tz=UTC]"}
+    assert time_type(catalog.time_inputs["t"]).arrow == pa.timestamp("us", tz="UTC")
     integers = Catalog.of_schema(schema)
     type_rows(integers, pa.array(["B"]), {"k": pa.array([2]), "t": pa.array([EPOCH_NS])})
-    assert integers.time_inputs == {"t": "integer ns"} and not integers.shows_timestamps("t")
+    assert integers.time_inputs == {"t": "integer ns"} and time_type("integer ns").arrow == pa.int64()
 
 
 def test_times_format_back_exactly() -> None:
-    assert format_time_ns(EPOCH_NS + 123_456_789) == "2024-01-01T00:00:00.123456789Z"
-    assert format_time_ns(-1) == "1969-12-31T23:59:59.999999999Z"
+    assert iso_text(EPOCH_NS + 123_456_789, "UTC") == "2024-01-01T00:00:00.123456789Z"
+    assert iso_text(-1, "UTC") == "1969-12-31T23:59:59.999999999Z"
+    assert iso_text(EPOCH_NS, None) == "2024-01-01T00:00:00"  # no zone in, none out
+    assert iso_text(EPOCH_NS + 500_000_000, "Europe/Paris") == "2024-01-01T01:00:00.5+01:00"
+    assert iso_text(EPOCH_NS, "-05:30") == "2023-12-31T18:30:00-05:30"
+    assert time_type("integer ms").text(EPOCH_NS) == EPOCH_NS // 10**6
+    assert time_type("date32[day]").text(EPOCH_NS + 5) == "2024-01-01"
+    assert time_type("timestamp[ms, tz=UTC]").from_ns(pa.array([EPOCH_NS + 1_999_999, None])).to_pylist()[1] is None
 
 
 # --------------------------------------------------------------------------- conversion rules

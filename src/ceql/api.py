@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.lang import CheckedQuery, Schema, analyze, parse_query
+from ceql.match import Match
 from ceql.runtime.evaluator import Evaluator
 
 
@@ -29,28 +32,58 @@ class Query:
     def evaluator(self, **options: Any) -> Evaluator:
         """A fresh incremental evaluator: ``push(event)`` / ``push_batch(batch)`` -> matches.
         Options: ``engine`` ("auto", "python" or "compiled"), ``type_labels=True`` (event-type
-        labels in ``Match.labels``), ``max_classes`` (live partial-match classes per key)."""
+        labels in ``Match.labels``), ``max_classes`` (live partial-match classes per key),
+        ``on_error`` and ``dead_letter`` (bad input rows, as for ``run``)."""
         return Evaluator(self.plan, **options)
 
+    def output_schema(self, *, name: str = "query", type_labels: bool = False):
+        """The Arrow schema of this query's matches (docs/guide.md, "Output"), times shown as
+        integers in their declared unit; ``run(..., output="arrow")`` shows them as its input
+        gives them."""
+        from ceql.compile.output_schema import output_schema
+
+        return output_schema(self.plan, name=name, type_labels=type_labels).arrow
+
     def run(
-        self, events: Any, *, output: str = "matches", max_matches: int | None = None, **options: Any
+        self,
+        events: Any,
+        *,
+        output: str = "matches",
+        max_matches: int | None = None,
+        name: str = "query",
+        on_error: str = "fail",
+        dead_letter: Any = None,
+        **options: Any,
     ) -> Any:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data)
         in trigger order: lazily as ``Match`` objects, or with ``output="arrow"`` as one Arrow
-        table (no Python object per match where the compiled kernel runs the query). Options as
-        for ``evaluator``. With ``max_matches``, raise LimitError instead of producing more than
-        that many (None or 0: no limit)."""
+        table of the output schema (``name`` fills its ``query`` column; no Python object per
+        match where the compiled kernel runs the query). Options as for ``evaluator``.
+
+        Bad input rows (docs/input.md, "Bad rows"): ``on_error="fail"`` raises EventError at
+        the first one; ``"skip"`` leaves them out and counts them; ``"dead-letter"`` also hands
+        each one's record (source, 0-based ``row``, reason, input) to ``dead_letter``: a
+        function of the record, a text stream, or a path (a JSON Lines file, written anew).
+        The matches iterator counts rejected rows (``rejected``, ``reasons``, ``summary()``).
+        With ``max_matches``, raise LimitError instead of producing more than that many (None
+        or 0: no limit)."""
         from ceql.compile.limits import limit_matches, too_many_matches
 
-        evaluator = self.evaluator(**options)
+        if output not in ("matches", "arrow"):
+            raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
+        sink, opened = _dead_letter_sink(on_error, dead_letter)
+        evaluator = self.evaluator(on_error=on_error, dead_letter=sink, **options)
         if output == "arrow":
-            table = evaluator.arrow(events)
+            try:
+                table = evaluator.arrow(events, name=name)
+            finally:
+                if opened is not None:
+                    opened.close()
             if max_matches and table.num_rows > max_matches:
                 raise too_many_matches(max_matches)
             return table
-        if output != "matches":
-            raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
-        return limit_matches(evaluator.run(events), max_matches)
+        found = evaluator.run(events)
+        return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
 
     def explain(self, dot: bool = False) -> str:
         """The normalised query, predicates, passes and automaton, as text (or Graphviz DOT)."""
@@ -62,3 +95,52 @@ class Query:
 def compile(text: str, schema: Schema) -> Query:  # noqa: A001 - the natural name of the API
     """Parse, analyse and compile a query against a schema."""
     return Query(analyze(parse_query(text), schema, text))
+
+
+class Matches:
+    """The matches of ``Query.run``, lazily, in trigger order; ``rejected``, ``reasons`` and
+    ``summary()`` count the bad input rows left out so far (``on_error`` "skip" or
+    "dead-letter")."""
+
+    def __init__(self, matches: Iterator[Match], evaluator: Evaluator, opened: Any = None) -> None:
+        self._matches = matches
+        self._evaluator = evaluator
+        self._opened = opened
+
+    def __iter__(self) -> Iterator[Match]:
+        # Iterated directly (no Python call per match), unless a file must be closed at the end.
+        return self if self._opened is not None else self._matches
+
+    def __next__(self) -> Match:
+        try:
+            return next(self._matches)
+        except BaseException:
+            if self._opened is not None:
+                self._opened.close()
+                self._opened = None
+            raise
+
+    @property
+    def rejected(self) -> int:
+        """Input rows left out as bad, so far."""
+        return self._evaluator.errors.rejected
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """Rejected rows by category (``unknown event type``, ``bad value``, ``out of order``...)."""
+        return dict(self._evaluator.errors.reasons)
+
+    def summary(self) -> str:
+        """``0 rejected``, or ``3 rejected (1 bad value, 2 out of order)`` as ``ceql run`` says."""
+        return self._evaluator.errors.summary()
+
+
+def _dead_letter_sink(on_error: str, dead_letter: Any) -> tuple[Any, Any]:
+    """The dead-letter sink of a run and the file it opened (a path is written anew)."""
+    if dead_letter is None or callable(dead_letter) or hasattr(dead_letter, "write"):
+        return dead_letter, None
+    if on_error != "dead-letter":
+        return None, None
+    handle = open(os.fspath(dead_letter), "w", encoding="utf-8")  # noqa: SIM115 - closed by the run
+    return handle, handle
+

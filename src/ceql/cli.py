@@ -125,104 +125,83 @@ def _run(args: argparse.Namespace) -> int:
     from ceql.io.ordering import Orderer
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import EventReader, resolve_inputs
-    from ceql.io.writers import CoreTextWriter, EventRef, JsonLinesWriter, ParquetWriter, TimeDisplay
+    from ceql.io.writers import CoreTextWriter
 
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
 
         return run_spark(args)
     schema = _schema(args.declaration)
-    queries = _compile_queries(args.query, schema)
+    queries = _compile_queries(args.query, evaluation_schema(schema))
     paths = resolve_inputs(args.input)
     to_stdout = not args.output or args.output == STDOUT
-    fmt = args.format or ("parquet" if args.output and args.output.endswith(".parquet") else "jsonl")
+    fmt = output_format(args)
     if fmt == "parquet" and to_stdout:
         raise CeqlError("--format parquet needs --output FILE")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter FILE")
     check_run_outputs(args, paths, folder=False)
-    limit = args.max_matches or -1  # -1: never reached
     with Outputs(args.overwrite) as outputs, contextlib.ExitStack() as files:
         dead_letter = (
             files.enter_context(open(outputs.file(args.dead_letter), "w", encoding="utf-8"))
             if args.dead_letter
             else None
         )
-        policy = ErrorPolicy(args.on_error, dead_letter)
-        # The run's catalog learns, while reading, which times came as timestamps or ISO text:
-        # outputs show those as timestamps (TimeDisplay), the others as the integers they were.
+        # Records of rejected rows are held and written in input order (a row found out of
+        # order is rejected after later rows were parsed).
+        policy = ErrorPolicy(args.on_error, dead_letter, ordered=True)
+        policy.source_order(["<stdin>" if p == "-" else p for p in paths])
+        # The run's catalog learns, while reading, how the input gives times: outputs show
+        # them so (compile/output_schema.py).
         catalog = run_catalog(schema, queries)
-        times = TimeDisplay(catalog, {name: dict(query.checked.measure_types) for name, query in queries})
-        tag = len(queries) > 1
-        if fmt == "parquet":
-            writer = ParquetWriter(
-                outputs.file(args.output),
-                args.with_events,
-                tag,
-                measures=_measure_types(queries),
-                attributes=_attribute_types(schema),
-                times=times,
-            )
-        else:
+        output = None
+        if fmt != "parquet":
             output = (
                 sys.stdout
                 if to_stdout
                 else files.enter_context(open(outputs.file(args.output), "w", encoding="utf-8"))
             )
-            if fmt == "core":
-                writer = CoreTextWriter(output, schema, tag)
-                for name, query in queries:
-                    within = query.checked.query.within
-                    writer.set_window(
-                        name, within.kind if within else None, within.attribute if within else None
-                    )
-            else:
-                writer = JsonLinesWriter(output, args.with_events, tag, times)
-        for name, query in queries:
-            writer.restrict(name, _restrictions(query))
-        need_events = writer.with_events
+        if fmt == "core":
+            writer = CoreTextWriter(output, schema, len(queries) > 1)
+            for name, query in queries:
+                within = query.checked.query.within
+                writer.set_window(name, within.kind if within else None, within.attribute if within else None)
+            sink = _CoreSink(writer, queries)
+        else:
+            target = outputs.file(args.output) if fmt == "parquet" else output
+            sink = _RowSink(fmt, target, queries, catalog, args.with_events)
         reader = EventReader(catalog, policy, warnings_to_stderr(), read_options(args))
-        chunks = Orderer(schema, policy, sort=args.sort).order(reader.read(paths, args.input_format))
+        orderer = Orderer(schema, policy, sort=args.sort, times=catalog.time_inputs)
+        chunks = orderer.order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator(**_engine_options(args))) for name, query in queries]
-        counts = {name: 0 for name, _ in queries}
-        written = 0
         progress = _progress(args, paths)
         started = time.perf_counter()
         accepted = 0
+        limit = args.max_matches or None
         for chunk in chunks:
-            if need_events:
-
-                def payload(i, chunk=chunk):
-                    return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.lines[i]))
-
+            policy.flush()
             for name, evaluator in evaluators:
-                if need_events:
-                    for match, events in evaluator.process_with_payload(chunk.table, payload):
-                        if written == limit:
-                            raise _too_many(args, to_stdout)
-                        writer.write(name, match, events)
-                        written += 1
-                        counts[name] += 1
-                else:
-                    for match in evaluator.process(chunk.table):
-                        if written == limit:
-                            raise _too_many(args, to_stdout)
-                        writer.write(name, match, None)
-                        written += 1
-                        counts[name] += 1
+                for batch in sink.batches(name, evaluator, chunk):
+                    if limit is not None and sink.written + batch.num_rows > limit:
+                        if limit > sink.written:  # standard output shows the first ones
+                            sink.write(name, batch.slice(0, limit - sink.written))
+                        sink.close()
+                        raise _too_many(args, to_stdout)
+                    sink.write(name, batch)
             accepted += chunk.table.num_rows
             if progress is not None:
                 progress.update(chunk.table.num_rows)
-                progress.set_postfix(matches=written, refresh=False)
+                progress.set_postfix(matches=sink.written, refresh=False)
         for name, evaluator in evaluators:  # the end of the input: NOT FOLLOWED BY's last matches
-            for item in evaluator.finish(detailed=need_events):
-                if written == limit:
+            for batch in sink.finished(name, evaluator):
+                if limit is not None and sink.written + batch.num_rows > limit:
+                    if limit > sink.written:
+                        sink.write(name, batch.slice(0, limit - sink.written))
+                    sink.close()
                     raise _too_many(args, to_stdout)
-                match, events = item if need_events else (item, None)
-                writer.write(name, match, events)
-                written += 1
-                counts[name] += 1
-        writer.close()
+                sink.write(name, batch)
+        policy.flush()
+        sink.close()
         files.close()
         outputs.commit()
         if progress is not None:
@@ -230,16 +209,173 @@ def _run(args: argparse.Namespace) -> int:
         elapsed = time.perf_counter() - started
         if not args.quiet:
             total = accepted + policy.rejected
+            counts = sink.counts
             per_query = (
                 "" if len(counts) == 1 else " (" + ", ".join(f"{k}: {v}" for k, v in counts.items()) + ")"
             )
             rate = f", {accepted / elapsed:,.0f} events/s" if elapsed > 0 else ""
             print(
-                f"ceql run: {total} events read, {policy.summary()}, {written} matches{per_query}, "
+                f"ceql run: {total} events read, {policy.summary()}, {sink.written} matches{per_query}, "
                 f"{elapsed:.2f} s{rate}",
                 file=sys.stderr,
             )
     return 0
+
+
+#: Matches gathered from the Python evaluator before they are written as one batch.
+_BATCH_MATCHES = 50_000
+
+
+class _RowSink:
+    """The local engine's JSON Lines or Parquet output: each query's matches as record batches
+    of the run's schema (fixed at the first batch, once the input has shown how it gives
+    times), written by ``io/writers.py``."""
+
+    def __init__(self, fmt: str, target, queries: list, catalog, with_events: bool) -> None:
+        self.fmt = fmt
+        self.target = target
+        self.queries = dict(queries)
+        self.catalog = catalog
+        self.with_events = with_events
+        self.restrictions = {name: _restrictions(query) for name, query in queries}
+        self.run = None
+        self.writer = None
+        self.written = 0
+        self.counts = {name: 0 for name, _ in queries}
+
+    def _open(self) -> None:
+        from ceql.io.writers import open_writer, run_schema
+
+        self.run = run_schema(list(self.queries.items()), self.catalog, self.with_events)
+        self.writer = open_writer(self.fmt, self.target, self.run.arrow)
+
+    def batches(self, name: str, evaluator, chunk):
+        """The record batches (the query's own schema) of the matches one chunk triggers."""
+        import itertools
+
+        from ceql.io.writers import events_column
+        from ceql.runtime.arrow import from_matches, record_batch
+
+        if self.run is None:
+            self._open()
+        schema = self.run.schemas[name]
+        if not self.with_events:
+            for columns in evaluator.columns(chunk.table, _BATCH_MATCHES):
+                yield record_batch(schema, columns)
+            return
+        # Each event's payload is (its chunk, its row): a match may hold events of earlier chunks.
+        found = evaluator.process_with_payload(chunk.table, lambda row, chunk=chunk: (chunk, row))
+        kind = schema.arrow.field("events").type
+        while True:
+            pairs = list(itertools.islice(found, _BATCH_MATCHES))
+            if not pairs:
+                return
+            matches = [match for match, _ in pairs]
+            events = events_column(
+                kind, matches, [refs for _, refs in pairs], self.run.times, self.restrictions[name]
+            )
+            yield record_batch(schema, from_matches(matches, schema), events=events)
+
+    def finished(self, name: str, evaluator):
+        """The record batch of the matches still due at the end of the input (``NOT FOLLOWED
+        BY``: ``Evaluator.finish``); none for other queries."""
+        from ceql.io.writers import events_column
+        from ceql.runtime.arrow import from_matches, record_batch
+
+        if evaluator.absence is None:
+            return
+        if self.run is None:
+            self._open()
+        schema = self.run.schemas[name]
+        found = evaluator.finish(detailed=self.with_events)
+        if not found:
+            return
+        if not self.with_events:
+            yield record_batch(schema, from_matches(found, schema))
+            return
+        matches = [match for match, _ in found]
+        kind = schema.arrow.field("events").type
+        events = events_column(kind, matches, [refs for _, refs in found], self.run.times, self.restrictions[name])
+        yield record_batch(schema, from_matches(matches, schema), events=events)
+
+    def write(self, name: str, batch) -> None:
+        if self.writer is None:
+            self._open()
+        self.writer.write(self.run.rows(batch))
+        self.written += batch.num_rows
+        self.counts[name] += batch.num_rows
+
+    def close(self) -> None:
+        if self.writer is None:
+            self._open()
+        self.writer.close()
+
+
+class _CoreSink:
+    """CORE++'s text output, match by match."""
+
+    def __init__(self, writer, queries: list) -> None:
+        self.writer = writer
+        self.written = 0
+        self.counts = {name: 0 for name, _ in queries}
+
+    def batches(self, name: str, evaluator, chunk):
+        from ceql.io.writers import EventRef
+
+        def payload(i, chunk=chunk):
+            return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.lines[i]))
+
+        for match, events in evaluator.process_with_payload(chunk.table, payload):
+            yield _OneMatch(match, events)
+
+    def finished(self, name: str, evaluator):
+        """The matches still due at the end of the input (``NOT FOLLOWED BY``)."""
+        for match, events in evaluator.finish(detailed=True):
+            yield _OneMatch(match, events)
+
+    def write(self, name: str, item) -> None:
+        self.writer.write(name, item.match, item.events)
+        self.written += 1
+        self.counts[name] += 1
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _OneMatch:
+    """One match of the CORE text output (a batch of one row)."""
+
+    num_rows = 1
+
+    def __init__(self, match, events) -> None:
+        self.match, self.events = match, events
+
+    def slice(self, start: int, length: int):
+        return self
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """The output format of ``ceql run`` on either engine: --format, else parquet for an
+    output named ``*.parquet``, else JSON Lines."""
+    if args.format:
+        return args.format
+    return "parquet" if args.output and args.output.rstrip("/").endswith(".parquet") else "jsonl"
+
+
+def evaluation_schema(schema):
+    """The declarations with every primary_time in nanoseconds: the readers of ``ceql run``
+    type times once (to int64 nanoseconds), so the evaluators must not scale them again."""
+    import dataclasses
+
+    from ceql.lang.schema import Schema
+
+    types = {}
+    for name, decl in schema.event_types.items():
+        attributes = tuple(
+            dataclasses.replace(a, unit=None) if a.type == "primary_time" else a for a in decl.attributes
+        )
+        types[name] = dataclasses.replace(decl, attributes=attributes)
+    return Schema(types, dict(schema.streams), list(schema.quarantines))
 
 
 def run_catalog(schema, queries):
@@ -264,32 +400,6 @@ def read_options(args: argparse.Namespace):
     if args.max_line_bytes < 1:
         raise CeqlError("--max-line-bytes must be at least 1")
     return ReadOptions(max_line_bytes=args.max_line_bytes)
-
-
-def _measure_types(queries: list) -> dict:
-    """Measure name -> Arrow type over the queries of a run (a name with two types: text)."""
-    import pyarrow as pa
-
-    from ceql.runtime.arrow import measure_type
-
-    out: dict = {}
-    for _, query in queries:
-        measures = query.plan.measures
-        if measures is None:
-            continue
-        types = getattr(query.checked, "measure_types", {}) or {}
-        for name in measures.names:
-            kind = measure_type(types.get(name)) or pa.string()
-            if out.setdefault(name, kind) != kind:
-                out[name] = pa.string()
-    return out
-
-
-def _attribute_types(schema) -> dict:
-    """Every declared attribute -> its Arrow type, as the catalog types it on every path."""
-    from ceql.compile.catalog import Catalog
-
-    return {name: column.arrow_type for name, column in Catalog.of_schema(schema).columns.items()}
 
 
 def _restrictions(query) -> dict:

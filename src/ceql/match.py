@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 
 class FrozenMap(Mapping):
@@ -53,99 +53,178 @@ class FrozenMap(Mapping):
 EMPTY = FrozenMap()
 
 
-class _MatchFields(NamedTuple):
-    trigger: int
-    positions: tuple[int, ...]
-    labels: FrozenMap = EMPTY
-    partition: tuple | None = None
-    measures: FrozenMap = EMPTY
-    deadline: Any = None
-
-
-class Match(_MatchFields):
+class Match:
     """One reported complex event (an immutable value).
 
     Attributes:
         trigger: position of the event whose arrival reported this complex event.
         positions: positions of the reported events, sorted (after projection).
-        labels: label -> sorted positions of the events it labels (labels kept by projection),
-            a read-only mapping.
-        partition: the PARTITION BY key of the complex event, or None.
-        measures: measure name -> value (lists for labels that may hold several events), a
-            read-only mapping; empty when the query has no measures.
+        labels: label -> sorted positions of the events it labels (labels kept by projection
+            that label at least one event), a read-only mapping.
+        partition: the PARTITION BY key of the complex event (the key's values, in the order
+            of the attribute list), or None.
+        measures: measure name -> value, a read-only mapping; empty when the query has no
+            measures. Values are typed as the ``output="arrow"`` columns: int, float, str,
+            bool, None, tuples for labels that may hold several events, and times as the
+            input gave them (docs/guide.md, "Output").
         deadline: for ``WHERE f NOT FOLLOWED BY g``, the instant the match was due (the
             window's end: the first event's measure plus the window, in the window's units:
             nanoseconds, positions or the attribute's); None for other queries. The trigger is
             then the first event at or past it (or the end of the input, or of the time the
             caller advanced to: docs/semantics.md, 5.2).
+
+    Matches compare, hash and sort by these six fields. Where the compiled kernel runs the
+    query, a Match is a view of one row of the kernel's columnar result: its fields are built
+    from that result when first read.
     """
 
-    __slots__ = ()
+    __slots__ = ("_fields", "_view", "_row")
 
-    def __new__(
-        cls,
+    def __init__(
+        self,
         trigger: int,
         positions: tuple[int, ...],
         labels: Mapping[str, tuple[int, ...]] = EMPTY,
         partition: tuple | None = None,
         measures: Mapping[str, Any] = EMPTY,
         deadline: Any = None,
-    ) -> Match:
+    ) -> None:
         if type(labels) is not FrozenMap:
             labels = FrozenMap(labels) if labels else EMPTY
         if type(measures) is not FrozenMap:
             measures = FrozenMap(measures) if measures else EMPTY
-        return tuple.__new__(cls, (trigger, positions, labels, partition, measures, deadline))
+        self._fields: tuple | None = (trigger, positions, labels, partition, measures, deadline)
+        self._view: Any = None
+        self._row = 0
+
+    @classmethod
+    def view(cls, rows: Any, row: int) -> Match:
+        """A Match whose fields are row ``row`` of ``rows`` (an object with ``fields(row)``
+        returning the first five fields, and ``trigger(row)``, ``positions(row)``,
+        ``partition(row)``), built when first read; its deadline is None (the kernel runs no
+        ``NOT FOLLOWED BY``)."""
+        match = _new(cls)
+        match._fields = None
+        match._view = rows
+        match._row = row
+        return match
+
+    def _values(self) -> tuple:
+        fields = self._fields
+        if fields is None:
+            trigger, positions, labels, partition, measures = self._view.fields(self._row)
+            if type(labels) is not FrozenMap:
+                labels = FrozenMap(labels) if labels else EMPTY
+            if type(measures) is not FrozenMap:
+                measures = FrozenMap(measures) if measures else EMPTY
+            fields = self._fields = (trigger, positions, labels, partition, measures, None)
+            self._view = None
+        return fields
+
+    @property
+    def trigger(self) -> int:
+        fields = self._fields
+        return fields[0] if fields is not None else self._view.trigger(self._row)
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        fields = self._fields
+        return fields[1] if fields is not None else self._view.positions(self._row)
+
+    @property
+    def labels(self) -> FrozenMap:
+        return self._values()[2]
+
+    @property
+    def partition(self) -> tuple | None:
+        fields = self._fields
+        return fields[3] if fields is not None else self._view.partition(self._row)
+
+    @property
+    def measures(self) -> FrozenMap:
+        return self._values()[4]
+
+    @property
+    def deadline(self) -> Any:
+        fields = self._fields
+        return fields[5] if fields is not None else None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return self._values() != other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self):
+        return (Match, self._values())
+
+    def __iter__(self) -> Iterator:
+        """The six fields, in order (so ``trigger, positions, *_ = match`` works)."""
+        return iter(self._values())
 
     def key(self) -> tuple[Any, ...]:
         """A hashable, totally ordered identity of the match."""
+        trigger, positions, labels, partition, measures, deadline = self._values()
         return (
-            self.trigger,
-            self.positions,
-            _sort_key(self.labels._items),
-            _sortable(self.partition),
-            _sort_key(self.measures._items),
-            _sortable_scalar(self.deadline),
+            trigger,
+            positions,
+            _sort_key(labels._items),
+            _sortable(partition),
+            _sort_key(measures._items),
+            _sortable_scalar(deadline),
         )
 
-    def __lt__(self, other: Match) -> bool:  # type: ignore[override]
+    def __lt__(self, other: Match) -> bool:
         return self.key() < other.key()
 
-    def __le__(self, other: Match) -> bool:  # type: ignore[override]
+    def __le__(self, other: Match) -> bool:
         return self.key() <= other.key()
 
-    def __gt__(self, other: Match) -> bool:  # type: ignore[override]
+    def __gt__(self, other: Match) -> bool:
         return self.key() > other.key()
 
-    def __ge__(self, other: Match) -> bool:  # type: ignore[override]
+    def __ge__(self, other: Match) -> bool:
         return self.key() >= other.key()
 
     def __repr__(self) -> str:
-        parts = [f"trigger={self.trigger}", f"positions={list(self.positions)}"]
-        if self.labels:
-            parts.append("labels={" + ", ".join(f"{k}: {list(v)}" for k, v in self.labels.items()) + "}")
-        if self.partition is not None:
-            parts.append(f"partition={self.partition!r}")
-        if self.measures:
-            parts.append("measures={" + ", ".join(f"{k}: {v!r}" for k, v in self.measures.items()) + "}")
-        if self.deadline is not None:
-            parts.append(f"deadline={self.deadline!r}")
+        trigger, positions, labels, partition, measures, deadline = self._values()
+        parts = [f"trigger={trigger}", f"positions={list(positions)}"]
+        if labels:
+            parts.append("labels={" + ", ".join(f"{k}: {list(v)}" for k, v in labels.items()) + "}")
+        if partition is not None:
+            parts.append(f"partition={partition!r}")
+        if measures:
+            parts.append("measures={" + ", ".join(f"{k}: {v!r}" for k, v in measures.items()) + "}")
+        if deadline is not None:
+            parts.append(f"deadline={deadline!r}")
         return "Match(" + ", ".join(parts) + ")"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON Lines form of the match (see docs/cli.md)."""
+        """The match as plain Python data (lists for tuples); the records of the output
+        formats are described in docs/guide.md, "Output"."""
+        trigger, positions, labels, partition, measures, deadline = self._values()
         out: dict[str, Any] = {
-            "trigger": self.trigger,
-            "positions": list(self.positions),
-            "labels": {k: list(v) for k, v in self.labels.items()},
+            "trigger": trigger,
+            "positions": list(positions),
+            "labels": {k: list(v) for k, v in labels.items()},
         }
-        if self.partition is not None:
-            out["partition"] = list(self.partition)
-        if self.measures:
-            out["measures"] = {k: _plain(v) for k, v in self.measures.items()}
-        if self.deadline is not None:
-            out["deadline"] = self.deadline
+        if partition is not None:
+            out["partition"] = list(partition)
+        if measures:
+            out["measures"] = {k: _plain(v) for k, v in measures.items()}
+        if deadline is not None:
+            out["deadline"] = deadline
         return out
+
+
+_new = object.__new__
 
 
 def _plain(value: Any) -> Any:

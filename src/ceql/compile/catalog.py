@@ -92,7 +92,7 @@ class Catalog:
     columns: dict[str, Column]  # in declaration order
     required: frozenset[str]  # columns the queries read: the input must have them
     #: How the input gave each time column (e.g. ``timestamp[us, tz=UTC]``, ``ISO-8601``,
-    #: ``integer ms``): filled by the conversions, read by writers that show times.
+    #: ``integer ms``): filled by the conversions; outputs show times so (compile/output_schema.py).
     time_inputs: dict[str, str] = field(default_factory=dict, compare=False)
     _declares: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -258,33 +258,10 @@ class Catalog:
         if kind.startswith("integer") or name not in self.time_inputs:
             self.time_inputs[name] = kind
 
-    @property
-    def timestamp_columns(self) -> frozenset[str]:
-        """The time columns outputs show as timestamps (see ``shows_timestamps``), so far."""
-        return frozenset(n for n, c in self.columns.items() if c.is_time and self.shows_timestamps(n))
-
-    def shows_timestamps(self, name: str) -> bool:
-        """Whether times of this column came as timestamps or ISO-8601 text (so outputs may
-        show them as timestamps rather than integers)."""
-        kind = self.time_inputs.get(name, "")
-        return kind.startswith(("timestamp", "date", "ISO-8601"))
-
-
-def format_time_ns(value: int) -> str:
-    """An int64 nanosecond time as ISO-8601 UTC with nanoseconds, exactly (no float)."""
-    import datetime as _dt
-
-    seconds, nanos = divmod(value, 10**9)
-    day = _dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=seconds)
-    text = day.strftime("%Y-%m-%dT%H:%M:%S")
-    if nanos:
-        text += "." + f"{nanos:09d}".rstrip("0")
-    return text + "Z"
-
 
 def _shown(names: Sequence[str], limit: int = 8) -> str:
     shown = ", ".join(names[:limit])
     return shown + (", ..." if len(names) > limit else "") if names else "none"
 
 
-__all__ = ["ARROW_TYPES", "EVENT_TYPE", "SPARK_DDL", "Catalog", "Column", "format_time_ns", "storage_of"]
+__all__ = ["ARROW_TYPES", "EVENT_TYPE", "SPARK_DDL", "Catalog", "Column", "storage_of"]

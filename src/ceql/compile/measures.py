@@ -82,5 +82,15 @@ class Measures:
         out = {}
         for name, fn in zip(self.names, self._fns):
             value = fn(env)
-            out[name] = None if value is MISSING else value
+            out[name] = _present(value)
         return out
+
+
+def _present(value: Any) -> Any:
+    """A measure's value; a missing one is None, and NaN is a missing value (docs/semantics.md
+    3.2), also inside the list of a label that holds several events."""
+    if value is MISSING or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, tuple):
+        return tuple(_present(v) for v in value)
+    return value

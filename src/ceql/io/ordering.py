@@ -6,22 +6,27 @@
   than what was already released is bad input ("late");
 - ``--sort``: the whole input is sorted by time first (it must fit in memory).
 An event whose type has no primary_time keeps its place behind the latest event seen before it.
-Times are int64 nanoseconds, compared exactly. Stream positions are indexes in the resulting
-order; each chunk keeps the input line of every event so that outputs can point back to it.
-The same code orders events on Spark (in one task), so both engines reject the same events.
+Times are int64 nanoseconds, compared exactly; a rejection shows them as the input gave them
+(``times``: how the input gives each time column) and carries the row's values as its input
+text. Stream positions are indexes in the resulting order; each chunk keeps the input line of
+every event so that outputs can point back to it. The same code orders events on Spark (in one
+task), so both engines reject the same events.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.catalog import EVENT_TYPE
+from ceql.compile.output_schema import declared_unit, time_type
 from ceql.io.errors import RejectSink, RowError
+from ceql.io.formats.base import row_text
 from ceql.io.readers import Chunk
 from ceql.lang.schema import Schema
 
@@ -68,8 +73,12 @@ def _gather(chunks: dict[int, Chunk], picks: list[tuple[int, int]]) -> Chunk | N
 class Orderer:
     """Applies the ordering rules to a sequence of chunks; rejected events go to ``policy``."""
 
-    def __init__(self, schema: Schema, policy: RejectSink, sort: bool = False) -> None:
+    def __init__(
+        self, schema: Schema, policy: RejectSink, sort: bool = False, times: Mapping[str, str] | None = None
+    ) -> None:
         self.policy = policy
+        self.schema = schema
+        self.times = times if times is not None else {}  # time column -> how the input gives it
         self.time_columns = {
             name: decl.time_attribute for name, decl in schema.event_types.items() if decl.time_attribute
         }
@@ -96,10 +105,33 @@ class Orderer:
         else:
             yield from self._quarantine(chunks)
 
+    def shown(self, event_type: str, ns: int) -> Any:
+        """A time of an event type's primary_time column, as the input gives that column."""
+        column = self.time_columns.get(event_type, "")
+        return time_type(self.times.get(column), declared_unit(self.schema, column)).text(ns)
+
+    def _text(self, chunk: Chunk, index: int) -> str:
+        table = chunk.table
+        return self.text({name: table.column(name)[index].as_py() for name in table.column_names})
+
+    def text(self, values: Mapping[str, Any]) -> str:
+        """A rejected event's values (a typed row) as the input text of its dead-letter record:
+        JSON of its non-null values, its time as the input gave it."""
+        shown = dict(values)
+        column = self.time_columns.get(str(values.get(EVENT_TYPE)))
+        if column is not None and shown.get(column) is not None:
+            shown[column] = self.shown(str(values[EVENT_TYPE]), int(shown[column]))
+        return row_text(shown)
+
     def _reject(self, chunk: Chunk, indexes: np.ndarray, reason) -> Chunk | None:
         for index in indexes:
             self.policy.reject(
-                RowError(chunk.source_of(int(index)), int(chunk.lines[index]), reason(int(index)))
+                RowError(
+                    chunk.source_of(int(index)),
+                    int(chunk.lines[index]),
+                    reason(int(index)),
+                    self._text(chunk, int(index)),
+                )
             )
         keep = np.setdiff1d(np.arange(chunk.table.num_rows), indexes)
         if len(keep) == 0:
@@ -116,11 +148,13 @@ class Orderer:
             bad = np.nonzero(has & (times < previous))[0]
             self.max_seen = int(running[-1])
             if len(bad):
+                types = chunk.table.column(EVENT_TYPE)
                 chunk = self._reject(
                     chunk,
                     bad,
-                    lambda i, times=times, previous=previous: (
-                        f"out of order: time {int(times[i])} after {int(previous[i])} (declare CREATE "
+                    lambda i, times=times, previous=previous, types=types: (
+                        f"out of order: time {self.shown(types[i].as_py(), int(times[i]))} after "
+                        f"{self.shown(types[i].as_py(), int(previous[i]))} (declare CREATE "
                         "QUARANTINE to reorder late events, or use --sort)"
                     ),
                 )
@@ -156,12 +190,14 @@ class Orderer:
                     self.released = time_out
                     released.append((source_id, row))
             for index, time, before in late:
+                event_type = chunk.table.column(EVENT_TYPE)[index].as_py()
                 self.policy.reject(
                     RowError(
                         chunk.source_of(index),
                         int(chunk.lines[index]),
-                        f"late: time {time} is older than events already released ({before}); "
-                        f"the allowed lateness is {lateness} ns",
+                        f"late: time {self.shown(event_type, time)} is older than events already "
+                        f"released ({self.shown(event_type, before)}); the allowed lateness is {lateness} ns",
+                        self._text(chunk, index),
                     )
                 )
             ready = _gather(chunks_by_id, released)

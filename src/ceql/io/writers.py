@@ -1,34 +1,380 @@
-"""Write matches: JSON Lines (DESIGN 6.1), Parquet, or CORE++'s text format."""
+"""Write matches: JSON Lines and Parquet (the rows of the output schema), or CORE++'s text.
+
+Both engines of ``ceql run`` write through this module: the local engine in its process, the
+Spark engine on its workers, so the files are the same. A run's rows have one schema
+(``RunSchema``): the output schema of its query (``compile/output_schema.py``), or with several
+queries the union of theirs, where each query's rows leave the others' columns null.
+
+JSON Lines is the Arrow row as JSON (``JsonEncoder``): one object per row, keys in schema order,
+null values written as ``null``; times as ISO-8601 text in their zone (``...Z`` in UTC, local
+time with its offset in another zone, none without a zone), or the integers the input gave;
+NaN and infinities as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (never invalid
+JSON); integers exact at any size.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ceql.compile.catalog import format_time_ns
+from ceql.compile.output_schema import OutputSchema, TimeType, iso_text, list_parts
 from ceql.lang.schema import Schema
 from ceql.match import Match
 
-#: The columns of a match as a table row (Parquet output, Spark results).
-MATCH_FIELDS = [
-    ("query", pa.string()),
-    ("trigger", pa.int64()),
-    ("positions", pa.list_(pa.int64())),
-    ("labels", pa.map_(pa.string(), pa.list_(pa.int64()))),
-    ("partition", pa.list_(pa.string())),
-]
+_FIXED_ORDER = ("query", "trigger", "positions", "labels", "partition")
 
 
-def append_match(rows: dict[str, list], query: str, match: Match) -> None:
-    """Append a match to column lists keyed by MATCH_FIELDS' names (partition values as text)."""
-    rows["query"].append(query)
-    rows["trigger"].append(match.trigger)
-    rows["positions"].append(list(match.positions))
-    rows["labels"].append(sorted((k, list(v)) for k, v in match.labels.items()))
-    rows["partition"].append(None if match.partition is None else [str(v) for v in match.partition])
+# ---------------------------------------------------------------------------- one schema a run
+
+
+class RunSchema:
+    """The schema of a run's rows: one query's output schema, or the union of several (fixed
+    columns, then each query's measures in query order, then ``events`` and ``ids``)."""
+
+    def __init__(self, schemas: Sequence[OutputSchema]) -> None:
+        self.schemas = {s.name: s for s in schemas}
+        self.arrow = union_schema([s.arrow for s in schemas])
+        self.times: dict[str, TimeType] = dict(schemas[0].times) if schemas else {}
+
+    def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """A query's batch in the run's schema (its missing columns null)."""
+        return widen(batch, self.arrow)
+
+
+def run_schema(queries: Sequence[tuple[str, Any]], catalog: Any, with_events: bool) -> RunSchema:
+    """The schema of a ``ceql run``: each query's output schema with the times as the run's
+    input gives them (``catalog.time_inputs``; integers in the declared unit until known) and,
+    with ``--with-events``, the ``events`` column (``event_fields``)."""
+    from ceql.compile.output_schema import event_fields, output_schema, time_types
+
+    kinds = dict(catalog.time_inputs)
+    times = time_types(catalog.schema, kinds)
+    kinds = {column: kinds.get(column) or kind.kind for column, kind in times.items()}
+    events = event_fields(catalog, times) if with_events else None
+    schemas = [output_schema(query.plan, name=name, time_kinds=kinds, events=events) for name, query in queries]
+    run = RunSchema(schemas)
+    run.times = times
+    return run
+
+
+def union_schema(schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """The union of output schemas: same-named columns merge (structs field by field; int and
+    double give double; other differences give string)."""
+    if len(schemas) == 1:
+        return schemas[0]
+    merged: dict[str, pa.Field] = {}
+    for schema in schemas:
+        for f in schema:
+            merged[f.name] = _merge_fields(merged[f.name], f) if f.name in merged else f
+    fixed = [merged[n] for n in _FIXED_ORDER if n in merged]
+    tail = [merged[n] for n in ("events", "ids") if n in merged]
+    middle = [f for n, f in merged.items() if n not in _FIXED_ORDER and n not in ("events", "ids")]
+    if "labels" in merged:  # label fields in alphabetical order, as one query has them
+        labels = merged["labels"]
+        fixed[fixed.index(labels)] = pa.field("labels", pa.struct(sorted(labels.type, key=lambda f: f.name)))
+    return pa.schema(fixed + middle + tail)
+
+
+def _merge_fields(first: pa.Field, second: pa.Field) -> pa.Field:
+    return pa.field(first.name, _merge_types(first.type, second.type), first.nullable or second.nullable)
+
+
+def _merge_types(first: pa.DataType, second: pa.DataType) -> pa.DataType:
+    if first == second:
+        return first
+    if pa.types.is_struct(first) and pa.types.is_struct(second):
+        fields = {f.name: f for f in first}
+        for f in second:
+            fields[f.name] = _merge_fields(fields[f.name], f) if f.name in fields else f
+        return pa.struct(list(fields.values()))
+    if {str(first), str(second)} == {"int64", "double"}:
+        return pa.float64()
+    return pa.string()
+
+
+def widen(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in ``schema``: columns it lacks null, structs completed, types widened."""
+    if batch.schema == schema:
+        return batch
+    n = batch.num_rows
+    names = batch.schema.names
+    arrays = [
+        _widen(batch.column(names.index(f.name)), f.type) if f.name in names else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _widen(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    if array.type == kind:
+        return array
+    if pa.types.is_struct(kind) and pa.types.is_struct(array.type):
+        children = dict(zip([f.name for f in array.type], array.flatten()))
+        parts = [_widen(children[f.name], f.type) if f.name in children else pa.nulls(len(array), f.type) for f in kind]
+        return pa.StructArray.from_arrays(parts, fields=list(kind), mask=array.is_null() if array.null_count else None)
+    try:
+        return array.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        texts = [None if v is None else json.dumps(v, default=str) for v in array.to_pylist()]
+        return pa.array(texts, kind)
+
+
+# ---------------------------------------------------------------------------- JSON Lines
+
+
+class JsonEncoder:
+    """Record batches of one schema as JSON Lines text (see the module docstring)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.names = schema.names
+        self._texted = [_has_time(f.type) for f in schema]
+        self._floats = [_has_float(f.type) for f in schema]
+
+    def encode(self, batch: pa.RecordBatch) -> str:
+        """The rows of ``batch`` as JSON Lines (each line ends with a newline)."""
+        if batch.num_rows == 0:
+            return ""
+        columns = []
+        for index in range(batch.num_columns):
+            array = batch.column(index)
+            if self._texted[index]:
+                array = _texted(array)
+            values = array.to_pylist()
+            if self._floats[index] and _nonfinite(batch.column(index)):
+                values = [_finite(v) for v in values]
+            columns.append(values)
+        dumps = json.dumps
+        names = self.names
+        return "".join(
+            dumps(dict(zip(names, row)), ensure_ascii=False, allow_nan=False) + "\n" for row in zip(*columns)
+        )
+
+
+def _has_time(kind: pa.DataType) -> bool:
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_time(f.type) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_time(kind.value_type)
+    return False
+
+
+def _has_float(kind: pa.DataType) -> bool:
+    if pa.types.is_floating(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_float(f.type) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_float(kind.value_type)
+    return False
+
+
+def _texted(array: pa.Array) -> pa.Array:
+    """Times (also inside lists and structs) as their ISO-8601 text."""
+    kind = array.type
+    if pa.types.is_timestamp(kind):
+        ns = array.cast(pa.timestamp("ns", kind.tz)).cast(pa.int64()).to_pylist()
+        return pa.array([None if v is None else iso_text(v, kind.tz) for v in ns], pa.string())
+    if pa.types.is_date(kind):
+        return pa.array([None if v is None else v.isoformat() for v in array.to_pylist()], pa.string())
+    if pa.types.is_struct(kind):
+        parts = [_texted(child) for child in array.flatten()]
+        fields = [pa.field(f.name, part.type) for f, part in zip(kind, parts)]
+        return pa.StructArray.from_arrays(parts, fields=fields, mask=array.is_null() if array.null_count else None)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        offsets, child = list_parts(array)
+        cls = pa.LargeListArray if pa.types.is_large_list(kind) else pa.ListArray
+        return cls.from_arrays(offsets, _texted(child), mask=array.is_null() if array.null_count else None)
+    return array
+
+
+def _nonfinite(array: pa.Array) -> bool:
+    """Whether a column holds NaN or an infinity anywhere (also inside lists and structs)."""
+    kind = array.type
+    if pa.types.is_floating(kind):
+        finite = pc.is_finite(array)
+        return bool(pc.any(pc.invert(pc.fill_null(finite, True))).as_py())
+    if pa.types.is_struct(kind):
+        return any(_nonfinite(child) for child in array.flatten())
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _nonfinite(array.flatten())
+    return False
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as the strings Spark and Jackson write; other values as they are."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+class JsonLinesWriter:
+    """Rows of a run schema to a file (a path, which it opens and closes) or a text stream,
+    as JSON Lines."""
+
+    def __init__(self, target: str | TextIO, schema: pa.Schema) -> None:
+        self.owned = isinstance(target, str)
+        self.stream: TextIO = open(target, "w", encoding="utf-8") if isinstance(target, str) else target  # noqa: SIM115
+        self.encoder = JsonEncoder(schema)
+        self.count = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.stream.write(self.encoder.encode(batch))
+        self.count += batch.num_rows
+
+    def close(self) -> None:
+        if self.owned:
+            self.stream.close()
+        else:
+            self.stream.flush()
+
+
+class ParquetFileWriter:
+    """Rows of a run schema to a Parquet file (the Arrow schema is kept in the file)."""
+
+    def __init__(self, path: str, schema: pa.Schema) -> None:
+        self.writer = pq.ParquetWriter(path, schema)
+        self.count = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self.writer.write_batch(batch)
+            self.count += batch.num_rows
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+#: The row formats of ``ceql run`` (both engines): name -> (writer, file extension). A writer
+#: takes a path (JSON Lines also a text stream) and the run's schema; ``write(batch)``,
+#: ``close()``. A new format is a writer here: the command line and Spark follow.
+FORMATS: dict[str, tuple[Any, str]] = {
+    "jsonl": (JsonLinesWriter, "jsonl"),
+    "parquet": (ParquetFileWriter, "parquet"),
+}
+
+
+def open_writer(fmt: str, target: str | TextIO, schema: pa.Schema) -> Any:
+    """The writer of a row format (``FORMATS``) to ``target``."""
+    return FORMATS[fmt][0](target, schema)
+
+
+# ---------------------------------------------------------------------------- --with-events
+
+
+def events_column(
+    kind: pa.DataType,
+    matches: Sequence[Match],
+    refs: Sequence[Sequence[tuple[Any, int]]],
+    times: dict[str, TimeType],
+    restrictions: dict[str, tuple[str, ...] | None] | None = None,
+) -> pa.Array:
+    """The ``events`` column of ``ceql run --with-events``: for each match, its reported
+    events (``refs[i]``: (chunk, row) of each, in position order; a chunk has the typed
+    ``table``, the input ``lines`` and ``source_of``) with position, input file and line, event
+    type and attributes (times as the input gave them; ``SELECT x[a, b]`` leaves the other
+    attributes of x's events null)."""
+    event_type = kind.value_type
+    flat = [ref for each in refs for ref in each]
+    offsets = np.zeros(len(refs) + 1, dtype=np.int32)
+    np.cumsum([len(each) for each in refs], out=offsets[1:])
+    if not flat:
+        empty = pa.StructArray.from_arrays([pa.array([], f.type) for f in event_type], fields=list(event_type))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), empty, type=kind)
+    taken, lines, sources = _gather(flat)
+    positions = [p for m in matches for p in m.positions]
+    arrays = []
+    for f in event_type:
+        if f.name == "position":
+            arrays.append(pa.array(positions, pa.int64()))
+        elif f.name == "source":
+            arrays.append(pa.array(sources, pa.string()))
+        elif f.name == "row":
+            arrays.append(pa.array(lines, pa.int64()))
+        elif f.name in times:
+            arrays.append(times[f.name].from_ns(taken.column(f.name).combine_chunks()))
+        else:
+            arrays.append(taken.column(f.name).combine_chunks().cast(f.type))
+    values = pa.StructArray.from_arrays(arrays, fields=list(event_type))
+    if restrictions and any(v is not None for v in restrictions.values()):
+        values = restricted(values, [(m.positions, m.labels) for m in matches], restrictions)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=kind)
+
+
+def _gather(refs: Sequence[tuple[Any, int]]) -> tuple[pa.Table, list, list]:
+    """The typed rows, lines and sources of events given as (chunk, row), in that order."""
+    groups: dict[int, tuple[Any, list[int], list[int]]] = {}
+    for order, (chunk, row) in enumerate(refs):
+        groups.setdefault(id(chunk), (chunk, [], []))
+        groups[id(chunk)][1].append(row)
+        groups[id(chunk)][2].append(order)
+    tables, lines, sources, orders = [], [], [], []
+    for chunk, rows, order in groups.values():
+        tables.append(chunk.table.take(pa.array(rows, pa.int64())))
+        lines.extend(int(chunk.lines[r]) for r in rows)
+        sources.extend(chunk.source_of(r) for r in rows)
+        orders.extend(order)
+    taken = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if len(tables) > 1 or orders != sorted(orders):
+        back = np.argsort(np.array(orders, dtype=np.int64), kind="stable")
+        taken = taken.take(pa.array(back))
+        lines = [lines[i] for i in back]
+        sources = [sources[i] for i in back]
+    return taken, lines, sources
+
+
+def restricted(
+    events: pa.StructArray,
+    matches: Sequence[tuple[Sequence[int], Any]],
+    restrictions: dict[str, tuple[str, ...] | None],
+) -> pa.StructArray:
+    """The events of matches (flat, match after match; ``matches``: each one's positions and
+    labels) with the attributes ``SELECT x[a, b]`` does not report for x's events null: an
+    event reports the union over its labels (and its event type), or everything if one of them
+    names none."""
+    if not restrictions or all(v is None for v in restrictions.values()):
+        return events
+    names = [f.name for f in events.type]
+    arrays = events.flatten()
+    types = arrays[names.index("event_type")].to_pylist()
+    allowed: list[set[str] | None] = []
+    index = 0
+    for positions, labels in matches:
+        for position in positions:
+            found = {label for label, where in (labels or {}).items() if where and position in where}
+            found.add(types[index])
+            covering = [restrictions[label] for label in found if label in restrictions]
+            if not covering or any(a is None for a in covering):
+                allowed.append(None)
+            else:
+                allowed.append({a for attributes in covering for a in attributes})
+            index += 1
+    keep_always = {"position", "source", "row", "event_type"}
+    out = []
+    for f, array in zip(events.type, arrays):
+        if f.name in keep_always:
+            out.append(array)
+            continue
+        mask = pa.array([a is not None and f.name not in a for a in allowed], pa.bool_())
+        out.append(pc.if_else(mask, pa.nulls(len(array), array.type), array))
+    return pa.StructArray.from_arrays(out, fields=list(events.type))
 
 
 class EventRef:
@@ -44,224 +390,15 @@ class EventRef:
         return {k: v for k, v in row.items() if v is not None}
 
 
-class TimeDisplay:
-    """Which time columns an output shows as timestamps: those the input gave as timestamps or
-    ISO-8601 text (the catalog learns it while the input is read), the others as the integers
-    they were. Measures of type timestamp (``x.ts``, ``MAX(x.ts)``) follow: shown as timestamps
-    when some time column is."""
-
-    def __init__(self, catalog: Any = None, measure_kinds: dict[str, dict[str, str]] | None = None) -> None:
-        self.catalog = catalog
-        self.measure_kinds = measure_kinds or {}  # query -> measure name -> type name
-        self._seen: tuple = ()
-        self._columns: frozenset[str] = frozenset()
-
-    @property
-    def columns(self) -> frozenset[str]:
-        """The time columns shown as timestamps (so far: the catalog may learn more)."""
-        catalog = self.catalog
-        if catalog is None:
-            return frozenset()
-        seen = tuple(catalog.time_inputs.items())
-        if seen != self._seen:
-            self._seen = seen
-            self._columns = catalog.timestamp_columns
-        return self._columns
-
-    def measures(self, query: str) -> list[str]:
-        """The measures of ``query`` shown as timestamps."""
-        if not self.columns:
-            return []
-        kinds = self.measure_kinds.get(query, {})
-        return [name for name, kind in kinds.items() if kind in ("timestamp", "list<timestamp>")]
-
-
-def _as_timestamp(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return format_time_ns(value)
-    if isinstance(value, (list, tuple)):
-        return [_as_timestamp(v) for v in value]
-    return value
-
-
-class Writer:
-    """Base class: ``write(query_name, match, events)`` then ``close()``."""
-
-    def __init__(self, with_events: bool, tag_queries: bool, times: TimeDisplay | None = None) -> None:
-        self.with_events = with_events
-        self.tag_queries = tag_queries
-        self.count = 0
-        self.times = times or TimeDisplay()
-        # Per query: its SELECT items, label -> the attributes ``label[a, b]`` reports (None: all).
-        self.restrictions: dict[str, dict[str, tuple[str, ...] | None]] = {}
-
-    def restrict(self, query: str, items: dict[str, tuple[str, ...] | None]) -> None:
-        """Report only the attributes the SELECT items name for their labels' events."""
-        self.restrictions[query] = items
-
-    def _records(self, query: str, match: Match, events: list[EventRef] | None) -> list[dict[str, Any]]:
-        restrictions = self.restrictions.get(query, {})
-        out = []
-        for position, event in zip(match.positions, events or [None] * len(match.positions)):
-            allowed = _allowed(restrictions, match, position, event)
-            out.append(_event_record(position, event, allowed))
-        return out
-
-    def _text_times(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Time values as ISO-8601 text where the input gave timestamps (JSON output)."""
-        shown = self.times.columns
-        if shown:
-            for record in records:
-                for name in shown & record.keys():
-                    record[name] = _as_timestamp(record[name])
-        return records
-
-    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-def _allowed(
-    items: dict[str, tuple[str, ...] | None], match: Match, position: int, event: EventRef | None
-) -> set[str] | None:
-    """The attributes to report for the event at ``position`` (None: all of them). ``items``
-    are the query's SELECT items, label -> the attributes written ``label[a, b]`` (None: all):
-    an event reports the union over its labels, or everything if one of them names none."""
-    if not items or not any(attributes is not None for attributes in items.values()):
-        return None
-    labels = {label for label, positions in match.labels.items() if position in positions}
-    if event is not None:
-        labels.add(event.table.column("event_type")[event.index].as_py())
-    covering = [items[label] for label in labels if label in items]
-    if not covering or any(attributes is None for attributes in covering):
-        return None
-    return {attribute for attributes in covering for attribute in attributes}
-
-
-def _event_record(position: int, event: EventRef | None, allowed: set[str] | None = None) -> dict[str, Any]:
-    record: dict[str, Any] = {"position": position}
-    if event is not None:
-        record["source"] = event.source
-        record["row"] = event.row
-        values = event.values()
-        if allowed is not None:
-            values = {k: v for k, v in values.items() if k == "event_type" or k in allowed}
-        record.update(values)
-    return record
-
-
-class JsonLinesWriter(Writer):
-    def __init__(
-        self, stream: TextIO, with_events: bool, tag_queries: bool, times: TimeDisplay | None = None
-    ) -> None:
-        super().__init__(with_events, tag_queries, times)
-        self.stream = stream
-
-    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
-        record = match.to_dict()
-        if self.tag_queries:
-            record = {"query": query, **record}
-        if "measures" in record:
-            for name in self.times.measures(query):
-                if name in record["measures"]:
-                    record["measures"][name] = _as_timestamp(record["measures"][name])
-        if self.with_events and events is not None:
-            record["events"] = self._text_times(self._records(query, match, events))
-        self.stream.write(json.dumps(record, default=str) + "\n")
-        self.count += 1
-
-
-class ParquetWriter(Writer):
-    """Columns: query, trigger, positions, labels (map), partition (as text), one typed column
-    per measure, and with ``--with-events`` the events as a typed list of structs (position,
-    source, row, event_type and every declared attribute, null where an event has none)."""
-
-    BATCH = 50_000
-
-    def __init__(
-        self,
-        path: str,
-        with_events: bool,
-        tag_queries: bool,
-        measures: dict[str, pa.DataType] | None = None,
-        attributes: dict[str, pa.DataType] | None = None,
-        times: TimeDisplay | None = None,
-    ) -> None:
-        super().__init__(with_events, tag_queries, times)
-        self.path = path
-        self.measures = dict(measures or {})
-        taken = {name for name, _ in MATCH_FIELDS} | {"events"}
-        for name in self.measures:
-            if name in taken:
-                raise ValueError(f"measure {name!r} clashes with an output column; rename it with AS")
-        self.attributes = {name: kind for name, kind in (attributes or {}).items() if name != "event_type"}
-        # The file's schema is fixed at the first write to it, once the input has been read
-        # far enough to know which times came as timestamps.
-        self.writer: pq.ParquetWriter | None = None
-        self.schema: pa.Schema | None = None
-        self.rows: dict[str, list] = self._empty()
-
-    def _empty(self) -> dict[str, list]:
-        names = [name for name, _ in MATCH_FIELDS] + list(self.measures)
-        return {name: [] for name in names + (["events"] if self.with_events else [])}
-
-    def _schema(self) -> pa.Schema:
-        stamp = pa.timestamp("ns", tz="UTC")
-        shown = self.times.columns
-        fields = list(MATCH_FIELDS)
-        for name, kind in self.measures.items():
-            if pa.types.is_timestamp(kind) and not shown:
-                kind = pa.int64()  # the input's times were integers: so are these
-            elif pa.types.is_timestamp(kind):
-                kind = stamp
-            elif pa.types.is_list(kind) and pa.types.is_timestamp(kind.value_type):
-                kind = pa.list_(stamp if shown else pa.int64())
-            fields.append((name, kind))
-        if self.with_events:
-            event_fields = [
-                ("position", pa.int64()),
-                ("source", pa.string()),
-                ("row", pa.int64()),
-                ("event_type", pa.string()),
-            ] + [(name, stamp if name in shown else kind) for name, kind in self.attributes.items()]
-            fields.append(("events", pa.list_(pa.struct(event_fields))))
-        return pa.schema(fields)
-
-    def write(self, query: str, match: Match, events: list[EventRef] | None) -> None:
-        rows = self.rows
-        append_match(rows, query, match)
-        for name in self.measures:
-            value = match.measures.get(name)
-            rows[name].append(list(value) if isinstance(value, tuple) else value)
-        if self.with_events:
-            rows["events"].append(self._records(query, match, events))
-        self.count += 1
-        if len(rows["trigger"]) >= self.BATCH:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.writer is None:
-            self.schema = self._schema()
-            self.writer = pq.ParquetWriter(self.path, self.schema)
-        if self.rows["trigger"]:
-            self.writer.write_table(pa.table(self.rows, schema=self.schema))
-            self.rows = self._empty()
-
-    def close(self) -> None:
-        self._flush()
-        assert self.writer is not None
-        self.writer.close()
-
-
-class CoreTextWriter(Writer):
+class CoreTextWriter:
     """CORE++'s output: ``[start,end], ((id: T attributes: [v ...]) ... )`` per complex event,
     where T is the event type's number in declaration order and start/end are the window's
     measure (attribute values for WITHIN n [attr], times for time windows, else positions)."""
 
     def __init__(self, stream: TextIO, schema: Schema, tag_queries: bool) -> None:
-        super().__init__(True, tag_queries)
+        self.with_events = True
+        self.tag_queries = tag_queries
+        self.count = 0
         self.stream = stream
         self.schema = schema
         self.type_ids = {name: i for i, name in enumerate(schema.event_types)}
@@ -294,6 +431,9 @@ class CoreTextWriter(Writer):
     def _time(self, value: dict[str, Any]) -> Any:
         decl = self.schema.event_types[value["event_type"]]
         return value.get(decl.time_attribute or "")
+
+    def close(self) -> None:
+        self.stream.flush()
 
 
 def _core_value(value: Any, kind: str) -> str:

@@ -10,15 +10,16 @@ the measures, LIMIT. Use it on small streams (a few dozen events).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ceql.compile.output_schema import measures_of, time_types
 from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
 from ceql.match import Match
 from ceql.reference.conditions import MISSING, Env, measure
 from ceql.reference.formulas import FormulaEvaluator, ce_max, ce_min, common_value, support
-from ceql.reference.inputs import rows
+from ceql.reference.inputs import rows, time_kinds
 
 __all__ = ["run"]
 
@@ -32,7 +33,13 @@ def run(query: Any, events: Any, *, type_labels: bool = False) -> list[Match]:
     ``type_labels=True``, ``Match.labels`` also lists the events under their event type names.
     """
     checked: CheckedQuery = query if isinstance(query, CheckedQuery) else query.checked
-    return _Reference(checked, rows(events, checked.schema), type_labels).run()
+    if isinstance(events, Iterator):
+        events = list(events)
+    reference = _Reference(checked, rows(events, checked.schema), type_labels)
+    # Times in measures are shown as the input gives them, as the engine's outputs do.
+    times = time_types(checked.schema, time_kinds(events, checked.schema))
+    reference.shown = {m.name: m for m in measures_of(checked, times) if m.time is not None}
+    return reference.run()
 
 
 class _Reference:
@@ -41,6 +48,7 @@ class _Reference:
         self.query = checked.query
         self.stream = stream
         self.type_labels = type_labels
+        self.shown: dict[str, Any] = {}  # time measures -> how their nanoseconds are shown
 
     # ------------------------------------------------------------------ top level
 
@@ -223,7 +231,10 @@ class _Reference:
             return {}
         env = Env.of(ce, ce, self.stream)
         multiplicity = self.checked.label_multiplicity
-        return {item.name: measure(item.expr, env, multiplicity) for item in items}
+        values = {item.name: measure(item.expr, env, multiplicity) for item in items}
+        for name, shown in self.shown.items():
+            values[name] = shown.python(values[name])
+        return values
 
 
 def partition_key(event: Mapping[str, Any], groups, checked: CheckedQuery) -> tuple | None:

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ceql.lang.ast import ABSENCE_MARK
+from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.ingest import Ingest
 from ceql.runtime.runs import PlainRuns, RegisterRuns
@@ -185,7 +186,8 @@ class Absence:
             seen: set = set()
             for item in self._select(group):
                 for found in self.evaluator.output.matches([as_node(item.events)], trigger, key, detailed):
-                    match = (found[0] if detailed else found)._replace(deadline=item.deadline)
+                    plain = found[0] if detailed else found
+                    match = Match(*plain._values()[:5], item.deadline)
                     if match in seen:
                         continue
                     seen.add(match)

@@ -10,6 +10,7 @@ structure is periodically pruned, so memory is bounded by the window.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 from collections.abc import Iterator, Mapping
@@ -22,7 +23,8 @@ from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.absence import Absence
-from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.arrow import MatchRows
+from ceql.runtime.batches import BatchBuilder, builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
@@ -38,7 +40,10 @@ class Evaluator:
     it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
     labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
     partition (conditions across events keep runs with different register values apart);
-    ``max_states`` and ``max_work`` bound the lazily determinized automaton (docs/limits.md)."""
+    ``max_states`` and ``max_work`` bound the lazily determinized automaton (docs/limits.md);
+    ``on_error`` ("fail", "skip" or "dead-letter") says what happens to bad input rows, and
+    ``dead_letter`` (a path, a text stream or a function of the record) receives the records of
+    the rows rejected under "dead-letter" (docs/input.md, "Bad rows"); ``errors`` counts them."""
 
     def __init__(
         self,
@@ -49,6 +54,8 @@ class Evaluator:
         max_classes: int = DEFAULT_MAX_CLASSES,
         max_states: int | None = None,
         max_work: int | None = None,
+        on_error: str = "fail",
+        dead_letter: Any = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
@@ -88,49 +95,148 @@ class Evaluator:
             engine = "compiled" if forced == "1" else "python"
         self.engine = engine
         self._kernel = _kernel_for(plan) if engine == "compiled" and not type_labels else None
+        # This evaluator's typing of its input (a copy of the plan's catalog records how this
+        # input gives times: outputs show them so), and its bad-row policy.
+        self.builder = own_builder(plan)
+        self._schema: Any = None
+        self._policies: dict[str, Any] = {}
+        self._dead_letter = dead_letter
+        self.on_error = on_error
+        self.errors = self._policy(on_error)
         self._step: EventStep | None = None  # push()'s per-event path, made on first use
         # NOT FOLLOWED BY: complex events wait for their deadline (runtime/absence.py).
         self.absence = Absence(self) if plan.absence is not None else None
 
     # ------------------------------------------------------------------ public API
 
-    def push(self, event: dict) -> list[Match]:
+    def push(self, event: dict, *, on_error: str | None = None) -> list[Match]:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
-        The event takes a per-event path (``single.py``): no Arrow batch is built."""
-        if type(event) is not dict and not isinstance(event, Mapping):
-            return list(self.process([event]))
+        ``on_error`` overrides the evaluator's bad-row policy for this event. Under "fail" a
+        dict takes a per-event path (``single.py``): no Arrow batch is built."""
+        if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
+            return list(self.process([event], on_error=on_error))
         step = self._step
         if step is None:
             step = self._step = EventStep(self)
-        return step.push(event)
+        return self._shown(step.push(event))
 
-    def push_batch(self, batch: Any) -> list[Match]:
+    def push_batch(self, batch: Any, *, on_error: str | None = None) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
-        return list(self.process(batch))
+        return list(self.process(batch, on_error=on_error))
 
-    def process(self, events: Any) -> Iterator[Match]:
+    def process(self, events: Any, *, on_error: str | None = None) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
             if not self.type_labels:
                 self._kernel = _kernel_for(self.plan)
-        if self._kernel is not None:
-            yield from self._kernel.matches(events)
-            return
-        for table in iter_tables(events, builder_for(self.plan)):
-            yield from self._run(table)
+        kernel = self._kernel
+        for table in iter_tables(events, self._typing(on_error)):
+            schema = self.output_schema()
+            if kernel is not None:
+                for chunk in kernel.process_table(table):
+                    yield from MatchRows(kernel.columns(chunk), schema, kernel.reports_partition)
+            elif schema.time_measures:
+                yield from _shown(self._run(table), schema)
+            else:
+                yield from self._run(table)
 
-    def arrow(self, events: Any) -> pa.Table:
-        """Matches over ``events`` as one Arrow table (docs/api.md: trigger, positions, one
-        column per reported label, partition, one typed column per measure). The compiled
-        kernel builds it without a Python object per match when it supports the query."""
+    def arrow(self, events: Any, *, name: str = "query", on_error: str | None = None) -> pa.Table:
+        """Matches over ``events`` as one Arrow table of the output schema (docs/guide.md,
+        "Output"); ``name`` fills the ``query`` column. The compiled kernel builds it without a
+        Python object per match when it supports the query."""
+        from ceql.runtime.arrow import from_matches, record_batch
+
         if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
             self._kernel = _kernel_for(self.plan)
-        if self._kernel is not None:
-            return self._kernel.arrow(events)
-        from ceql.runtime.arrow import matches_table
+        kernel = self._kernel
+        batches = []
+        for table in iter_tables(events, self._typing(on_error)):
+            schema = self.output_schema(name)
+            if kernel is not None:
+                batches.extend(record_batch(schema, kernel.columns(c)) for c in kernel.process_table(table))
+            else:
+                batches.append(record_batch(schema, from_matches(self._run(table), schema)))
+        schema = self.output_schema(name)
+        if self.absence is not None:  # the whole input: what is still due (NOT FOLLOWED BY)
+            batches.append(record_batch(schema, from_matches(self.finish(), schema)))
+        return pa.Table.from_batches(batches, schema=schema.arrow)
 
-        return matches_table(self.plan, self.run(events), type_labels=self.type_labels)
+    def columns(self, events: Any, batch: int = 50_000, finish: bool = False) -> Iterator[Any]:
+        """Matches over ``events`` as ``MatchColumns`` (``runtime/arrow.py``; raw measures: times
+        in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers.
+        ``finish``: ``events`` end the input (also the matches ``finish`` reports)."""
+        import itertools
+
+        from ceql.runtime.arrow import from_matches
+
+        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
+            if not self.type_labels:
+                self._kernel = _kernel_for(self.plan)
+        kernel = self._kernel
+        for table in iter_tables(events, self._typing(None)):
+            schema = self.output_schema()
+            if kernel is not None:
+                for chunk in kernel.process_table(table):
+                    yield kernel.columns(chunk)
+                continue
+            found = self._run(table)
+            while True:
+                part = list(itertools.islice(found, batch))
+                if not part:
+                    break
+                yield from_matches(part, schema)
+        if self.absence is not None and finish:  # the end of the input (NOT FOLLOWED BY)
+            found = self.finish()
+            if found:
+                yield from_matches(found, self.output_schema())
+
+    def output_schema(self, name: str = "query") -> Any:
+        """The output schema of this evaluator's matches (``compile/output_schema.py``): fixed
+        once its input has shown how it gives the times the output shows."""
+        from ceql.compile.output_schema import output_schema
+
+        schema = self._schema
+        if schema is None:
+            kinds = self.builder.catalog.time_inputs
+            schema = output_schema(self.plan, type_labels=self.type_labels, time_kinds=kinds)
+            if all(m.time.kind in kinds.values() for m in schema.time_measures):
+                self._schema = schema
+        return schema if schema.name == name else schema.with_name(name)
+
+    def _policy(self, mode: str) -> Any:
+        """The ErrorPolicy of a mode (one per mode, so that counts add up across calls)."""
+        policy = self._policies.get(mode)
+        if policy is None:
+            from ceql.runtime.rejects import ErrorPolicy
+
+            sink = self._dead_letter if mode == "dead-letter" else None
+            policy = self._policies[mode] = ErrorPolicy(mode, sink)
+        return policy
+
+    def _last_time(self) -> int | None:
+        """The latest time accepted so far (nanoseconds), on either path."""
+        if self._kernel is not None:
+            return self._kernel.last_time
+        last = self.ingest.last_time
+        return int(last) if last is not None else None
+
+    def _typing(self, on_error: str | None) -> Any:
+        """The batch builder for a bad-row policy: fail raises at the first bad row, the others
+        hand bad rows to the policy (``runtime/bad_rows.py``)."""
+        mode = on_error or self.on_error
+        if mode == "fail":
+            return self.builder
+        policy = self._policy(mode)
+        key = ("builder", mode)
+        builder = self._policies.get(key)
+        if builder is None:
+            from ceql.runtime.bad_rows import PolicyBuilder
+
+            builder = PolicyBuilder(self.builder.catalog, policy, self.plan, self.builder.notices, self._last_time)
+            self._policies[key] = builder
+        self.errors = policy
+        return builder
 
     def process_table(
         self, table: pa.Table, *, positions: np.ndarray | None = None, payload: Any = None
@@ -142,14 +248,14 @@ class Evaluator:
         those of its reported events. Runs on the Python evaluator."""
         self._python_path()
         if positions is None:
-            return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
-        return self._run(builder_for(self.plan).from_table(table), positions=positions, payload=payload, detailed=True)
+            return self._run(self.builder.from_table(table), payload=payload, detailed=True)
+        return self._run(self.builder.from_table(table), positions=positions, payload=payload, detailed=True)
 
     def process_with_payload(self, table: pa.Table, payload: Any) -> Iterator[tuple[Match, list]]:
         """Like ``process`` for one Arrow table, also giving, for each match, the payload items
         of its events (``payload``: a list, one item per row, or a function of the row index)."""
         self._python_path()
-        return self._run(builder_for(self.plan).from_table(table), payload=payload, detailed=True)
+        return self._run(self.builder.from_table(table), payload=payload, detailed=True)
 
     def next_deadline(self) -> Any:
         """The earliest deadline a ``NOT FOLLOWED BY`` complex event waits for (None if none):
@@ -178,7 +284,7 @@ class Evaluator:
                 ingest.last_time = ns
         if self._kernel is not None and (self._kernel.last_time is None or self._kernel.last_time < ns):
             self._kernel.last_time = ns
-        return matches
+        return matches if detailed else self._shown(matches)
 
     def finish(self, detailed: bool = False) -> list:
         """The end of the input: the matches still due (``NOT FOLLOWED BY`` queries report every
@@ -186,12 +292,21 @@ class Evaluator:
         ``Query.run`` calls it; call it after pushing the last event of a finite input."""
         if self.absence is None:
             return []
-        return self.absence.finish(self.position, detailed)
+        found = self.absence.finish(self.position, detailed)
+        return found if detailed else self._shown(found)
 
     def run(self, events: Any) -> Iterator[Match]:
         """Every match over ``events`` taken as the whole input: ``process``, then ``finish``."""
         yield from self.process(events)
         yield from self.finish()
+
+    def _shown(self, matches: list) -> list:
+        """Matches with their time measures as the input gave the times (``_shown``)."""
+        if matches:
+            schema = self.output_schema()
+            if schema.time_measures:
+                return list(_shown(iter(matches), schema))
+        return matches
 
     def export_state(self) -> bytes:
         """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
@@ -350,6 +465,29 @@ def _large(events: Any) -> bool:
     if rows is None and type(events).__module__.startswith("pandas"):
         rows = len(events)
     return rows is not None and rows >= KERNEL_MIN_ROWS
+
+
+def own_builder(plan: Plan) -> BatchBuilder:
+    """A batch builder of the plan's columns over a copy of its catalog, so that how this
+    evaluator's input gives times is recorded apart from other runs of the same query (input
+    warnings are still given once per query)."""
+    catalog = copy.copy(plan.catalog)
+    catalog.time_inputs = {}
+    builder = BatchBuilder(catalog)
+    builder.notices = builder_for(plan).notices
+    return builder
+
+
+def _shown(matches: Iterator[Match], schema: Any) -> Iterator[Match]:
+    """Matches with their time measures shown as the input gave the times (the Python path
+    computes them in nanoseconds)."""
+    times = schema.time_measures
+    for match in matches:
+        trigger, positions, labels, partition, measures, deadline = match._values()
+        values = dict(measures)
+        for measure in times:
+            values[measure.name] = measure.python(values.get(measure.name))
+        yield Match(trigger, positions, labels, partition, values, deadline)
 
 
 def _kernel_for(plan: Plan) -> Any:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from ceql.compile.predicates import ScalarPredicates
 from ceql.errors import EventError
 from ceql.match import Match
-from ceql.runtime.batches import builder_for
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.rowtype import RowTyper
 
@@ -34,12 +33,11 @@ if TYPE_CHECKING:
     from ceql.runtime.evaluator import Evaluator
 
 
-def _shared(plan: Any) -> tuple[RowTyper, ScalarPredicates]:
-    """The row typer and the scalar predicates of a plan (made once, kept on the plan)."""
+def _shared(plan: Any) -> ScalarPredicates:
+    """The scalar predicates of a plan (made once, kept on the plan)."""
     found = getattr(plan, "_single", None)
     if found is None:
-        found = (RowTyper(builder_for(plan)), ScalarPredicates(plan.compiled.predicates))
-        plan._single = found
+        found = plan._single = ScalarPredicates(plan.compiled.predicates)
     return found
 
 
@@ -69,7 +67,7 @@ class _PlanFacts:
 
     def __init__(self, plan: Any) -> None:
         self.plan = plan
-        predicates = _shared(plan)[1]
+        predicates = _shared(plan)
         catalog = plan.catalog
         self.types = {
             name: _TypeFacts(
@@ -141,7 +139,8 @@ class EventStep:
         plan = evaluator.plan
         self.evaluator = evaluator
         self.plan = plan
-        self.typer = _shared(plan)[0]
+        # Typed by the evaluator's own builder: its catalog records how this input gives times.
+        self.typer = RowTyper(evaluator.builder)
         self.main = _PlanFacts(plan)
         self.types = self.main.types
         self.cancelling = _PlanFacts(plan.absence) if plan.absence is not None else None
@@ -304,10 +303,10 @@ class EventStep:
         if not chunks:
             return []
         if len(chunks) > 1 or len(chunks[0]) > SMALL_OUTPUT:
-            keys = runner.keys.keys if runner.reports_partition and runner.keys is not None else None
-            from ceql.runtime.kernel.output import project, to_matches
+            from ceql.runtime.arrow import MatchRows
 
-            return [m for chunk in chunks for m in to_matches(project(chunk, runner.projection), keys)]
+            schema = self.evaluator.output_schema()
+            return [m for chunk in chunks for m in MatchRows(runner.columns(chunk), schema, runner.reports_partition)]
         # All of one trigger, so of this event's partition: its key is the partition's.
         partition = tuple(key) if runner.reports_partition else None
         return self._small_matches(chunks[0], runner.projection, partition)

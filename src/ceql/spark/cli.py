@@ -6,8 +6,9 @@ put in order (or rejected as out of order or late) by the same ``Orderer``, in o
 sees only the event types, times and input positions. So ``--engine spark`` and ``--engine
 local`` accept and reject exactly the same rows, for the same reasons, with the same line
 numbers. Rejected rows fail the run, are counted, or go to the dead-letter output. Accepted
-events are evaluated by ``ceql.spark.find`` in the order of the stream; results are written as
-Parquet or JSON Lines directories.
+events are evaluated by ``ceql.spark.find`` in the order of the stream; the results are written
+by the local engine's writers on the workers (``spark/files.py``), as JSON Lines (the default)
+or Parquet folders with the local engine's rows.
 """
 
 from __future__ import annotations
@@ -132,10 +133,11 @@ def _rows(table: pa.Table, file_index: int, lines, kind: int, reasons, texts) ->
     return full.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=full.schema)]
 
 
-def order_events(accepted, schema: Schema, sort: bool):
+def order_events(accepted, schema: Schema, sort: bool, time_kinds: dict[str, str] | None = None):
     """Stream order of the accepted events, by the local ``Orderer`` in one task over the event
     types, times and input positions: rows (file, line, order) for the events kept, and (file,
-    line, reason) for those rejected as out of order or late."""
+    line, reason) for those rejected as out of order or late (``time_kinds``: how the input
+    gives each time column, for the reasons)."""
     from ceql.io.errors import RejectList
     from ceql.io.ordering import Orderer
     from ceql.io.readers import Chunk
@@ -146,7 +148,7 @@ def order_events(accepted, schema: Schema, sort: bool):
 
     def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rejects = RejectList()
-        orderer = Orderer(schema, rejects, sort=sort)
+        orderer = Orderer(schema, rejects, sort=sort, times=time_kinds)
         position = 0
 
         def chunks():
@@ -195,27 +197,33 @@ def run_spark(args: argparse.Namespace) -> int:
 
     from ceql.cli import (
         _compile_queries,
+        _restrictions,
         _schema,
         check_run_outputs,
+        evaluation_schema,
+        output_format,
         read_options,
         run_catalog,
         warnings_to_stderr,
     )
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.readers import resolve_inputs
+    from ceql.io.writers import FORMATS, run_schema
     from ceql.spark.batch import explain_plan, find
+    from ceql.spark.files import write_dead_letters, write_matches
     from ceql.spark.session import session
 
     schema = _schema(args.declaration)
-    queries = _compile_queries(args.query, schema)
+    # The readers type times once, to nanoseconds: the evaluators take them so.
+    queries = _compile_queries(args.query, evaluation_schema(schema))
     paths = resolve_inputs(args.input)
     if "-" in paths:
         raise CeqlError("--engine spark reads files, not standard input")
     if not args.output or args.output == STDOUT:
         raise CeqlError("--engine spark needs --output DIRECTORY (results are written by Spark)")
-    fmt = args.format or "parquet"
-    if fmt not in ("parquet", "jsonl"):
-        raise CeqlError("--engine spark writes parquet or jsonl")
+    fmt = output_format(args)
+    if fmt not in FORMATS:
+        raise CeqlError(f"--engine spark writes {' or '.join(FORMATS)}")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
@@ -234,15 +242,18 @@ def run_spark(args: argparse.Namespace) -> int:
             catalog.note_time_input(name, kind)  # integers anywhere win, as locally
         else:
             notices.warn(message, message)
-    shown_times = catalog.timestamp_columns
+    kinds = dict(catalog.time_inputs)
     accepted = parsed.where(F.col(KIND) == ACCEPTED).drop(KIND, REASON, INPUT)
     rejected = parsed.where(F.col(KIND) == REJECTED).select(FILE, LINE, REASON, INPUT)
+    # An event rejected after parsing (out of order, late) carries its typed values: they
+    # become the input text of its dead-letter record, as locally.
+    values = F.struct(EVENT_TYPE, *[F.col(f"`{c}`") for c in catalog.columns]).alias("__values")
+    rejected = rejected.withColumn("__values", F.lit(None).cast(accepted.select(values).schema[0].dataType))
     if any(d.time_attribute for d in schema.event_types.values()):
-        ordered = order_events(accepted, schema, args.sort).localCheckpoint(eager=True)
+        ordered = order_events(accepted, schema, args.sort, kinds).localCheckpoint(eager=True)
         late = ordered.where(F.col(REASON).isNotNull())
-        rejected = rejected.unionByName(
-            late.select(FILE, LINE, REASON, F.lit(None).cast("string").alias(INPUT))
-        )
+        late = late.select(FILE, LINE, REASON).join(accepted.select(FILE, LINE, values), [FILE, LINE], "left")
+        rejected = rejected.unionByName(late.withColumn(INPUT, F.lit(None).cast("string")))
         kept = ordered.where(F.col(REASON).isNull()).select(FILE, LINE, ORDER)
         events = accepted.join(kept, [FILE, LINE])
         order_by = [ORDER]
@@ -258,51 +269,37 @@ def run_spark(args: argparse.Namespace) -> int:
     with Outputs(args.overwrite) as outputs:
         if args.dead_letter:
             # Written even when empty, like the local engine's dead-letter file.
-            sources = F.array(*[F.lit(p) for p in paths])
-            rejected.select(
-                F.element_at(sources, F.col(FILE) + 1).alias("source"),
-                F.col(LINE).alias("line"),
-                F.col(REASON).alias("reason"),
-                F.col(INPUT).alias("input"),
-            ).write.mode("errorifexists").json(outputs.folder(args.dead_letter))
-        events = events.select(EVENT_TYPE, *catalog.columns, *order_by)
+            write_dead_letters(rejected, outputs.folder(args.dead_letter), paths, schema, kinds)
+        extra = [c for c in (FILE, LINE) if c not in order_by]
+        events = events.select(EVENT_TYPE, *catalog.columns, *extra, *order_by)
         total = parsed.where(F.col(KIND) != WARNING).count()
-        results = None
         limit = args.max_matches or None
+        run = run_schema(queries, catalog, args.with_events)
+        jobs = []
         for name, query in queries:
             if not args.quiet:
                 print(f"ceql run: {name}: {explain_plan(query)}", file=sys.stderr)
             found = find(
                 events,
                 query,
-                schema,
                 order_by=order_by,
-                id_columns=[EVENT_TYPE, *catalog.columns] if args.with_events else [],
+                id_columns=[EVENT_TYPE, *catalog.columns, FILE, LINE] if args.with_events else [],
                 positions=True,
                 name=name,
                 max_matches=limit,
             )
-            found = _file_layout(found, args.with_events, shown_times, fmt)
-            results = found if results is None else results.unionByName(found, allowMissingColumns=True)
+            jobs.append((found, run.schemas[name], _restrictions(query)))
         folder = outputs.folder(args.output)
         try:
-            write = results.write.mode("errorifexists")
             # A task stopped by the match limit is expected: keep Spark from logging its trace.
             spark.sparkContext.setLogLevel("OFF" if limit else "ERROR")
-            if fmt == "parquet":
-                write.parquet(folder)
-            else:
-                write.json(folder)
+            counts = write_matches(jobs, run, folder, fmt, paths)
         except Exception as exc:
             if "ceql.errors.LimitError" in str(exc):
                 raise _too_many(args.max_matches) from None
             raise
         finally:
             spark.sparkContext.setLogLevel("ERROR")
-        # Read back with the result schema: a JSON folder without matches has no columns to infer.
-        reader = spark.read.schema(results.schema)
-        written = reader.parquet(folder) if fmt == "parquet" else reader.json(folder)
-        counts = {row["query"]: row["count"] for row in written.groupBy("query").count().collect()}
         if args.max_matches and sum(counts.values()) > args.max_matches:
             raise _too_many(args.max_matches)
         outputs.commit()
@@ -315,84 +312,6 @@ def run_spark(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
-
-
-def _file_layout(found, with_events: bool, shown_times: frozenset[str] = frozenset(), fmt: str = "jsonl"):
-    """The columns of the local engine's output files: query, trigger, positions, labels,
-    partition (as text), the events with their positions, then the measures. Times the input
-    gave as timestamps or ISO text (``shown_times``) are ISO-8601 text in JSON Lines (exactly the
-    local engine's) and timestamps in Parquet; timestamp measures follow, integers otherwise."""
-    from pyspark.sql import functions as F
-
-    def shown(value):
-        """An int64 nanosecond time as the output shows it."""
-        return _iso_text(value) if fmt == "jsonl" else F.timestamp_micros(_micros(value))
-
-    fields = {f.name: f.dataType for f in found.schema.fields}
-    if "partition" not in fields:
-        partition = F.lit(None).cast("array<string>")
-    elif fields["partition"].typeName() == "struct":
-        parts = [F.col("partition").getField(f.name).cast("string") for f in fields["partition"].fields]
-        partition = F.when(F.col("partition").isNull(), F.lit(None)).otherwise(F.array(*parts))
-    else:
-        partition = F.col("partition")
-    columns = [F.col(c) for c in ("query", "trigger", "positions", "labels")] + [partition.alias("partition")]
-    if with_events:
-        names = [f.name for f in fields["events"].elementType.fields]
-        columns.append(
-            F.transform(
-                "events",
-                lambda e, i: F.struct(
-                    F.element_at("positions", i + 1).alias("position"),
-                    *[(shown(e.getField(n)) if n in shown_times else e.getField(n)).alias(n) for n in names],
-                ),
-            ).alias("events")
-        )
-    reserved = {"query", "trigger", "positions", "labels", "partition", "events", "ids"}
-    for name in fields:
-        if name in reserved:
-            continue
-        column = F.col(f"`{name}`")
-        if fields[name].typeName() == "timestamp":  # a timestamp measure (x.ts, MAX(x.ts))
-            nanos = F.unix_micros(column) * F.lit(1000)
-            column = shown(nanos) if shown_times else nanos
-        columns.append(column.alias(name))
-    return found.select(*columns)
-
-
-def _micros(value):
-    """Nanoseconds to microseconds, rounded down, exactly (Spark timestamps hold microseconds)."""
-    from pyspark.sql import functions as F
-
-    return ((value - F.pmod(value, F.lit(1000))).cast("decimal(20,0)") / F.lit(1000)).cast("long")
-
-
-def _iso_text(value):
-    """ISO-8601 UTC text of an int64 nanosecond time, as ``format_time_ns`` writes it (exact:
-    integer arithmetic, no session time zone)."""
-    from pyspark.sql import functions as F
-
-    billion = F.lit(1_000_000_000)
-    nanos = F.pmod(value, billion)
-    seconds = ((value - nanos).cast("decimal(20,0)") / billion).cast("long")  # exact: decimal
-    days = F.floor(seconds / F.lit(86_400)).cast("int")
-    second_of_day = F.pmod(seconds, F.lit(86_400))
-    day = F.date_add(F.lit("1970-01-01").cast("date"), days)
-    clock = F.format_string(
-        "%02d:%02d:%02d",
-        (second_of_day / 3600).cast("int"),
-        ((second_of_day % 3600) / 60).cast("int"),
-        second_of_day % 60,
-    )
-    fraction = F.regexp_replace(F.lpad(nanos.cast("string"), 9, "0"), "0+$", "")
-    text = F.concat(
-        F.date_format(day, "yyyy-MM-dd"),
-        F.lit("T"),
-        clock,
-        F.when(fraction == "", "").otherwise(F.concat(F.lit("."), fraction)),
-        F.lit("Z"),
-    )
-    return F.when(value.isNull(), F.lit(None)).otherwise(text)
 
 
 def _too_many(limit: int):

@@ -1,17 +1,12 @@
 """The rows ``find`` returns: their Spark schema (decided on the driver) and how a task turns
 matches into Arrow batches of that schema (on the workers).
 
-Columns, in order (docs/spark.md, "Output schema"):
-
-- ``query`` string: the query's name;
-- with ``positions=True``: ``trigger`` long, ``positions`` array<long>, ``labels``
-  map<string, array<long>> (label -> positions), as in the local engine;
-- ``partition``: the PARTITION BY key, a struct of the key attributes typed as declared (one
-  group), or array<string> (several groups); absent when the query has no reported partition;
-- one typed column per measure (the types of the local engine's Arrow output);
-- with id columns: ``events`` array<struct<id columns>>, the match's events in stream order,
-  and ``ids`` struct<label: array<struct<id columns>>> for every reported label;
-- ``deadline`` long, last, for ``NOT FOLLOWED BY`` queries (``Match.deadline``).
+The columns are the output schema of every engine (``compile/output_schema.py``; docs/guide.md,
+"Output"), as Spark types (pyspark's ``from_arrow_type``): ``query``; with ``positions=True``
+``trigger``, ``positions`` and ``labels``; ``partition``; the measures; with id columns
+``events`` (the id columns of the match's events in stream order) and ``ids`` (per reported
+label). Times are shown as the DataFrame gives the time column (Spark timestamps hold
+microseconds).
 """
 
 from __future__ import annotations
@@ -21,9 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ceql.errors import UnsupportedQueryError
+from ceql.compile.output_schema import FIXED, OutputSchema, declared_unit, output_schema, time_names
+from ceql.runtime.arrow import from_matches, record_batch
 
-RESERVED = ("query", "trigger", "positions", "labels", "partition", "events", "ids")
+RESERVED = FIXED
 
 
 @dataclass(frozen=True)
@@ -34,86 +30,70 @@ class OutputSpec:
     id_columns: tuple[str, ...]
     positions: bool
     labels: tuple[str, ...]  # reported labels that get an ``ids`` field
-    partition: str | None  # "struct", "strings" or None
+    partition: str | None  # "struct" or None
     partition_fields: tuple[str, ...]
     measures: tuple[str, ...]
-    arrow_schema: pa.Schema = field(compare=False)
-    deadline: bool = False  # NOT FOLLOWED BY: a ``deadline`` column (Match.deadline)
+    arrow_schema: pa.Schema = field(compare=False)  # the batches Spark takes from a task
+    schema: OutputSchema | None = field(default=None, compare=False)  # the output schema
 
     @property
     def has_ids(self) -> bool:
         return bool(self.id_columns)
 
 
+def time_kinds(query, df_schema) -> dict[str, str]:
+    """How a DataFrame gives each time column (``Catalog.time_inputs``'s words): Spark
+    timestamps (UTC instants, microseconds), timestamps without a zone, dates, ISO-8601 text,
+    or integers in the declared unit."""
+    from pyspark.sql import types as T
+
+    schema = query.checked.schema
+    by_name = {f.name: f.dataType for f in df_schema.fields}
+    out = {}
+    for column in time_names(schema):
+        kind = by_name.get(column)
+        if isinstance(kind, T.TimestampType):
+            out[column] = "timestamp[us, tz=UTC]"
+        elif isinstance(kind, T.TimestampNTZType):
+            out[column] = "timestamp[us]"
+        elif isinstance(kind, T.DateType):
+            out[column] = "date32[day]"
+        elif isinstance(kind, T.StringType):
+            out[column] = "ISO-8601"
+        else:
+            out[column] = f"integer {declared_unit(schema, column)}"
+    return out
+
+
 def output_spec(
     query, df_schema, *, name: str, id_columns: list[str], positions: bool
 ) -> tuple[OutputSpec, object]:
     """The output spec and Spark schema of ``find`` on a DataFrame with ``df_schema``."""
-    from pyspark.sql import types as T
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema, to_arrow_type
 
-    from ceql.runtime.arrow import measure_type, reported_labels
-
-    facts = query.facts
-    fields = [T.StructField("query", T.StringType(), False)]
-    if positions:
-        fields += [
-            T.StructField("trigger", T.LongType()),
-            T.StructField("positions", T.ArrayType(T.LongType())),
-            T.StructField("labels", T.MapType(T.StringType(), T.ArrayType(T.LongType()))),
-        ]
-    partition, partition_fields = None, ()
-    if facts.partition_reported:
-        groups = facts.partition_groups
-        if len(groups) == 1:
-            partition, partition_fields = "struct", tuple(groups[0])
-            types = facts.catalog.arrow_types
-            fields.append(
-                T.StructField(
-                    "partition",
-                    T.StructType([T.StructField(a, from_arrow_type(types[a])) for a in partition_fields]),
-                )
-            )
-        else:
-            partition = "strings"
-            fields.append(T.StructField("partition", T.ArrayType(T.StringType())))
-    kinds = query.checked.measure_types or {}
-    for measure in facts.measures:
-        if measure in RESERVED:
-            raise UnsupportedQueryError(
-                f"measure name {measure!r} clashes with an output column; rename it with AS"
-            )
-        kind = measure_type(kinds.get(measure))
-        spark_type = from_arrow_type(kind) if kind is not None else T.StringType()
-        fields.append(T.StructField(measure, spark_type))
-    labels: tuple[str, ...] = ()
-    if id_columns:
-        by_name = {f.name: f for f in df_schema.fields}
-        event = T.StructType([T.StructField(c, by_name[c].dataType) for c in id_columns])
-        fields.append(T.StructField("events", T.ArrayType(event)))
-        labels = reported_labels(query.plan)
-        if labels:
-            fields.append(
-                T.StructField("ids", T.StructType([T.StructField(x, T.ArrayType(event)) for x in labels]))
-            )
-    deadline = getattr(query.plan, "absence", None) is not None
-    if deadline:
-        if any(f.name == "deadline" for f in fields):
-            raise UnsupportedQueryError("measure name 'deadline' clashes with an output column; rename it with AS")
-        fields.append(T.StructField("deadline", T.LongType()))
-    schema = T.StructType(fields)
+    by_name = {f.name: f for f in df_schema.fields}
+    events = [pa.field(c, to_arrow_type(by_name[c].dataType)) for c in id_columns] if id_columns else None
+    schema = output_schema(
+        query.plan,
+        name=name,
+        positions=positions,
+        time_kinds=time_kinds(query, df_schema),
+        events=events,
+        ids=True,
+    )
+    spark_schema = from_arrow_schema(schema.arrow)
     spec = OutputSpec(
         name=name,
         id_columns=tuple(id_columns),
         positions=positions,
-        labels=labels,
-        partition=partition,
-        partition_fields=partition_fields,
-        measures=tuple(facts.measures),
-        arrow_schema=to_arrow_schema(schema),
-        deadline=deadline,
+        labels=schema.ids,
+        partition="struct" if schema.partition_type is not None else None,
+        partition_fields=tuple(f for f, _ in schema.partition),
+        measures=tuple(m.name for m in schema.measures),
+        arrow_schema=to_arrow_schema(spark_schema),
+        schema=schema,
     )
-    return spec, schema
+    return spec, spark_schema
 
 
 class Collector:
@@ -150,57 +130,38 @@ class Collector:
     def flush(self) -> pa.RecordBatch:
         """The collected matches as one batch (and forget them)."""
         spec = self.spec
+        out = spec.schema
+        assert out is not None
         matches, rows = self.matches, self.rows
         self.matches, self.rows = [], []
-        schema = spec.arrow_schema
-        columns: dict[str, pa.Array] = {"query": pa.array([spec.name] * len(matches), pa.string())}
-        if spec.positions:
-            columns["trigger"] = pa.array([m.trigger for m in matches], pa.int64())
-            columns["positions"] = pa.array([list(m.positions) for m in matches], pa.list_(pa.int64()))
-            columns["labels"] = pa.array(
-                [sorted((k, list(v)) for k, v in m.labels.items()) for m in matches],
-                schema.field("labels").type,
-            )
-        if spec.partition == "struct":
-            kind = schema.field("partition").type
-            values = [
-                dict(zip(spec.partition_fields, m.partition)) if m.partition is not None else None
-                for m in matches
-            ]
-            columns["partition"] = pa.array(values, kind)
-        elif spec.partition == "strings":
-            columns["partition"] = pa.array(
-                [[str(v) for v in m.partition] if m.partition is not None else None for m in matches],
-                pa.list_(pa.string()),
-            )
-        for name in spec.measures:
-            kind = schema.field(name).type
-            values = [_plain(m.measures.get(name)) for m in matches]
-            if pa.types.is_timestamp(kind):  # measures hold nanoseconds; Spark's unit may differ
-                columns[name] = pa.array(values, pa.int64()).cast(pa.timestamp("ns", kind.tz)).cast(kind)
-            else:
-                columns[name] = pa.array(values, kind)
-        if spec.deadline:
-            columns["deadline"] = pa.array([m.deadline for m in matches], pa.int64())
+        events = ids = None
         if spec.has_ids:
             table = pa.concat_tables(self.ids) if self.ids else None
             if table is not None and len(self.ids) > 1:
                 self.ids = [table]
-            columns["events"] = _lists(table, rows, schema.field("events").type)
-            for label in spec.labels:
-                picked = [
-                    [row for row, position in zip(r, m.positions) if position in set(m.labels.get(label, ()))]
-                    for m, r in zip(matches, rows)
-                ]
-                columns.setdefault("ids", {})[label] = _lists(
-                    table, picked, schema.field("ids").type.field(label).type
-                )
-            if spec.labels:
-                ids = columns.pop("ids")
-                columns["ids"] = pa.StructArray.from_arrays(
-                    [ids[label] for label in spec.labels], fields=list(schema.field("ids").type)
-                )
-        return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+            kind = out.arrow.field("events").type
+            events = _lists(table, rows, kind)
+            if out.ids:
+                arrays = []
+                for label in out.ids:
+                    picked = [
+                        [row for row, position in zip(r, m.positions) if position in set(m.labels.get(label, ()))]
+                        for m, r in zip(matches, rows)
+                    ]
+                    arrays.append(_lists(table, picked, kind))
+                ids = pa.StructArray.from_arrays(arrays, fields=list(out.arrow.field("ids").type))
+        batch = record_batch(out, from_matches(matches, out), events, ids)
+        return spark_batch(batch, spec.arrow_schema)
+
+
+def spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of the output schema in the Arrow types Spark takes (timestamps in
+    microseconds, UTC)."""
+    if batch.schema == schema:
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [column.cast(f.type, safe=False) for column, f in zip(batch.columns, schema)], schema=schema
+    )
 
 
 def plain_rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
@@ -243,8 +204,3 @@ def _lists(table: pa.Table | None, rows: list[list[int]], kind: pa.DataType) -> 
         values = pa.StructArray.from_arrays(arrays, fields=list(struct_type))
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=kind)
 
-
-def _plain(value):
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value

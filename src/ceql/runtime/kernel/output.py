@@ -1,30 +1,19 @@
-"""From the kernel's flat complex events to reported matches: projection, deduplication, Arrow.
+"""From the kernel's flat complex events to reported matches: projection and deduplication.
 
 Projection is applied vectorised over the label-set id of every event: a table says, per label
 set, whether the event's position is kept and which labels it reports. A projection other than
 ``*`` can make complex events of one trigger equal; the later copies are dropped (as the Python
 evaluator does), by hashing each match's (position, projected labels) sequence.
 
-Arrow layout of the matches (one row per match, in trigger order):
-
-- ``trigger``: int64, the position of the event that reported the match;
-- ``positions``: list<int64>, the reported positions (ascending, after projection);
-- ``labels.<name>``: list<int64> per AS label the projection reports, the positions it labels
-  (empty when none);
-- the partition of partitioned queries: ``partition.<attribute>`` per attribute of the
-  PARTITION BY group when there is one group, else ``partition`` as list<string> (the key's
-  values as text, like the Parquet writer).
+The result is ``MatchColumns`` (``runtime/arrow.py``): ``record_batch`` turns it into the rows
+of the output schema (docs/guide.md, "Output"), ``MatchRows`` into ``Match`` objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-
 import numpy as np
-import pyarrow as pa
 
-from ceql.match import Match
+from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.kernel.compiled import dedupe_mask
 from ceql.runtime.kernel.engine import KernelMatches
 
@@ -78,26 +67,16 @@ class Projection:
         return bool(present & self.kept), tuple(sorted(present & self.kept & self.as_labels))
 
 
-@dataclass
-class ProjectedMatches:
-    """Matches after projection: flat positions plus one flat list per reported label."""
-
-    trigger: np.ndarray
-    partition: np.ndarray
-    offsets: np.ndarray
-    positions: np.ndarray
-    labels: dict[str, tuple[np.ndarray, np.ndarray]]  # label -> (offsets, positions)
-
-    def __len__(self) -> int:
-        return len(self.trigger)
+#: The kernel's matches after projection (partition codes; the runner adds the keys).
+ProjectedMatches = MatchColumns
 
 
-def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
+def project(matches: KernelMatches, projection: Projection) -> MatchColumns:
     """Apply the projection (and drop the duplicates it creates) to a batch of complex events."""
     offsets, positions = matches.offsets, matches.positions
     trigger, partition = matches.trigger, matches.partition
     if not projection.needs_labels or matches.labels is None:
-        return ProjectedMatches(trigger, partition, offsets, positions, {})
+        return MatchColumns(trigger, offsets, positions, {}, partition)
     sets = matches.label_sets
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
@@ -122,7 +101,7 @@ def project(matches: KernelMatches, projection: Projection) -> ProjectedMatches:
     for name in projection.output_labels:
         has = np.array([name in reported for _, reported in table], dtype=bool)[label_ids]
         labels[name] = _select_events(offsets, positions, label_ids, has)[:2]
-    return ProjectedMatches(trigger, partition, offsets, positions, labels)
+    return MatchColumns(trigger, offsets, positions, labels, partition)
 
 
 def _select_events(
@@ -130,62 +109,3 @@ def _select_events(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)
     return kept_before[offsets], positions[keep], label_ids[keep]
-
-
-def _list_array(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
-    if len(values) < 2**31:
-        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, pa.int64()))
-    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64()))
-
-
-def arrow_schema_names(projection: Projection, partition_groups: tuple[tuple[str, ...], ...]) -> list[str]:
-    """The column names of the Arrow output (see the module docstring)."""
-    names = ["trigger", "positions"] + [f"labels.{label}" for label in projection.output_labels]
-    if len(partition_groups) == 1:
-        names += [f"partition.{attribute}" for attribute in partition_groups[0]]
-    elif partition_groups:
-        names.append("partition")
-    return names
-
-
-def to_record_batch(
-    matches: ProjectedMatches,
-    projection: Projection,
-    partition_groups: tuple[tuple[str, ...], ...] = (),
-    keys: list[tuple] | None = None,
-    key_types: list[pa.DataType] | None = None,
-) -> pa.RecordBatch:
-    """The matches as an Arrow record batch; ``keys`` maps partition codes to key tuples
-    (``key_types``: the Arrow types of a single group's attributes)."""
-    columns = [pa.array(matches.trigger, pa.int64()), _list_array(matches.offsets, matches.positions)]
-    for label in projection.output_labels:
-        columns.append(_list_array(*matches.labels[label]))
-    if partition_groups and keys is not None:
-        codes, inverse = np.unique(matches.partition, return_inverse=True)
-        values = [keys[c] for c in codes.tolist()]
-        index = pa.array(inverse.astype(np.int64))
-        if len(partition_groups) == 1:
-            for i in range(len(partition_groups[0])):
-                kind = key_types[i] if key_types is not None else None
-                columns.append(pa.array([v[i] for v in values], kind).take(index))
-        else:
-            text = [[str(x) for x in v] for v in values]
-            columns.append(pa.array(text, pa.list_(pa.string())).take(index))
-    names = arrow_schema_names(projection, partition_groups if keys is not None else ())
-    return pa.RecordBatch.from_arrays(columns, names=names)
-
-
-def to_matches(matches: ProjectedMatches, keys: list[tuple] | None = None) -> Iterator[Match]:
-    """The matches as Match objects (``keys``: partition code -> key, None if not reported)."""
-    offsets = matches.offsets.tolist()
-    positions = matches.positions.tolist()
-    triggers = matches.trigger.tolist()
-    codes = matches.partition.tolist()
-    labels = {name: (o.tolist(), p.tolist()) for name, (o, p) in matches.labels.items()}
-    for i, trigger in enumerate(triggers):
-        found = {}
-        for name, (lo, lp) in labels.items():
-            if lo[i + 1] > lo[i]:
-                found[name] = tuple(lp[lo[i] : lo[i + 1]])
-        partition = keys[codes[i]] if keys is not None else None
-        yield Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), found, partition)

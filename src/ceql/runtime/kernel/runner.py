@@ -25,15 +25,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.output_schema import OutputSchema, output_schema
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
 from ceql.lang import ast
 from ceql.lang.visit import walk
 from ceql.match import Match
+from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import builder_for, iter_tables
 from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.output import Projection, project, to_matches, to_record_batch
+from ceql.runtime.kernel.output import Projection, project
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -212,6 +214,8 @@ class PlanKernel:
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
         self.last_time: int | None = None
+        # Types the input (an evaluator gives its own, which records how its input gave times).
+        self.builder = builder_for(plan)
         self._irrelevant = np.zeros(0, dtype=bool)
         self._type_array = pa.array(plan.type_names, pa.string())
         self._time_types = np.array(
@@ -234,32 +238,44 @@ class PlanKernel:
         self.position = base + n
         yield from self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes)
 
-    def record_batches(self, events: Any) -> Iterator[pa.RecordBatch]:
-        """Matches over ``events`` (dicts, pandas or Arrow) as Arrow record batches."""
-        for table in iter_tables(events, builder_for(self.plan)):
+    def record_batches(self, events: Any, schema: OutputSchema | None = None) -> Iterator[pa.RecordBatch]:
+        """Matches over ``events`` (dicts, pandas or Arrow) as record batches of the output
+        schema (default: ``output_schema(plan)`` once the first batch has been read)."""
+        for table in iter_tables(events, self.builder):
+            schema = schema or self.output_schema()
             for chunk in self.process_table(table):
-                yield self._batch(chunk)
+                yield record_batch(schema, self.columns(chunk))
 
-    def _batch(self, chunk: KernelMatches) -> pa.RecordBatch:
-        groups = self.plan.partition_groups if self.reports_partition else ()
-        keys = self.keys.keys if self.reports_partition and self.keys is not None else None
-        key_types = [self.plan.catalog.arrow_types[a] for a in groups[0]] if len(groups) == 1 else None
-        return to_record_batch(project(chunk, self.projection), self.projection, groups, keys, key_types)
+    def columns(self, chunk: KernelMatches) -> MatchColumns:
+        """A chunk of complex events, projected, with the partition keys when reported: what
+        ``record_batch`` (the output schema's rows) and ``MatchRows`` (Match views) take.
+        Measures computed in the kernel's output pass go in ``MatchColumns.measures`` (name ->
+        one raw value per match, times as int64 nanoseconds): both type and show them."""
+        columns = project(chunk, self.projection)
+        if self.reports_partition and self.keys is not None:
+            columns.keys = self.keys.keys
+        else:
+            columns.partition = None
+        return columns
 
-    def arrow(self, events: Any) -> pa.Table:
-        """Matches over ``events`` as one Arrow table (see output.py for the columns)."""
-        batches = list(self.record_batches(events))
+    def output_schema(self, **options: Any) -> OutputSchema:
+        """The output schema of this plan, times as this kernel's input gave them."""
+        return output_schema(self.plan, time_kinds=self.builder.catalog.time_inputs, **options)
+
+    def arrow(self, events: Any, schema: OutputSchema | None = None) -> pa.Table:
+        """Matches over ``events`` as one Arrow table of the output schema."""
+        batches = list(self.record_batches(events, schema))
         if not batches:
             empty = KernelMatches.concat([], self.kernel.label_sets, self.kernel.labels)
-            batches = [self._batch(empty)]
+            batches = [record_batch(schema or self.output_schema(), self.columns(empty))]
         return pa.Table.from_batches(batches)
 
-    def matches(self, events: Any) -> Iterator[Match]:
-        """Matches over ``events`` as Match objects, lazily."""
-        for table in iter_tables(events, builder_for(self.plan)):
+    def matches(self, events: Any, schema: OutputSchema | None = None) -> Iterator[Match]:
+        """Matches over ``events`` as Match objects, lazily: views of the kernel's columns,
+        whose fields are built when first read."""
+        for table in iter_tables(events, self.builder):
             for chunk in self.process_table(table):
-                keys = self.keys.keys if self.reports_partition and self.keys is not None else None
-                yield from to_matches(project(chunk, self.projection), keys)
+                yield from MatchRows(self.columns(chunk), schema, self.reports_partition)
 
     # ------------------------------------------------------------------ per batch
 
