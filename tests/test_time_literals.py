@@ -174,3 +174,28 @@ def test_spark_agrees(spark) -> None:
     assert sorted((r.trigger, tuple(r.positions)) for r in rows) == [(2, (0, 2))]
     local = sorted((m.trigger, m.positions) for m in query.run(events))
     assert local == [(2, (0, 2))]
+
+
+@pytest.mark.parametrize(
+    "bad, found, expected",
+    [
+        ("TIMESTAMP '2024-13-01'", "'2024-13-01'", "is not a date"),
+        ("TIMESTAMP 'yesterday'", "'yesterday'", "is not an ISO-8601 time"),
+        ("TIMESTAMP '2024-03-01T25:00:00Z'", "'2024-03-01T25:00:00Z'", "is not a time of day"),
+        ("TIMESTAMP '2024-03-01T09:00:00+25:00'", "'2024-03-01T09:00:00+25:00'", "impossible offset"),
+        ("o.ts + INTERVAL 'x' MINUTE", "'x'", "is not a number"),
+        ("o.ts + INTERVAL '1.5' NANOSECONDS", "'1.5'", "whole number of nanoseconds"),
+        ("o.ts + INTERVAL '1' FORTNIGHT", "FORTNIGHT", "expected a time unit"),
+        ("o.ts + INTERVAL 10 MINUTES", "10", "takes quoted text"),
+        ("TIMESTAMP 2024", "2024", "takes quoted text"),
+    ],
+)
+def test_bad_time_literals_are_errors_at_their_line_and_column(bad, found, expected) -> None:
+    """A bad literal is a syntax error that points at the part at fault, on its own line."""
+    text = f"SELECT * WHERE Order AS o ; Payment AS p\n  FILTER p.ts > {bad}"
+    with pytest.raises(ceql.QuerySyntaxError) as caught:
+        ceql.check(text, SCHEMA)
+    error = caught.value
+    assert expected in error.message
+    assert error.line == 2
+    assert text.splitlines()[1][error.column - 1 :].startswith(found), (error.column, str(error))

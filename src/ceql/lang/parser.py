@@ -894,6 +894,10 @@ class _Parser:
             return ast.Literal(tok.upper == "TRUE", pos=tok.offset)
         if self.is_time_literal():
             return self.parse_time_literal()
+        if tok.kind == "IDENT" and tok.upper in grammar.TIME_LITERALS and self.peek(1).kind in ("INT", "FLOAT"):
+            # (No expression is followed by a number: this is a time literal without its quotes.)
+            example = "INTERVAL '10' MINUTES" if tok.upper == "INTERVAL" else f"TIMESTAMP '{TIMESTAMP_EXAMPLE}'"
+            raise self.fail(f"{tok.upper} takes quoted text: write {example}", self.peek(1).offset, example)
         if self.is_function_call():
             if not labelled:
                 raise self.fail(
