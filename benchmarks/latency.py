@@ -60,6 +60,13 @@ SHAPES = [
         100,
         "iso",
     ),
+    (
+        "NOT FOLLOWED BY (deadlines), 100 keys",
+        "SELECT * FROM S WHERE A AS a FILTER a[v > 900] NOT FOLLOWED BY B AS b FILTER b[v > 500] "
+        "PARTITION BY [k] WITHIN 500 MILLISECONDS",
+        100,
+        "int",
+    ),
 ]
 
 
