@@ -113,12 +113,14 @@ class Evaluator:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
         ``on_error`` overrides the evaluator's bad-row policy for this event. Under "fail" a
         dict takes a per-event path (``single.py``): no Arrow batch is built."""
-        if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
-            return list(self.process([event], on_error=on_error))
         step = self._step
-        if step is None:
-            step = self._step = EventStep(self)
-        return self._shown(step.push(event))
+        if step is None or on_error is not None or type(event) is not dict or self.on_error != "fail":
+            if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
+                return list(self.process([event], on_error=on_error))
+            if step is None:
+                step = self._step = EventStep(self)
+        found = step.push(event)
+        return self._shown(found) if found else found
 
     def push_batch(self, batch: Any, *, on_error: str | None = None) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
