@@ -52,6 +52,14 @@ WORKLOADS = {
         "keyed",
         "SELECT * FROM S WHERE A : B :+ : C PARTITION BY [k]",
     ),
+    # Measures q1: the same pattern with measures over its events (both engines compute them).
+    "measures q1: A : B:+ : C per key": (
+        "keyed",
+        "keyed",
+        "keyed",
+        "SELECT *, a.t AS a_ts, FIRST(b).t AS b_first, COUNT(b) AS nb, SUM(b.v) AS sb, MIN(b.v) AS mnb, "
+        "MAX(b.v) AS mxb, AVG(b.v) AS avb, c.v - a.v AS d FROM S WHERE A AS a : B:+ AS b : C AS c PARTITION BY [k]",
+    ),
 }
 
 # name -> (time column, MATCH_RECOGNIZE body, measures as output columns)
@@ -85,6 +93,17 @@ SQL = {
         DEFINE A AS A.event_type = 'A', B AS B.event_type = 'B', C AS C.event_type = 'C'""",
         ["p0", "b0", "b1", "bn", "p2"],
     ),
+    "measures q1: A : B:+ : C per key": (
+        "t",
+        """PARTITION BY k ORDER BY rt
+        MEASURES A.id AS p0, FIRST(B.id) AS b0, LAST(B.id) AS b1, COUNT(B.id) AS bn, C.id AS p2,
+                 A.t AS a_ts, FIRST(B.t) AS b_first, SUM(B.v) AS sb, MIN(B.v) AS mnb, MAX(B.v) AS mxb,
+                 AVG(CAST(B.v AS DOUBLE)) * 1000 AS avb, C.v - A.v AS d
+        ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW
+        PATTERN (A B+ C)
+        DEFINE A AS A.event_type = 'A', B AS B.event_type = 'B', C AS C.event_type = 'C'""",
+        ["p0", "b0", "b1", "bn", "p2", "a_ts", "b_first", "sb", "mnb", "mxb", "avb", "d"],
+    ),
 }
 
 
@@ -92,11 +111,17 @@ def available() -> bool:
     return PYTHON.exists() and shutil.which("java") is not None
 
 
-def canonical(name: str, positions: tuple[int, ...]) -> tuple[int, ...]:
-    """ceql's complex event in the shape of Flink's measures for workload ``name``."""
-    if name == "A : B:+ : C per key":
+def canonical(name: str, positions: tuple[int, ...], measures: dict | None = None) -> tuple[int, ...]:
+    """ceql's complex event (and its measures) in the shape of Flink's measures for workload
+    ``name``."""
+    if name.endswith("A : B:+ : C per key"):
         middle = positions[1:-1]
-        return (positions[0], middle[0], middle[-1], len(middle), positions[-1])
+        out = (positions[0], middle[0], middle[-1], len(middle), positions[-1])
+        if name.startswith("measures") and measures is not None:
+            m = measures
+            # Flink's row has BIGINT columns: the average times 1000, truncated.
+            out += (m["a_ts"], m["b_first"], m["sb"], m["mnb"], m["mxb"], int(m["avb"] * 1000), m["d"])
+        return out
     return tuple(positions)
 
 

@@ -287,6 +287,38 @@ def tweets(events: int = 200_000, seed: int = 7, reach: int = 30_000) -> pa.Tabl
     )
 
 
+THREADS_DECLARATION = (
+    "CREATE STREAM S { EVENT T { id:int, user:int }, EVENT R { id:int, tweet:int, user:int, kind:int } }"
+)
+
+
+def threads(events: int = 20_000, seed: int = 9, recent: int = 50, stops: float = 0.05) -> pa.Table:
+    """Tweets (T) and replies (R) for the PART-BY paper's Example 4 (nested PART-BY): half of the
+    events are tweets; a reply answers one of the ``recent`` latest tweets (uniformly) from one
+    of 1,000 users; a fraction ``stops`` of the replies have ``kind`` 1 (the paper's #stop), the
+    others 0 (#ihate). Every tweet stays a live partial match (no window), while the work an
+    event asks for stays constant: the live partial matches grow with the stream."""
+    rng = np.random.default_rng(seed)
+    is_reply = rng.random(events) < 0.5
+    is_reply[0] = False
+    position = np.arange(events)
+    tweet_rows = np.flatnonzero(~is_reply)
+    # The number of tweets before each event, then one of the ``recent`` latest of them.
+    before = np.searchsorted(tweet_rows, position, side="left")
+    back = rng.integers(1, recent + 1, size=events)
+    target = tweet_rows[np.maximum(before - back, 0)]
+    kind = (rng.random(events) < stops).astype(np.int64)
+    return pa.table(
+        {
+            "event_type": pa.array(np.where(is_reply, "R", "T")),
+            "id": pa.array(position),
+            "tweet": pa.array(target, mask=~is_reply),
+            "user": pa.array(rng.integers(0, 1_000, size=events)),
+            "kind": pa.array(kind, mask=~is_reply),
+        }
+    )
+
+
 # ------------------------------------------------------------ cross-event conditions, strategies
 
 VALUES_DECLARATION = (

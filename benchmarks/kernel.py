@@ -231,6 +231,100 @@ def profile_kernel(plan, table: pa.Table) -> dict:
     return {k: round(v, 4) for k, v in phases.items()}
 
 
+#: Issue 25's targets: the same pattern without and with measures, and with a condition across
+#: events (1M events of Flink's ``a b+ c`` per key workload), and equality correlation.
+PATTERN = "A AS a : B:+ AS b : C AS c PARTITION BY [k]"
+TARGETS = {
+    "pattern": f"SELECT * FROM S WHERE {PATTERN}",
+    "measures": "SELECT *, a.t AS a_ts, FIRST(b).t AS b_first, COUNT(b) AS nb, SUM(b.v) AS sb, MIN(b.v) AS mnb, "
+    f"MAX(b.v) AS mxb, AVG(b.v) AS avb, c.v - a.v AS d FROM S WHERE {PATTERN}",
+    "condition": "SELECT * FROM S WHERE (A AS a : B:+ AS b : C AS c) FILTER c.v > a.v PARTITION BY [k]",
+}
+#: Targets also run through the default API (Match objects), against their Arrow output.
+MATCH_OBJECTS = ("pattern", "measures")
+CORRELATION = "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.id = y.tweet WITHIN 20000 EVENTS"
+
+
+def _best(function, repeats: int) -> tuple[object, float, float]:
+    """(result, least CPU seconds, least wall seconds) over ``repeats`` calls."""
+    best_cpu = best_wall = float("inf")
+    result = None
+    for _ in range(repeats):
+        result, wall, cpu = timed(function)
+        best_cpu, best_wall = min(best_cpu, cpu), min(best_wall, wall)
+    return result, best_cpu, best_wall
+
+
+def targets(events: int = 1_000_000, repeats: int = 5) -> list[dict]:
+    """Issue 25's ratios, measured side by side in this process (least of ``repeats`` runs)."""
+    import ceql
+    from benchmarks.duckdb_side import correlation_sql
+
+    rows = []
+    schema = ceql.declare(g.KEYED_DECLARATION)
+    table = g.keyed(events)
+    queries = {name: ceql.compile(text, schema) for name, text in TARGETS.items()}
+    for query in queries.values():
+        query.run(table.slice(0, 2_000), output="arrow")  # load the compiled functions
+    results: dict[str, list] = {name: [] for name in queries}
+    results.update({f"{name}, Match objects": [] for name in MATCH_OBJECTS})
+    for _ in range(repeats):  # interleaved, so that load on the machine hits all alike
+        for name, query in queries.items():
+            out, wall, cpu = timed(lambda q=query: q.run(table, output="arrow"))
+            results[name].append((cpu, wall, out.num_rows))
+            if name in MATCH_OBJECTS:  # the default API: Match objects, each one's positions read
+                found, wall, cpu = timed(lambda q=query: sum(len(m.positions) > 0 for m in q.run(table)))
+                results[f"{name}, Match objects"].append((cpu, wall, found))
+    base = min(r[0] for r in results["pattern"])
+    for name, runs in results.items():
+        cpu, wall = min(r[0] for r in runs), min(r[1] for r in runs)
+        row = {"target": name, "events": events, "matches": runs[0][2], "cpu": cpu, "wall": wall, "ratio": cpu / base}
+        if name.endswith(", Match objects"):
+            arrow = name[: -len(", Match objects")]
+            row["arrow_ratio"] = cpu / min(r[0] for r in results[arrow])
+        rows.append(row)
+    import duckdb
+
+    tweets_schema = ceql.declare(g.TWEETS_DECLARATION)
+    query = ceql.compile(CORRELATION, tweets_schema)
+    for size in (200_000, 2_000_000):
+        tweets = g.tweets(size)
+        query.run(tweets.slice(0, 2_000), output="arrow")
+        connection = duckdb.connect()
+        connection.execute("SET threads = 1")
+        connection.register("ev", tweets)
+        sql = correlation_sql(20_000)
+        tries = max(2, repeats // (size // 200_000))
+        ours, cpu, wall = _best(lambda t=tweets: query.run(t, output="arrow"), tries)
+        theirs, duck_cpu, duck_wall = _best(lambda c=connection, q=sql: c.execute(q).fetchnumpy(), tries)
+        rows.append(
+            {
+                "target": f"correlation {size:,}",
+                "events": size,
+                "matches": ours.num_rows,
+                "cpu": cpu,
+                "wall": wall,
+                "duckdb_1thread_cpu": duck_cpu,
+                "duckdb_1thread_wall": duck_wall,
+                "same_count": ours.num_rows == len(theirs["p0"]),
+                "ratio": duck_cpu / cpu,
+            }
+        )
+    return rows
+
+
+def first_query() -> dict:
+    """The first query after install: ``A : B : C PARTITION BY [k]`` on 10,000 events in a
+    fresh process with an empty numba cache (benchmarks/jit.py), import included."""
+    from benchmarks import jit
+
+    spec = {"declaration": "keyed", "generator": "keyed", "text": jit.QUERIES[1][3], "events": 10_000, "engine": "auto"}
+    with tempfile.TemporaryDirectory(prefix="ceql-numba-") as cache:
+        wall, cpu = jit._run(spec, cache, background=True)
+    return {"target": "JIT: first query, 10k events", "events": 10_000, "matches": None, "cpu": cpu, "wall": wall,
+            "first_query_wall": wall}
+
+
 def compile_times() -> dict:
     """Seconds for a first call with an empty numba cache, then with the cache filled."""
     code = (
@@ -259,7 +353,33 @@ def main() -> None:
     parser.add_argument("--only", help="run only workloads whose name contains this")
     parser.add_argument("--profile", action="store_true", help="time the kernel path's phases")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--targets", action="store_true", help="issue 25's ratios only (side by side)")
     args = parser.parse_args()
+    if args.targets:
+        rows = targets(100_000 if args.quick else 1_000_000)
+        rows.append(first_query())
+        print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; least of 5 runs, interleaved")
+        print("| target | events | matches | CPU s | wall s | ratio |")
+        print("|---|---:|---:|---:|---:|---|")
+        for row in rows:
+            if "duckdb_1thread_cpu" in row:
+                ratio = (
+                    f"DuckDB 1 thread {row['duckdb_1thread_cpu']:.3f} CPU s ({row['duckdb_1thread_wall']:.3f} wall): "
+                    f"ceql {row['ratio']:.2f}x DuckDB's speed{'' if row['same_count'] else ' (COUNTS DIFFER)'}"
+                )
+            elif "arrow_ratio" in row:
+                ratio = f"{row['arrow_ratio']:.2f}x its Arrow output's CPU time"
+            elif "first_query_wall" in row:
+                ratio = "first query after install (empty numba cache, import included), wall s"
+            else:
+                ratio = f"{row['ratio']:.2f}x the pattern's CPU time"
+            print(
+                f"| {row['target']} | {row['events']:,} | {'-' if row['matches'] is None else format(row['matches'], ',')} | {row['cpu']:.3f} | {row['wall']:.3f} | {ratio} |"
+            )
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(rows, handle, indent=1)
+        return
     rows = []
     if not args.only:
         times = compile_times()

@@ -139,6 +139,9 @@ def run_ceql(row: dict, timeout: float) -> dict[str, Any]:
         out["seconds"] = out["update_seconds"] + out["enumeration_seconds"]
     if keep:
         out["_positions"] = [tuple(p) for p in result.column("positions").to_pylist()]
+        names = query.plan.measures.names if query.plan.measures is not None else ()
+        columns = {name: result.column(name).to_pylist() for name in names}
+        out["_measures"] = [{name: column[i] for name, column in columns.items()} for i in range(count)]
         out["_per_trigger_max"] = max(Counter(result.column("trigger").to_pylist()).values(), default=0)
     return out
 
@@ -172,7 +175,10 @@ def run_competitor(row: dict, name: str, ours: dict, timeout: float) -> dict[str
                 ours["_positions"], matches, row["text"], ours["_per_trigger_max"]
             )
         elif kind == "flink":
-            result["same"] = compare([flink_side.canonical(query, p) for p in ours["_positions"]], matches)
+            measures = ours.get("_measures") or [None] * len(ours["_positions"])
+            result["same"] = compare(
+                [flink_side.canonical(query, p, m) for p, m in zip(ours["_positions"], measures)], matches
+            )
         else:
             result["same"] = compare(ours["_positions"], matches)
     elif matches is not None:

@@ -33,6 +33,7 @@ DECLARATIONS = {
     "keyed": g.KEYED_DECLARATION,
     "tweets": g.TWEETS_DECLARATION,
     "values": g.VALUES_DECLARATION,
+    "threads": g.THREADS_DECLARATION,
 }
 
 NO_OUTPUT = "no output by design: the last step never occurs (CORE's partial-match workload)"
@@ -184,6 +185,12 @@ def duckdb_family(quick: bool) -> list[dict]:
     return rows
 
 
+EXAMPLE4 = (
+    "SELECT * FROM S WHERE [ (T AS X ; ((R+) PARTITION BY [user]) AS Y ; R AS Z) "
+    "FILTER Y[kind = 0] AND Z[kind = 1] ] PARTITION BY [X.id, Y.tweet, Z.tweet]"
+)
+
+
 def issues_family(quick: bool) -> list[dict]:
     """Rows asked by the issues: correlation cost and memory, cross-event conditions under +,
     selection-strategy cost per event, consumption, measures."""
@@ -243,6 +250,36 @@ def issues_family(quick: bool) -> list[dict]:
                 split=n,
             )
         )
+    # Costs that must not grow with the live partial matches (issue 25; side by side with more
+    # sizes: python -m benchmarks.flatness): the PART-BY paper's Example 4 (nested PART-BY,
+    # every tweet stays live) and NEXT/LAST with a window that never cuts (every A stays live).
+    for n in [1_000] if quick else [1_000, 4_000, 16_000]:
+        rows.append(
+            _row(
+                "issues",
+                "threads",
+                f"Example 4 (nested PART-BY), {n:,} events before",
+                EXAMPLE4,
+                "threads",
+                ["threads", {"events": n + 2_000}],
+                mode="tail",
+                split=n,
+            )
+        )
+    for strategy in ("NEXT", "LAST"):
+        for n in sizes:
+            rows.append(
+                _row(
+                    "issues",
+                    "a-then-b",
+                    f"{strategy} A AS a ; B AS b WITHIN 10,000,000 EVENTS, nA={n:,}",
+                    f"SELECT {strategy} * FROM S WHERE A AS a ; B AS b WITHIN 10000000 EVENTS",
+                    "values",
+                    ["a_then_b", {"a_events": n}],
+                    mode="tail",
+                    split=n,
+                )
+            )
     # Measures (issue 16): the stock benchmark with and without SELECT measures. The kernel does
     # not compute measures, so the query with measures runs on the Python path: it is compared
     # with the query without measures as it runs by default (kernel) and on the Python path.

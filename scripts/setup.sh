@@ -17,3 +17,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
   .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[spark,dev]"
   touch "$stamp"
 fi
+# Compile the kernel's numba functions once (seconds), so that the first query does not.
+.venv/bin/python -c "from ceql.runtime.kernel import warm; warm.ready() or warm.main()"

@@ -19,6 +19,11 @@ from tests.strategies import (
     LABELS,
     TYPES,
     WINDOWS_NOT_NULL,
+    _relabel,
+    _repair_labels,
+    covers_events,
+    label_keys,
+    shaped_formulas,
     shaped_queries,
     simple_pred,
     time_conditions,
@@ -148,14 +153,68 @@ def cross_queries(draw, depth: int = 3, strategies_: tuple[str | None, ...] = CR
         )
     )
     partition_labels: tuple = ()
-    labels = sorted(_defined(formula))
+    labels = tuple(sorted(_defined(formula)))
     if draw(st.sampled_from([False] * 5 + [True])):
-        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
-        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+        partition_labels = draw(label_keys(labels))
     return ast.Query(
         projection=ast.Projection("star"),
         formula=formula,
         strategy=query.strategy,
+        within=within,
+        partition_labels=partition_labels,
+        limit=draw(st.sampled_from([None] * 7 + [1, 2])),
+    )
+
+
+#: PART-BY over labels (in formulas and as the clause) with the operators that combine runs
+#: out of order or by support: ALL, AND, UNLESS, iterations (issue 25's bug lived there).
+PARTITION_OPERATORS = ("seq", "or", "all", "all", "and", "and", "unless", "iter", "as", "filter", "partition", "partition")
+
+
+@st.composite
+def partition_queries(draw, depth: int = 3, strategies_: tuple[str | None, ...] = CROSS_STRATEGIES):
+    """A query with PART-BY over labels inside ALL / AND (``(f ALL g) PARTITION BY [x.v,
+    y.id]`` as a part of a larger formula) and, in most cases, the PARTITION BY clause over
+    labels on top of ALL, AND, UNLESS and iterations; keys read different attributes per label."""
+    free = TYPES + LABELS
+    left = draw(shaped_formulas(depth - 1, PARTITION_OPERATORS, cross_conditions, free))
+    right = draw(shaped_formulas(depth - 1, PARTITION_OPERATORS, cross_conditions, free))
+    kind = draw(st.sampled_from(["all", "and", "and-same", "unless", "iter", "seq"]))
+    if kind == "all":
+        formula: ast.Formula = ast.AllOf((left, right))
+    elif kind == "and":
+        formula = ast.Conjunction((left, right))
+    elif kind == "and-same":
+        # The same formula twice, relabelled: AND then has complex events (same support).
+        formula = ast.Conjunction((left, _relabel(left, draw(st.permutations(LABELS)))))
+    elif kind == "unless":
+        formula = ast.Unless(left, right)
+    elif kind == "iter":
+        formula = ast.Iteration(ast.AllOf((left, right)) if draw(st.booleans()) else left)
+    else:
+        formula = ast.Sequence((left, right))
+    labels = tuple(sorted(_defined(formula)))
+    if labels and kind != "unless" and draw(st.booleans()):
+        # PART-BY over labels right on the ALL / AND, inside what comes around it.
+        formula = ast.PartitionBy(formula, draw(label_keys(labels)))
+        around = draw(st.sampled_from(["none", "none", "iter", "seq", "all"]))
+        if around == "iter":
+            formula = ast.Iteration(formula)
+        elif around in ("seq", "all"):
+            other = draw(shaped_formulas(1, ("as",), cross_conditions, free))
+            formula = ast.Sequence((formula, other)) if around == "seq" else ast.AllOf((other, formula))
+    formula = _repair_labels(formula)
+    if not covers_events(formula):
+        formula = ast.Sequence((formula, ast.Label(ast.EventType("A"), "x")))
+    labels = tuple(sorted(_defined(formula)))
+    partition_labels: tuple = ()
+    if labels and draw(st.sampled_from([True, True, False])):
+        partition_labels = draw(label_keys(labels))
+    within = draw(st.one_of(st.none(), st.none(), st.builds(ast.Within, st.just("events"), st.integers(3, 8))))
+    return ast.Query(
+        projection=ast.Projection("star"),
+        formula=formula,
+        strategy=draw(st.sampled_from(strategies_)),
         within=within,
         partition_labels=partition_labels,
         limit=draw(st.sampled_from([None] * 7 + [1, 2])),
@@ -191,8 +250,7 @@ def extended_matching_queries(draw, depth: int = 3):
         measures = tuple(named.values())
     partition_labels: tuple = ()
     if labels and not query.partition_by and draw(st.sampled_from([False] * 4 + [True])):
-        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
-        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+        partition_labels = draw(label_keys(labels))
     projection = ast.Projection(query.projection.kind, query.projection.items, measures)
     return ast.Query(
         projection=projection,

@@ -283,6 +283,22 @@ def extended_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
     )
 
 
+#: The attributes a PART-BY reads. Keys over labels read each label's own one, so that one
+#: event type can be keyed by different attributes in different roles (``[x.v, y.id]``: an
+#: equality between two attributes, where the engine's equality index must read, per move, the
+#: attribute of the label that move reports; issue 25).
+KEY_ATTRIBUTES = ("id", "id", "v")
+
+
+@st.composite
+def label_keys(draw, labels: tuple[str, ...], max_size: int = 3):
+    """The keys of a PART-BY over labels: one to ``max_size`` (label, attribute) pairs, each
+    label once or twice (twice with two attributes: one event keyed twice must agree)."""
+    chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=max_size))
+    keys = dict.fromkeys(ast.Attr(draw(st.sampled_from(KEY_ATTRIBUTES)), label) for label in chosen)
+    return tuple(keys)
+
+
 def _mark_contiguous(part: ast.Formula) -> ast.Formula:
     """A quantifier written as an element of a ':' chain (under AS or renaming) repeats
     contiguously, as the parser reads it."""
@@ -314,6 +330,16 @@ def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
         return {"or": ast.Union_, "and": ast.Conjunction, "all": ast.AllOf}[kind](parts)
     if kind == "unless":
         return ast.Unless(draw(sub), draw(sub))
+    if kind == "partition" and draw(st.booleans()):
+        # PART-BY over labels right on an ALL / AND, each side labelled (issue 25's bug lived
+        # there: ``((B AS x1)+ ALL B AS x2) PARTITION BY [x1.v, x2.id]``).
+        sides = []
+        for side in (draw(sub), draw(sub)):
+            if not scopes.defined_labels(side) or draw(st.booleans()):
+                side = ast.Label(side, draw(st.sampled_from(LABELS)))
+            sides.append(side)
+        combined = draw(st.sampled_from([ast.AllOf, ast.Conjunction]))(tuple(sides))
+        return ast.PartitionBy(combined, draw(label_keys(tuple(sorted(scopes.defined_labels(combined))))))
     body = draw(sub)
     defined = tuple(sorted(scopes.defined_labels(body)))
     if kind in ("iter", "citer"):
@@ -335,8 +361,7 @@ def extended_formulas(draw, depth: int = 3, free: tuple[str, ...] = ()):
     if kind == "partition":
         if draw(st.booleans()):
             return ast.PartitionBy(body, (ast.Attr("id"),))
-        chosen = draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))
-        return ast.PartitionBy(body, tuple(ast.Attr("id", label) for label in chosen))
+        return ast.PartitionBy(body, draw(label_keys(defined)))
     named = tuple(sorted(set(defined) | set(free)))
     return ast.Filter(body, draw(extended_conditions(named)))
 
@@ -362,8 +387,7 @@ def extended_queries(draw, depth: int = 3):
         measures = tuple(named.values())
     partition_labels: tuple = ()
     if labels and draw(st.booleans()):
-        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
-        partition_labels = tuple(ast.Attr("id", label) for label in chosen)
+        partition_labels = draw(label_keys(tuple(labels)))
     within = draw(
         st.one_of(
             st.none(),
@@ -558,9 +582,8 @@ def shaped_formulas(
         return ast.Filter(body, draw(conditions(defined, free)))
     if kind == "partition":
         if draw(st.booleans()):
-            return ast.PartitionBy(body, (ast.Attr("id"),))
-        chosen = draw(st.lists(st.sampled_from(defined), min_size=1, max_size=2, unique=True))
-        return ast.PartitionBy(body, tuple(ast.Attr("id", label) for label in chosen))
+            return ast.PartitionBy(body, (ast.Attr(draw(st.sampled_from(KEY_ATTRIBUTES))),))
+        return ast.PartitionBy(body, draw(label_keys(defined)))
     if kind == "rename":
         return ast.Rename(body, ((draw(st.sampled_from(defined)), draw(st.sampled_from(LABELS + ("w",)))),))
     if kind == "project":

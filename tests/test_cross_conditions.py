@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 import ceql
 from tests.agreement import check_case, record
-from tests.cross_strategies import cross_queries
+from tests.cross_strategies import cross_queries, partition_queries
 from tests.strategies import TEST_DECLARATION, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -54,3 +54,21 @@ def test_the_examples_of_issue_13_are_exact() -> None:
             got = list(query.run(events, engine=engine))
             assert len(got) == len(set(got)), text
             assert sorted(got) == sorted(expected), text
+
+
+partition_cases = cases(partition_queries(), nulls=True)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(partition_cases)
+def test_partition_by_over_labels_with_all_and_unless_agrees(case) -> None:
+    """PART-BY over labels inside ALL / AND, and the clause over labels on ALL, AND, UNLESS and
+    iterations, keyed by different attributes per label (issue 25)."""
+    record(check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at))
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(partition_cases)
+def test_partition_by_over_labels_with_all_and_unless_agrees_many(case) -> None:
+    record(check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at))

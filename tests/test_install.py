@@ -8,10 +8,12 @@ command, and finds ``py.typed``. The core install must not bring in Spark.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,28 @@ try:
     import ceql.spark
 except ImportError as error:
     print(error)
+"""
+
+
+# The first query after installing: 10,000 events to an Arrow table, import included. The
+# kernel's machine code is not compiled yet, so the input runs on the Python path and the kernel
+# compiles in a background process (ceql.runtime.kernel.warm).
+FIRST_QUERY = """
+import json, time
+wall, cpu = time.perf_counter(), time.process_time()
+import pyarrow as pa
+import ceql
+schema = ceql.declare("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int }, EVENT D { k:int } }")
+query = ceql.compile("SELECT * FROM S WHERE A : B : C PARTITION BY [k]", schema)
+n = 10_000
+table = pa.table({"event_type": ["ABCD"[i % 4] for i in range(n)], "k": [(i // 4) % 50 for i in range(n)]})
+out = query.run(table, output="arrow")
+print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, out.num_rows]))
+"""
+KERNEL_READY = """
+import ceql
+from ceql.runtime.kernel import warm
+print(warm.ready())
 """
 
 
@@ -85,6 +109,13 @@ def test_install_and_run(version: str, wheel: Path, tmp_path: Path) -> None:
     smoke = _run(bin_dir / "python", "-c", SMOKE, cwd=tmp_path).stdout.splitlines()
     assert smoke[:3] == ["[(0, 2)]", "True", "True"]
     assert "pip install 'ceql[spark]'" in smoke[3]
+    first = json.loads(_run(bin_dir / "python", "-c", FIRST_QUERY, cwd=tmp_path).stdout.splitlines()[-1])
+    assert first[1] < 2.0, f"first query after install: {first[0]:.2f} s wall, {first[1]:.2f} s CPU"
+    assert first[2] > 0
+    deadline = time.time() + 600  # the background compilation fills the kernel's cache
+    while _run(bin_dir / "python", "-c", KERNEL_READY, cwd=tmp_path).stdout.strip() != "True":
+        assert time.time() < deadline, "the kernel was not compiled in the background"
+        time.sleep(2)
     version_line = _run(bin_dir / "ceql", "--version").stdout.strip()
     assert version_line.startswith("ceql ")
     reported = _run(bin_dir / "python", "-c", "import sys; print(sys.version_info[:2])").stdout.strip()

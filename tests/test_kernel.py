@@ -18,23 +18,32 @@ from hypothesis import strategies as st
 
 import ceql
 from ceql.lang import ast, print_query
-from ceql.runtime.kernel import KernelEvaluator, PlanKernel, engine, unsupported
-from tests.strategies import TEST_DECLARATION, defined_labels, queries, streams
+from ceql.runtime.kernel import KernelEvaluator, PlanKernel, engine, unsupported, values
+from tests.agreement import check_case, compile_valid
+from tests.cross_strategies import cross_queries, extended_matching_queries
+from tests.strategies import TEST_DECLARATION, cases, defined_labels, queries, streams
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 CASES = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+#: Generated cases with conditions and measures (the differential suites run them too).
+SOME = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+MANY = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 EPOCH_NS = 1_700_000_000_000_000_000  # times near today's epoch nanoseconds (floats lose them)
 KERNEL_OPERATORS = ("seq", "cseq", "or", "iter", "citer", "as", "filter", "not", "and", "all", "unless")
-KERNEL_STRATEGIES = (None, "ALL", "ANY", "STRICT")
+KERNEL_STRATEGIES = (None, "ALL", "ANY", "STRICT", "NEXT", "LAST", "MAX")
 TINY = {name: 1 for name in engine.INITIAL}
 
 
 @pytest.fixture
 def tiny_arrays(monkeypatch):
-    """Start every kernel array at its smallest size and hand out output one match at a time."""
+    """Start every kernel array at its smallest size and hand out output one match at a time;
+    prune the kept values after every batch, and keep batches of more than 2 events as their
+    own segments (smaller ones in a growing tail)."""
     monkeypatch.setattr(engine, "INITIAL", TINY)
     monkeypatch.setattr(engine, "MAX_CHUNK_MATCHES", 1)
     monkeypatch.setattr(engine, "COMPACT_MIN", 1)
+    monkeypatch.setattr(values, "PRUNE_MIN", 0)
+    monkeypatch.setattr(values, "SMALL_BATCH", 3)
 
 
 def by_trigger(matches) -> dict[int, Counter]:
@@ -113,6 +122,60 @@ def test_kernel_matches_python_and_reference(query, events, cut) -> None:
 @given(kernel_queries, streams(min_size=4, max_size=12), cuts)
 def test_kernel_with_smallest_arrays(tiny_arrays, query, events, cut) -> None:
     check(query, events, cut)
+
+
+@pytest.fixture
+def every_candidate(monkeypatch):
+    """Check conditions per complex event on every pattern (not only those with few
+    candidates), to test that the check is exact wherever it applies."""
+    from ceql.runtime.kernel import postfilter, runner
+
+    monkeypatch.setattr(postfilter, "few_candidates", lambda body, plan: "forced by the test")
+    monkeypatch.setattr(runner, "few_candidates", lambda body, plan: "forced by the test")
+
+
+def _kernel_case(case) -> None:
+    """A generated case on the kernel alone (batches, a state round trip), against the
+    reference; cases the kernel leaves to the Python path are not counted."""
+    compiled = compile_valid(case.query, SCHEMA)
+    assume(compiled is not None and unsupported(compiled.plan) is None)
+    check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at, engines=("compiled",))
+
+
+@SOME
+@given(cases(cross_queries(), nulls=True))
+def test_kernel_conditions_across_events(case) -> None:
+    """Conditions across events the kernel checks per complex event (over the whole formula,
+    PARTITION BY over labels), with measures and missing values."""
+    _kernel_case(case)
+
+
+@SOME
+@given(cases(extended_matching_queries(), nulls=True))
+def test_kernel_extended_constructs_with_smallest_arrays(tiny_arrays, case) -> None:
+    """Measures, STRICT, repeats, quantifiers, renaming, PROJECT ... with every array at its
+    smallest size and the kept values pruned after every batch."""
+    _kernel_case(case)
+
+
+@SOME
+@given(cases(cross_queries(), nulls=True))
+def test_kernel_conditions_with_smallest_arrays(tiny_arrays, every_candidate, case) -> None:
+    _kernel_case(case)
+
+
+@pytest.mark.slow
+@MANY
+@given(cases(extended_matching_queries(), nulls=True))
+def test_kernel_extended_constructs_with_smallest_arrays_many(tiny_arrays, case) -> None:
+    _kernel_case(case)
+
+
+@pytest.mark.slow
+@MANY
+@given(cases(cross_queries(), nulls=True))
+def test_kernel_conditions_with_smallest_arrays_many(tiny_arrays, every_candidate, case) -> None:
+    _kernel_case(case)
 
 
 @st.composite

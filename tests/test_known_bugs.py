@@ -149,3 +149,70 @@ def test_a_double_key_equal_to_an_int_key_is_the_same_key(text: str, path: str) 
         )
     ]
     assert engine(text, events, path) == reference(text, events) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM S WHERE ((B AS x1)+ ALL B AS x2) PARTITION BY [x1.v, x2.id]",  # issue 25
+        "SELECT * FROM S WHERE (B AS x1 ALL B AS x2) FILTER x1.v = x2.id",
+        "SELECT * FROM S WHERE ((B AS x1 ; B) AND (B ; B AS x2)) PARTITION BY [x1.v, x2.id]",
+    ],
+)
+@pytest.mark.parametrize("save_at", [None, 1])
+def test_the_equality_index_reads_the_attribute_of_every_move(text: str, save_at: int | None) -> None:
+    """x1's events are keyed by v and x2's by id: a class whose common value came from x1.v = 0
+    must still be found by a later event whose id is 0 (as x2), whatever its v (issue 25: the
+    index read one attribute for every move of a state, and missed (0, 1))."""
+    events = events_of([("B", 0, 0), ("B", 0, 2), ("B", 2, 0)])
+    query = ceql.compile(text, SCHEMA)
+
+    def keys(matches) -> list:
+        return sorted((m.trigger, m.positions, sorted(m.labels.items())) for m in matches)
+
+    expected = keys(ceql.reference.run(query, events))
+    assert any(positions == (0, 1) for _, positions, _ in expected)
+    evaluator = query.evaluator(engine="python")
+    got = list(evaluator.push_batch(events[:save_at] if save_at else events))
+    if save_at:
+        fresh = query.evaluator(engine="python")
+        fresh.import_state(evaluator.export_state())
+        got += fresh.push_batch(events[save_at:])
+    assert keys(got) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # found by the generated PART-BY run (issue 25), then reduced:
+        "SELECT * WHERE (B UNLESS (B AS x FILTER NOT (MAX(x.v) != -A.id))) ALL (A AS y ALL C AS y) PARTITION BY [B.id, A.id]",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER NOT (x.v != A.id))) ; A",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER x.v = A.id)) ; A",
+        "SELECT * WHERE (B UNLESS (B AS x FILTER x.v = A.id OR x.v = 5)) ALL A",
+        "SELECT * WHERE C ; ((B UNLESS (B AS x FILTER NOT (x.v != A.id))) ; A)+",
+    ],
+)
+@pytest.mark.parametrize("ids", [(0, 0), (1, 0), (0, 1)])
+def test_unless_reading_a_label_that_comes_after_its_left_side(text: str, ids: tuple[int, int]) -> None:
+    """A label defined outside the UNLESS is read from the whole complex event (or its
+    iteration's instance), also its events after f: the match of g is decided once they are
+    all known, not when f ends (the engine read A as empty there: vacuously true or false)."""
+    events = events_of([("C", 0, 0), ("B", 0, 0), ("A", ids[0], 0), ("B", 0, 0), ("A", ids[1], 0)])
+    query = ceql.compile(text, SCHEMA)
+
+    def keys(matches) -> list:
+        return sorted((m.trigger, m.positions, sorted(m.labels.items())) for m in matches)
+
+    expected = keys(ceql.reference.run(query, events))
+    assert keys(query.run(events, engine="python")) == expected
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST"])
+def test_consumption_keeps_the_runs_that_reported_nothing(strategy: str) -> None:
+    """NEXT/LAST keep one complex event per class without a window; a class holding both the
+    empty complex event and a reported one must keep the empty one apart under CONSUME BY ANY:
+    it is what survives an output (found by the generated NEXT/LAST run, issue 25)."""
+    text = f"SELECT {strategy} * WHERE (B AS z+ : B AS x)+ CONSUME BY ANY"
+    events = events_of([("D", 1, 0), ("B", 1, 0), ("B", 1, 2), ("B", 0, 0), ("B", 0, 1)])
+    assert (4, (3, 4), {"x": (4,), "z": (3,)}) in reference(text, events)
+    assert engine(text, events) == reference(text, events)

@@ -57,8 +57,8 @@ def _api(tmp_path, name: str, engine: str):
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_every_local_path_and_format_gives_the_same_records(tmp_path, name, engine) -> None:
     query, events, arrow, matches, on_kernel = _api(tmp_path, name, engine)
-    if engine == "kernel" and unsupported(query.plan) is not None:
-        pytest.xfail(f"the kernel does not evaluate {unsupported(query.plan)} yet (issue #25)")
+    # Every contract query, measures included, runs on the kernel (issue #25).
+    assert unsupported(query.plan) is None
     assert on_kernel == (engine == "kernel")
     # The schema: every column the contract names, in order.
     expected_columns = ["query", "trigger", "positions", "labels", "partition"]

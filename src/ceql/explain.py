@@ -117,11 +117,13 @@ def explain(query: Query, dot: bool = False) -> str:
     for note in plan.notes:
         lines.append(f"  note: {note}")
     from ceql.compile.limits import growth_warnings
-    from ceql.runtime.kernel import unsupported
+    from ceql.runtime.kernel import kernel_notes, unsupported
 
     reason = unsupported(plan)
     if reason is None:
         lines.append("  engine: the compiled kernel on large Arrow or pandas inputs (engine='compiled' always)")
+        for note in kernel_notes(plan):
+            lines.append(f"  kernel: {note}")
     else:
         lines.append(f"  engine: the Python evaluator (the compiled kernel does not evaluate {reason})")
     for warning in growth_warnings(checked):

@@ -68,7 +68,8 @@ def compile_query_formula(
     registers = None
     if compiler.sites:
         registers = Registers(compiler.sites, compiler.attributes, compiler.homes, compiler.tracked)
-        registers.key = _index_key(compiler.sites, compiler.attribute_index)
+        registers.keys = _index_keys(compiler.sites, compiler.attribute_index)
+        registers.key = registers.keys[0] if registers.keys else None
     return Compiled(machine, compiler.predicates, compiler.sites, registers, compiler.attributes)
 
 
@@ -346,7 +347,7 @@ class _Compiler(Visitor):
         right_types = None if has_not(node.right) else frozenset(_event_types(node.right))
         machine = automata.UnlessTracked(self.counter, left, labels, right_types)
         frames = frozenset({right_frame.index} | set(range(frames_before, self.frame_count)))
-        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right))
+        self.tracked.append(Tracked(number, labels, inner_sites, frames, machine=right, left_frame=left_frame.index))
         return machine
 
     def _framed(self, body: ast.Formula, repeated: bool) -> automata.Machine:
@@ -551,7 +552,7 @@ class _Compiler(Visitor):
             ) if label in roles else automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset({end}))
             return self._finish_site(
                 machine, index, "NOT " + print_cond(cond), site_atoms, ("not", tree), list(aggregates.values()),
-                roles, star if uses_star else None, False, end_label=end,
+                roles, star if uses_star else None, False, end_label=end, source=ast.Not(cond),
             )
         conjunctive = _conjunctive(tree, site_atoms)
         if conjunctive:
@@ -565,7 +566,7 @@ class _Compiler(Visitor):
                     conjunctive = False
         return self._finish_site(
             machine, index, print_cond(cond), site_atoms, tree, list(aggregates.values()), roles,
-            star if uses_star else None, conjunctive,
+            star if uses_star else None, conjunctive, source=cond,
         )
 
     def partition_site(
@@ -603,7 +604,7 @@ class _Compiler(Visitor):
             self.iterated = self.optional = self.negated = 0
         try:
             return self._finish_site(
-                machine, index, text, [atom], ("atom", 0), [], roles, star if uses_star else None, True
+                machine, index, text, [atom], ("atom", 0), [], roles, star if uses_star else None, True, source=keys
             )
         finally:
             self.iterated, self.optional, self.negated = saved
@@ -620,6 +621,7 @@ class _Compiler(Visitor):
         star: str | None,
         conjunctive: bool,
         end_label: str | None = None,
+        source=None,
     ) -> automata.Machine:
         """Register the site; wrap the machine with the private labels it reads (unless
         ``end_label`` is given: the machine already carries them)."""
@@ -655,6 +657,7 @@ class _Compiler(Visitor):
             single_free=single_free,
             conjunctive=conjunctive,
             where=where,
+            source=source,
         )
         self.sites.append(site)
         if prewired:
@@ -726,9 +729,12 @@ def _dedupe(members: list) -> list:
     return out
 
 
-def _index_key(sites: list[Site], attribute_index: dict[str, int]):
-    """The register slot to index run classes by: a common value (GroupAtom) that transitions
-    must match, so that an event only visits the classes with its value."""
+def _index_keys(sites: list[Site], attribute_index: dict[str, int]) -> tuple:
+    """The register slots to index run classes by: every common value (GroupAtom) that the
+    transitions reporting its labels must match, so that an event only visits the classes
+    whose values it can extend. Each key is ``(slot, {event label: attribute index},
+    started slot)``."""
+    keys = []
     for site in sites:
         if not site.conjunctive:
             continue
@@ -741,7 +747,5 @@ def _index_key(sites: list[Site], attribute_index: dict[str, int]):
                         break
                     attrs.setdefault(role.event_label, attribute)
                 else:
-                    return (atom.slot, attrs, site.started_slot)
-    return None
-
-
+                    keys.append((atom.slot, attrs, site.started_slot))
+    return tuple(keys)

@@ -18,6 +18,11 @@ from ceql.errors import UnsupportedQueryError
 from ceql.lang import ast
 
 
+def _read(value: Any) -> Any:
+    """A value read from an event: NaN is a missing value (docs/semantics.md section 4)."""
+    return None if isinstance(value, float) and value != value else value
+
+
 class Measures:
     """The compiled measures of a query."""
 
@@ -35,11 +40,11 @@ class Measures:
                     raise UnsupportedQueryError(f"measure attribute {node.name} needs a label (x.{node.name})")
                 label, index = node.label, attribute(node.name)
                 if label in many:
-                    return lambda env: tuple(values[index] for values in env.get(label, ()))
+                    return lambda env: tuple(_read(values[index]) for values in env.get(label, ()))
 
                 def single(env: dict) -> Any:
                     events = env.get(label)
-                    return events[0][index] if events else None
+                    return _read(events[0][index]) if events else None
 
                 return single
             if isinstance(node, ast.Aggregate):
@@ -53,7 +58,8 @@ class Measures:
                     else:
                         events = env.get(label, ())
                     rows = [(values[index],) for values in events] if index is not None else list(events)
-                    return aggregate_value(node, tuple(rows), attrs)
+                    value = aggregate_value(node, tuple(rows), attrs)
+                    return _read(value) if node.func in ("FIRST", "LAST") else value
 
                 return aggregate
             raise UnsupportedQueryError("PREV is only allowed in FILTER conditions")

@@ -558,6 +558,7 @@ class Tracked:
     frames: frozenset[int]  # scopes inside g (their slots are g's, per run)
     machine: Any = None  # g's automaton
     det: Any = None  # g's determinized automaton (set by the plan, with the query's symbols)
+    left_frame: int = -1  # the scope of f (labels g reads from f's complex event)
     # Allocated by Registers:
     local: tuple[int, ...] = ()
     local_initial: tuple = ()
@@ -565,6 +566,13 @@ class Tracked:
     hit_slot: int = -1
     tentative_slot: int = -1
     confirmed_slot: int = -1
+    # Matches of g, found within f, that read labels defined outside the UNLESS which may still
+    # get events after f ends: decided when those are complete (the end of their scope's
+    # instance, or the gate). Entries (g's local values, values of scopes that ended since).
+    deferred_slot: int = -1
+    outside: tuple = ()  # (site, label) of the labels g reads from outside the UNLESS
+    outside_homes: tuple[int, ...] = ()  # their repeated scopes, innermost first
+    outside_root: bool = False  # some is read from the whole complex event
 
 
 @dataclass
@@ -584,6 +592,10 @@ class Site:
     single_free: frozenset[str] = frozenset()  # free labels with at most one event per CE
     conjunctive: bool = False  # an AND of monotone atoms: decided as events arrive
     where: str = ""  # how it is decided (for explain)
+    #: The condition as written (ast.Cond) for a FILTER site, ``NOT (cond)`` for the read of
+    #: an event by ``NOT(E FILTER cond)``, the keys (tuple of ast.Attr) for a PARTITION BY site
+    #: (engines that check whole complex events read it, runtime/kernel/postfilter.py).
+    source: Any = None
     # Allocated by Registers:
     instance_slots: list[int] = field(default_factory=list)
     started_slot: int = -1
@@ -691,6 +703,19 @@ class Registers:
             u.hit_slot = layout.take(False)
             u.tentative_slot = layout.take(())
             u.confirmed_slot = layout.take(())
+            u.deferred_slot = layout.take(())
+            from_f = f"\x00H{u.left_frame}:"
+            outside = [
+                (site, label, role)
+                for site in u.sites
+                for label, role in site.free_roles.items()
+                if role.home not in u.frames and role.event_label != from_f + label
+            ]
+            u.outside = tuple((site, label) for site, label, _ in outside)
+            u.outside_homes = tuple(
+                sorted({role.home for _, _, role in outside if role.home in self.homes}, key=lambda h: -self.homes[h].depth)
+            )
+            u.outside_root = any(role.home not in self.homes for _, _, role in outside)
         self.sites = [site for site in sites if id(site) not in inside]  # the outer sites
         self.all_sites = sites
         self.initial = tuple(layout.initial)
@@ -714,7 +739,8 @@ class Registers:
         }
         self._programs: dict[tuple, Callable | None] = {}
         self.gated = [site for site in self.sites if site.top or not site.conjunctive]
-        self.key: tuple | None = None  # the equality index (set by the compiler)
+        self.key: tuple | None = None  # the first equality index key (set by the compiler)
+        self.keys: tuple = ()  # every equality index key (set by the compiler)
 
     def __len__(self) -> int:
         return len(self.initial)
@@ -841,9 +867,14 @@ class Registers:
         if labels["end"] in present:
 
             def end(v: list, values: tuple, mask: int, symbol: int) -> bool:
+                deferred = []
                 for local in v[u.confirmed_slot]:
-                    if self._match_holds(u, v, local):
+                    if self._waits_outside(u, v, local):
+                        deferred.append((local, ()))
+                    elif self._match_holds(u, v, local):
                         return False
+                if deferred:
+                    v[u.deferred_slot] = v[u.deferred_slot] + tuple(deferred)
                 v[u.configs_slot] = frozenset()
                 v[u.hit_slot] = False
                 v[u.tentative_slot] = ()
@@ -859,8 +890,66 @@ class Registers:
             full[slot] = value
         return full
 
-    def _match_holds(self, u: Tracked, v: list, local: tuple) -> bool:
-        return self._gate_sites(u.sites, self._with_local(u, v, local))
+    def _match_holds(self, u: Tracked, v: list | tuple, local: tuple, folded: tuple = ()) -> bool:
+        """Whether a match of g (its local values; ``folded``: values of scopes that have ended
+        since) satisfies g's conditions, read on the registers ``v``."""
+        full = self._with_local(u, v, local)
+        for slot, value in folded:
+            full[slot] = value
+        for site in u.sites:
+            # A condition decided as events arrive may read labels that got events since.
+            if site.conjunctive and not site.top and (full[site.started_slot] or full[site.armed_slot]):
+                if not site.truth(full):
+                    return False
+        return self._gate_sites(u.sites, full)
+
+    @staticmethod
+    def _takes_part(site: Site, full: list) -> bool:
+        """Whether a site of g is part of the match (its formula was read)."""
+        return bool(site.top or full[site.pending_slot] or full[site.started_slot] or full[site.armed_slot])
+
+    def _waits_outside(self, u: Tracked, v: list, local: tuple) -> bool:
+        """Whether a match of g reads a label defined outside the UNLESS that may still get
+        events (it is then decided later: ``_deferred``)."""
+        if not u.outside:
+            return False
+        full = self._with_local(u, v, local)
+        for site, label in u.outside:
+            if not self._takes_part(site, full):
+                continue
+            if label not in site.single_free or full[site.free_count_slots[label]] == 0:
+                return True
+        return False
+
+    def _deferred(self, v: list | tuple, home: int | None) -> bool:
+        """Decide the deferred matches of g whose labels are complete: at the end of an
+        instance of the scope ``home`` (its values are folded into the matches that read it),
+        or at the gate (None). False if one holds (the complex event is excluded)."""
+        for u in self.tracked:
+            entries = v[u.deferred_slot]
+            if not entries:
+                continue
+            if home is None:
+                for local, folded in entries:
+                    if self._match_holds(u, v, local, folded):
+                        return False
+                continue
+            if home not in u.outside_homes:
+                continue
+            slots = self._home_initial[home]
+            last = u.outside_homes[-1] == home and not u.outside_root
+            kept = []
+            for local, folded in entries:
+                if slots and not any(slot == slots[0][0] for slot, _ in folded):
+                    # The first instance of the scope that ends after the match is its own.
+                    folded = folded + tuple((slot, v[slot]) for slot, _ in slots)
+                if last:
+                    if self._match_holds(u, v, local, folded):
+                        return False
+                else:
+                    kept.append((local, folded))
+            v[u.deferred_slot] = tuple(kept)  # type: ignore[index]
+        return True
 
     def _tick(self, u: Tracked, v: list, values: tuple, mask: int, symbol: int) -> bool:
         det = u.det
@@ -900,7 +989,7 @@ class Registers:
             outside = [label for label, role in site.free_roles.items() if role.home not in u.frames]
             if not outside:
                 continue
-            if not (site.top or full[site.pending_slot]):
+            if not self._takes_part(site, full):
                 continue
             for label in outside:
                 if label not in site.single_free or full[site.free_count_slots[label]] == 0:
@@ -978,7 +1067,11 @@ class Registers:
         initial = self._home_initial[home.index]
         slots = [slot for slot, _ in initial]
 
+        deferring = any(home.index in u.outside_homes for u in self.tracked)
+
         def action(v: list, values: tuple, mask: int, symbol: int = -1) -> bool:
+            if deferring and not self._deferred(v, home.index):
+                return False
             for site in dependent:
                 snapshots = v[site.pending_slot]
                 if snapshots:
@@ -1032,7 +1125,7 @@ class Registers:
 
     def gate(self, v: tuple) -> bool:
         """Whether a run that reaches a final state may report (decides what is left)."""
-        return self._gate_sites(self.gated, v)
+        return self._gate_sites(self.gated, v) and (not self.tracked or self._deferred(v, None))
 
     def _gate_sites(self, sites: list[Site], v: tuple | list) -> bool:
         registers = None

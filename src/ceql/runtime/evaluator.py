@@ -130,7 +130,7 @@ class Evaluator:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
-            if not self.type_labels:
+            if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
                 self._kernel = _kernel_for(self.plan)
         kernel = self._kernel
         for table in iter_tables(events, self._typing(on_error)):
@@ -150,7 +150,8 @@ class Evaluator:
         from ceql.runtime.arrow import from_matches, record_batch
 
         if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
-            self._kernel = _kernel_for(self.plan)
+            if self.engine == "compiled" or _prefer_kernel(self.plan, events, arrow=True):
+                self._kernel = _kernel_for(self.plan)
         kernel = self._kernel
         batches = []
         for table in iter_tables(events, self._typing(on_error)):
@@ -173,7 +174,7 @@ class Evaluator:
         from ceql.runtime.arrow import from_matches
 
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
-            if not self.type_labels:
+            if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
                 self._kernel = _kernel_for(self.plan)
         kernel = self._kernel
         for table in iter_tables(events, self._typing(None)):
@@ -467,6 +468,20 @@ def _large(events: Any) -> bool:
     if rows is None and type(events).__module__.startswith("pandas"):
         rows = len(events)
     return rows is not None and rows >= KERNEL_MIN_ROWS
+
+
+def _prefer_kernel(plan: Plan, events: Any, arrow: bool) -> bool:
+    """engine="auto": whether this first input starts the kernel (see kernel/warm.py: small
+    inputs stay on the Python path while the kernel's machine code is not compiled yet)."""
+    from ceql.runtime import kernel
+    from ceql.runtime.kernel.warm import prefer_kernel
+
+    if kernel.unsupported(plan) is not None:
+        return False
+    rows = getattr(events, "num_rows", None)
+    if rows is None and (type(events).__module__.startswith("pandas") or isinstance(events, (list, tuple))):
+        rows = len(events)
+    return prefer_kernel(rows, arrow, _large(events))
 
 
 def own_builder(plan: Plan) -> BatchBuilder:

@@ -12,7 +12,7 @@ from ceql.compile.plan import Plan
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.nodes import PATH_DATA, PATH_LABELS, PATH_POS, PATH_REST
-from ceql.runtime.selection import best_support, maximal_supports, paths_with_support, paths_with_supports
+from ceql.runtime.selection import MaxSelection, best_support, paths_with_support
 
 
 class Output:
@@ -37,6 +37,7 @@ class Output:
             and plan.limit is None
         )
         self.partition_reported = bool(plan.partition_groups) and not plan.auto_partition
+        self._max: MaxSelection | None = None
 
     def matches(self, finals: list[tuple], trigger: int, key: Any, detailed: bool = False) -> Iterator:
         partition = key if self.partition_reported else None
@@ -87,7 +88,9 @@ class Output:
             support = best_support(finals, strategy, plan.window)
             paths = paths_with_support(finals, support, plan.window) if support is not None else ()
         elif strategy == "MAX" and simple:
-            paths = paths_with_supports(finals, maximal_supports(finals, plan.window), plan.window)
+            if self._max is None:
+                self._max = MaxSelection(plan.window)  # its memo is kept across triggers
+            paths = self._max.select(finals)
         elif strategy in ("NEXT", "LAST", "MAX"):
             paths = _select(list(paths), strategy)
         projection = plan.projection

@@ -22,6 +22,7 @@ from typing import Any
 
 from ceql.compile.plan import Plan
 from ceql.compile.registers import UNSET, Registers
+from ceql.compile.values import MISSING
 from ceql.errors import LimitError
 from ceql.runtime import nodes
 from ceql.runtime.nodes import HAS_EMPTY, MAX_FIRST
@@ -180,59 +181,143 @@ class PlainRuns(_Store):
                 self.partitions[key] = kept
 
 
+class _Classes:
+    """The run classes of one determinized state: ``nodes`` maps register values to the class's
+    tECS node; ``indexes`` (built when an event first needs one) map, for a tuple of equality
+    keys, the classes' values of those keys to the classes holding them."""
+
+    __slots__ = ("nodes", "indexes")
+
+    def __init__(self, nodes: dict | None = None) -> None:
+        self.nodes: dict = {} if nodes is None else nodes
+        self.indexes: dict[tuple[int, ...], dict] | None = None
+
+
+def _bad_key(value: Any) -> bool:
+    """A value no class can share (a missing value, NaN): the move it keys is impossible."""
+    return value is None or value is MISSING or (isinstance(value, float) and value != value)
+
+
 class RegisterRuns(_Store):
-    """Run classes with registers: ``partitions[key] = {det state: {bucket: {registers: node}}}``
-    (one bucket, None, unless an equality index is in use)."""
+    """Run classes with registers: ``partitions[key] = {det state: _Classes}``.
+
+    The equality index (the PART-BY paper's hash index per transition, Theorem 10): a common
+    value (PART-BY, or equalities between labels) is a register slot that every transition
+    reporting one of its labels must match. For one (state, symbol), the keys that every
+    labelled move constrains select the classes that can move: those whose values are, key by
+    key, the event's value (in the attribute of the move's label) or still unset. The others
+    cannot take a labelled move, so they stay (the state's silent move loops on it) or die (it
+    has none); either way they are not visited, and the work per event is the classes it
+    extends, whatever the number of live classes (nested PART-BY, several keys at once)."""
 
     def __init__(self, plan: Plan, max_classes: int = DEFAULT_MAX_CLASSES) -> None:
         super().__init__(plan)
         registers: Registers = plan.registers  # type: ignore[assignment]
         self.registers = registers
         self.initial_registers = registers.initial
-        key = registers.key
-        self.key_slot = key[0] if key is not None else None
-        self.key_attributes: dict[str, int] = key[1] if key is not None else {}
-        self._index: dict[tuple[int, int], Any] = {}  # (state, symbol) -> attribute index or -1
+        keys = getattr(registers, "keys", None) or ((registers.key,) if registers.key is not None else ())
+        self.key_slots: tuple[int, ...] = tuple(key[0] for key in keys)
+        self.key_attributes: tuple[dict[str, int], ...] = tuple(key[1] for key in keys)
+        # (state, symbol) -> None (every class moves) or (key numbers, the attribute of each
+        # labelled move per key, whether unselected classes stay)
+        self._plans: dict[tuple[int, int], Any] = {}
         self.max_classes = max_classes
         self.live = 0
         # Classes whose complex events have all left the window are dropped (a window on a
         # measure that never decreases, runs that end on a reported event).
         self.by_age = plan.window is not None and plan.monotone and not plan.silent_reads
 
-    def _bucket(self, registers: tuple) -> Any:
-        return registers[self.key_slot] if self.key_slot is not None else None
-
     def initial_active(self) -> dict:
-        nu = self.initial_registers
-        return {self.init: {self._bucket(nu): {nu: BOTTOM}}}
+        return {self.init: _Classes({self.initial_registers: BOTTOM})}
 
-    def _index_attribute(self, state: int, symbol: int, moves: tuple) -> int:
-        """The attribute whose value selects the classes an event moves (-1: all move)."""
-        found = self._index.get((state, symbol))
-        if found is not None:
-            return found
-        found = -1
-        if self.key_slot is not None:
-            stays = not self.det.final[state] and any(
-                labels is None and target == state for labels, target in moves
-            )
-            attribute = None
-            if stays:
-                for labels, target in moves:
-                    if labels is None:
-                        if target != state:
-                            attribute = None
-                            break
-                        continue
-                    hits = [self.key_attributes[label] for label in labels if label in self.key_attributes]
-                    if not hits:
-                        attribute = None
-                        break
-                    attribute = hits[0]
-            if attribute is not None:
-                found = attribute
-        self._index[(state, symbol)] = found
+    def _plan(self, state: int, symbol: int, moves: tuple) -> Any:
+        """How the index selects the classes of ``state`` that ``symbol`` moves (None: all)."""
+        key = (state, symbol)
+        if key in self._plans:
+            return self._plans[key]
+        found = None
+        if self.key_slots:
+            silent = [target for labels, target in moves if labels is None]
+            labelled = [labels for labels, _ in moves if labels is not None]
+            # Unselected classes must be left as they are (a silent loop on a state that is not
+            # final: a final state re-entered silently reports again) or die (no silent move).
+            stays = bool(silent) and all(target == state for target in silent) and not self.det.final[state]
+            if stays or not silent:
+                per_move = []
+                for labels in labelled:
+                    per_key = []
+                    for attributes in self.key_attributes:
+                        hit = next((attributes[label] for label in labels if label in attributes), None)
+                        per_key.append(hit)
+                    per_move.append(per_key)
+                numbers = tuple(
+                    number
+                    for number in range(len(self.key_slots))
+                    if per_move and all(per_key[number] is not None for per_key in per_move)
+                )
+                if numbers:
+                    attributes = tuple(tuple(per_key[n] for n in numbers) for per_key in per_move)
+                    found = (numbers, tuple(dict.fromkeys(attributes)), stays)
+        self._plans[key] = found
         return found
+
+    def _index(self, classes: _Classes, numbers: tuple[int, ...]) -> dict:
+        """The index of ``classes`` by the values of the keys ``numbers`` (built once, then kept
+        up to date as classes come and go)."""
+        indexes = classes.indexes
+        if indexes is None:
+            indexes = classes.indexes = {}
+        index = indexes.get(numbers)
+        if index is None:
+            index = indexes[numbers] = {}
+            slots = [self.key_slots[n] for n in numbers]
+            for nu in classes.nodes:
+                index.setdefault(tuple([nu[slot] for slot in slots]), {})[nu] = None
+        return index
+
+    def _add(self, classes: _Classes, nu: tuple, node: tuple) -> None:
+        classes.nodes[nu] = node
+        self.live += 1
+        if classes.indexes:
+            slots = self.key_slots
+            for numbers, index in classes.indexes.items():
+                index.setdefault(tuple([nu[slots[n]] for n in numbers]), {})[nu] = None
+
+    def _discard(self, classes: _Classes, nu: tuple) -> None:
+        del classes.nodes[nu]
+        self.live -= 1
+        if classes.indexes:
+            slots = self.key_slots
+            for numbers, index in classes.indexes.items():
+                values = tuple([nu[slots[n]] for n in numbers])
+                bucket = index[values]
+                del bucket[nu]
+                if not bucket:
+                    del index[values]
+
+    def _select(self, classes: _Classes, plan: tuple, values: tuple) -> list[tuple]:
+        """The classes some labelled move may extend: per key, the event's value or unset."""
+        numbers, per_move, _ = plan
+        index = self._index(classes, numbers)
+        wanted: list[tuple] = []
+        for attributes in per_move:
+            choices: list[tuple] = [()]
+            for attribute in attributes:
+                value = values[attribute]
+                if _bad_key(value):
+                    choices = []
+                    break
+                choices = [c + (value,) for c in choices] + [c + (UNSET,) for c in choices]
+            for choice in choices:
+                if choice not in wanted:
+                    wanted.append(choice)
+        nodes = classes.nodes
+        selected = []
+        for choice in wanted:
+            bucket = index.get(choice)
+            if bucket:
+                selected.extend((nu, nodes[nu]) for nu in bucket)
+        return selected
 
     def advance(
         self, key: Any, symbol: int, pos: int, m: Any, data: Any, values: tuple, mask: int
@@ -252,7 +337,6 @@ class RegisterRuns(_Store):
         states = [s for s in touched if s in active] if len(touched) < len(active) else [
             s for s in active if s in touched
         ]
-        key_slot = self.key_slot
         cache = det.cache
         # First take out every class that moves (reading before writing: a state may receive
         # runs from another one processed before it), then add the arrivals.
@@ -261,26 +345,21 @@ class RegisterRuns(_Store):
             moves = cache.get((state, symbol))
             if moves is None:
                 moves = det.step(state, symbol)
-            buckets = active[state]
-            attribute = self._index_attribute(state, symbol, moves)
-            if attribute >= 0:
-                # Only the classes whose common value is the event's (or unset) can move; the
-                # others stay where they are.
-                value = values[attribute]
-                selected = []
-                for bucket_key in (value, UNSET) if value is not None else (UNSET,):
-                    bucket = buckets.get(bucket_key)
-                    if bucket:
-                        selected.extend(bucket.items())
-                stay = True
+            classes = active[state]
+            plan = self._plan(state, symbol, moves)
+            if plan is not None:
+                # Only the classes whose values the event can extend move; the others stay
+                # where they are, or die with the state when it has no silent move.
+                selected = self._select(classes, plan, values)
+                stay = plan[2]
             else:
-                selected = [item for bucket in buckets.values() for item in bucket.items()]
+                selected = list(classes.nodes.items())
                 # A final state re-entered without reporting (a NOT read) reports again: only a
                 # non-final state can be left as it is.
                 stay = not det.final[state] and any(labels is None and target == state for labels, target in moves)
-                if not stay:
-                    del active[state]
-                    self.live -= len(selected)
+            if not stay:
+                del active[state]
+                self.live -= len(classes.nodes)
             if self.by_age:
                 # Classes whose every complex event has left the window: drop them now, before
                 # arrivals (an arrival may have the same state and registers).
@@ -288,7 +367,7 @@ class RegisterRuns(_Store):
                 for nu, node in selected:
                     if not node[HAS_EMPTY] and node[MAX_FIRST] <= limit:
                         if stay:
-                            self._remove(active, state, nu)
+                            self._discard(classes, nu)
                     else:
                         alive.append((nu, node))
                 selected = alive
@@ -316,19 +395,18 @@ class RegisterRuns(_Store):
                             created += 1
                         else:
                             target_node = node
-                    by_bucket = active.get(target)
-                    if by_bucket is None:
-                        by_bucket = active[target] = {}
-                    bucket_key = target_nu[key_slot] if key_slot is not None else None
-                    bucket = by_bucket.get(bucket_key)
-                    if bucket is None:
-                        bucket = by_bucket[bucket_key] = {}
-                    previous = bucket.get(target_nu)
+                    classes = active.get(target)
+                    if classes is None:
+                        classes = active[target] = _Classes()
+                    previous = classes.nodes.get(target_nu)
                     if previous is None:
-                        bucket[target_nu] = target_node
-                        self.live += 1
+                        if classes.indexes:
+                            self._add(classes, target_nu, target_node)
+                        else:
+                            classes.nodes[target_nu] = target_node
+                            self.live += 1
                     else:
-                        bucket[target_nu] = _union(previous, target_node)
+                        classes.nodes[target_nu] = _union(previous, target_node)
                         created += 1
                     entered.append((target, target_nu))
         self.created += created
@@ -353,36 +431,17 @@ class RegisterRuns(_Store):
                 continue
             seen.add((target, nu))
             if registers.gate(nu):
-                bucket_key = nu[key_slot] if key_slot is not None else None
-                finals.append(active[target][bucket_key][nu])
+                finals.append(active[target].nodes[nu])
         return finals or None
-
-    def _remove(self, active: dict, state: int, nu: tuple) -> None:
-        bucket_key = nu[self.key_slot] if self.key_slot is not None else None
-        by_bucket = active.get(state)
-        if by_bucket is None:
-            return
-        bucket = by_bucket.get(bucket_key)
-        if bucket is None or nu not in bucket:
-            return
-        del bucket[nu]
-        self.live -= 1
-        if not bucket:
-            del by_bucket[bucket_key]
-            if not by_bucket:
-                del active[state]
 
     def _only_initial(self, active: dict) -> bool:
         if len(active) != 1 or self.init not in active:
             return False
-        buckets = active[self.init]
-        if len(buckets) != 1:
-            return False
-        (bucket,) = buckets.values()
-        return len(bucket) == 1 and bucket.get(self.initial_registers) is BOTTOM
+        nodes = active[self.init].nodes
+        return len(nodes) == 1 and nodes.get(self.initial_registers) is BOTTOM
 
     def _check_size(self) -> None:
-        self.live = sum(len(b) for part in self.partitions.values() for bs in part.values() for b in bs.values())
+        self.live = sum(len(classes.nodes) for part in self.partitions.values() for classes in part.values())
         if self.live > self.max_classes:
             raise LimitExceeded(
                 f"more than {self.max_classes:,} live partial-match classes (distinct states and register "
@@ -394,11 +453,10 @@ class RegisterRuns(_Store):
 
     def _consumed(self, active: dict) -> dict:
         out: dict = {}
-        for state, buckets in active.items():
-            for bucket_key, bucket in buckets.items():
-                for nu, node in bucket.items():
-                    if node[HAS_EMPTY]:
-                        out.setdefault(state, {}).setdefault(bucket_key, {})[nu] = BOTTOM
+        for state, classes in active.items():
+            kept = {nu: BOTTOM for nu, node in classes.nodes.items() if node[HAS_EMPTY]}
+            if kept:
+                out[state] = _Classes(kept)
         return out
 
     def consume(self, key: Any) -> None:
@@ -414,44 +472,33 @@ class RegisterRuns(_Store):
         else:
             self.partitions[key] = kept
 
+    def _recount(self) -> None:
+        self.live = sum(len(classes.nodes) for part in self.partitions.values() for classes in part.values())
+
     def roots(self) -> list[tuple]:
-        return [
-            node
-            for active in self.partitions.values()
-            for buckets in active.values()
-            for bucket in buckets.values()
-            for node in bucket.values()
-        ]
+        return [node for active in self.partitions.values() for classes in active.values() for node in classes.nodes.values()]
 
     def classes(self, active: dict, key: Any = None):
-        for state, buckets in active.items():
-            for bucket in buckets.values():
-                for nu, node in bucket.items():
-                    yield state, nu, node
+        for state, classes in active.items():
+            for nu, node in classes.nodes.items():
+                yield state, nu, node
 
     def from_classes(self, classes: list[tuple]) -> dict:
         active: dict = {}
         for state, nu, node in classes:
-            bucket = active.setdefault(state, {}).setdefault(self._bucket(nu), {})
-            bucket[nu] = node if nu not in bucket else _union(bucket[nu], node)
+            nodes = active.setdefault(state, _Classes()).nodes
+            nodes[nu] = node if nu not in nodes else _union(nodes[nu], node)
         return active
 
     def compact(self, limit: Any) -> None:
-        live = 0
         for key in list(self.partitions):
             active = self.partitions[key]
-            items = [
-                (state, bucket_key, nu, node)
-                for state, buckets in active.items()
-                for bucket_key, bucket in buckets.items()
-                for nu, node in bucket.items()
-            ]
-            pruned = nodes.prune([item[3] for item in items], limit)
+            items = [(state, nu, node) for state, classes in active.items() for nu, node in classes.nodes.items()]
+            pruned = nodes.prune([item[2] for item in items], limit)
             kept: dict = {}
-            for (state, bucket_key, nu, _), node in zip(items, pruned):
+            for (state, nu, _), node in zip(items, pruned):
                 if node is not None:
-                    kept.setdefault(state, {}).setdefault(bucket_key, {})[nu] = node
-                    live += 1
+                    kept.setdefault(state, _Classes()).nodes[nu] = node
             if not kept:
                 kept = self.initial_active()
             if self.partitioned and self._only_initial(kept):
@@ -459,7 +506,7 @@ class RegisterRuns(_Store):
                 self.partition_consumed.pop(key, None)
             else:
                 self.partitions[key] = kept
-        self.live = live
+        self._recount()
 
 
 def nodes_reports(labels: tuple[str, ...]) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ceql.runtime.nodes import CHILD, DATA, HAS_EMPTY, LABELS, LEFT, MAX_FIRST, MEASURE, POS, RIGHT
+from ceql.runtime.nodes import CHILD, DATA, HAS_EMPTY, LABELS, LEFT, MAX_FIRST, MEASURE, MIN_FIRST, POS, RIGHT
 
 _INF = math.inf
 
@@ -238,3 +238,315 @@ def paths_with_support(roots: list[tuple], support: tuple[int, ...], window: flo
                 limit = m - window
             child_ok = True if limit is None else m > limit
             stack.append((node[CHILD], index + 1, (pos, node[LABELS], node[DATA], path), limit, child_ok))
+
+
+# ---------------------------------------------------------------------------------- MAX, kept
+
+
+class MaxSelection:
+    """MAX over the tECS with a memo kept across triggers, so that each node's maximal
+    supports are computed once (the tECS is immutable), and a trigger costs the new structure
+    plus its output, not the whole live structure again.
+
+    A support is a persistent list ``(pos, rest, size)`` from the latest position down (None:
+    empty), so that a node's supports share their tails with its children's: prepending a
+    position is one cell, and containment between a support and one of its own extensions is
+    found at once (a shared tail is the same object). A node's maximal supports (an antichain)
+    are a persistent list too, ``(support, rest, count, smallest size, largest size)``: a union
+    whose sides cannot contain one another (every support of one at least as large as every
+    support of the other, without a strictly smaller one on that side to be contained) appends
+    the smaller side, so a union chain (``A ; B``: one A per link) costs one cell per link.
+
+    The memo is keyed by (node, window limit): a node whose complex events all start inside the
+    limit has the same maximal supports as without it, so it is keyed as unlimited and stays
+    valid across triggers; the other keys live for one trigger. It is cleared when it holds
+    ``MEMO_LIMIT`` entries (the nodes it keeps alive are then freed)."""
+
+    MEMO_LIMIT = 400_000
+
+    def __init__(self, window: float | None) -> None:
+        self.window = window
+        self.memo: dict[tuple, tuple] = {}  # key -> (node, value)
+        self.tops: dict[int, tuple] = {}  # id(node) -> (node, largest top position below it)
+        self.interned: dict[tuple, tuple] = {}  # (pos, id(rest)) -> the support cell (_intern)
+
+    def select(self, roots: list[tuple]) -> Iterator[tuple]:
+        """The complex events (paths) of ``roots`` whose support is maximal."""
+        if len(self.memo) > self.MEMO_LIMIT or len(self.interned) > 4 * self.MEMO_LIMIT:
+            self.memo.clear()
+            self.interned.clear()
+        if len(self.tops) > self.MEMO_LIMIT:
+            self.tops.clear()
+        trigger: dict[tuple, tuple] = {}
+        values = [self._value(root, None, True, trigger) for root in roots]
+        items = [s for value in values if value is not None for s in _ac_items(value)]
+        if not items:
+            return iter(())
+        # Merged apart (not through _ac_union): the memo's antichains stay tips of their lineages.
+        found = _maximal(items) if len(values) > 1 else items
+        supports = sorted({tuple(reversed(_positions(s))) for s in found})
+        return self._paths(roots, supports)
+
+    # -- maximal supports
+
+    def _key(self, node: tuple, lim, eok: bool) -> tuple:
+        if lim is not None and node[MIN_FIRST] > lim:
+            lim = -_INF  # nothing below is cut by the window
+        return (id(node), lim, eok)
+
+    def _lookup(self, key: tuple, trigger: dict):
+        found = self.memo.get(key) if key[1] is None or key[1] == -_INF else trigger.get(key)
+        return found
+
+    def _value(self, root: tuple, limit, empty_ok: bool, trigger: dict):
+        """The antichain of maximal supports of the complex events below ``root`` within the
+        window (None: none), bottom-up with an explicit stack."""
+        window = self.window
+        stack: list[tuple] = [(root, limit, empty_ok, False)]
+        while stack:
+            node, lim, eok, expanded = stack.pop()
+            key = self._key(node, lim, eok)
+            if key[1] == -_INF:
+                lim = -_INF
+            if self._lookup(key, trigger) is not None:
+                continue
+            size = len(node)
+            if lim is not None and node[MAX_FIRST] <= lim and not (node[HAS_EMPTY] and eok):
+                self._store(key, node, None, trigger)
+                continue
+            if size == 3:
+                self._store(key, node, _AC_EMPTY if eok else None, trigger)
+                continue
+            if size == 5:
+                # Binary unions: a chain of them costs one step per link (the values are kept).
+                parts = [
+                    (child, lim, eok)
+                    for child in (node[LEFT], node[RIGHT])
+                    if lim is None or child[MAX_FIRST] > lim or (child[HAS_EMPTY] and eok)
+                ]
+            else:
+                m = node[MEASURE]
+                child_limit = lim if lim is not None or window is None else m - window
+                parts = [(node[CHILD], child_limit, True if child_limit is None else m > child_limit)]
+            keys = [self._key(*part) for part in parts]
+            missing = [p for p, k in zip(parts, keys) if self._lookup(k, trigger) is None]
+            if missing and not expanded:
+                stack.append((node, lim, eok, True))
+                stack.extend((p[0], p[1], p[2], False) for p in missing)
+                continue
+            values = [self._lookup(k, trigger)[1] for k in keys]
+            if size == 5:
+                value = None
+                for item in values:
+                    if item is not None:
+                        value = item if value is None else _ac_union(value, item)
+            else:
+                value = None if values[0] is None else _ac_prepend(self.interned, node[POS], values[0])
+            self._store(key, node, value, trigger)
+        return self._lookup(self._key(root, limit, empty_ok), trigger)[1]
+
+    def _store(self, key: tuple, node: tuple, value, trigger: dict) -> None:
+        if key[1] is None or key[1] == -_INF:
+            self.memo[key] = (node, value)
+        else:
+            trigger[key] = (node, value)
+
+    # -- the complex events with those supports
+
+    def _top(self, node: tuple) -> int:
+        """The largest position of an output node reachable through unions only."""
+        found = self.tops.get(id(node))
+        if found is not None:
+            return found[1]
+        stack = [(node, False)]
+        while stack:
+            item, expanded = stack.pop()
+            if id(item) in self.tops:
+                continue
+            if len(item) == 8:
+                self.tops[id(item)] = (item, item[POS])
+            elif len(item) == 3:
+                self.tops[id(item)] = (item, -1)
+            elif not expanded:
+                stack.append((item, True))
+                stack.extend((child, False) for child in (item[LEFT], item[RIGHT]) if id(child) not in self.tops)
+            else:
+                self.tops[id(item)] = (item, max(self.tops[id(item[LEFT])][1], self.tops[id(item[RIGHT])][1]))
+        return self.tops[id(node)][1]
+
+    def _paths(self, roots: list[tuple], supports: list[tuple[int, ...]]) -> Iterator[tuple]:
+        """``paths_with_supports``, skipping the union branches whose latest top position is
+        below the next one the supports want (they cannot spell it)."""
+        window = self.window
+        trie: dict = {}
+        for support in supports:
+            level = trie
+            for position in reversed(support):
+                level = level.setdefault(position, {})
+            level[None] = True
+        smallest: dict[int, int | None] = {}  # id(level) -> the smallest position it wants
+        for root in roots:
+            stack: list[tuple] = [(root, trie, None, None, True)]
+            while stack:
+                node, level, path, limit, empty_ok = stack.pop()
+                size = len(node)
+                if size == 3:
+                    if None in level and empty_ok:
+                        yield path
+                    continue
+                if size == 5:
+                    if id(level) in smallest:
+                        wanted = smallest[id(level)]
+                    else:
+                        wanted = smallest[id(level)] = min((p for p in level if p is not None), default=None)
+                    for child in (node[RIGHT], node[LEFT]):
+                        if wanted is None:
+                            keep = child[HAS_EMPTY]
+                        else:
+                            keep = (child[HAS_EMPTY] and None in level) or self._top(child) >= wanted
+                        if keep:
+                            stack.append((child, level, path, limit, empty_ok))
+                    continue
+                pos, m = node[POS], node[MEASURE]
+                following = level.get(pos)
+                if following is None:
+                    continue
+                if limit is None and window is not None:
+                    limit = m - window
+                child_ok = True if limit is None else m > limit
+                stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
+
+
+# An antichain of supports: None (no complex event), or a persistent list of cells
+# (support, rest, count, smallest size, largest size, index). Supports are interned (one object
+# per position list, see _intern), so that repeats are found by identity: the index maps
+# id(support) -> the count of the cell that added it, shared by the cells of one lineage (each
+# cell a prefix of the next), so a cell holds a support iff its index says a count <= its own.
+# Only the latest cell of a lineage extends it in place; any other copies (see _ac_extend).
+
+
+class _Index:
+    __slots__ = ("at", "top")
+
+    def __init__(self) -> None:
+        self.at: dict[int, int] = {}
+        self.top = 0  # the count of the lineage's latest cell (-1: never extended in place)
+
+
+def _size(support) -> int:
+    return 0 if support is None else support[2]
+
+
+def _intern(table: dict, pos: int, rest) -> tuple:
+    """The one support cell for ``pos`` followed by ``rest`` (the table keeps ``rest`` alive,
+    so its id stays its own)."""
+    key = (pos, id(rest))
+    cell = table.get(key)
+    if cell is None:
+        cell = table[key] = (pos, rest, _size(rest) + 1)
+    return cell
+
+
+def _ac_items(antichain) -> Iterator:
+    cell = antichain
+    while cell is not None:
+        yield cell[0]
+        cell = cell[1]
+
+
+def _ac_build(supports) -> tuple | None:
+    """An antichain of ``supports`` (repeats dropped), with a fresh index."""
+    index = _Index()
+    at = index.at
+    cell = None
+    for support in supports:
+        if id(support) in at:
+            continue
+        size = _size(support)
+        if cell is None:
+            cell = (support, None, 1, size, size, index)
+        else:
+            cell = (support, cell, cell[2] + 1, min(cell[3], size), max(cell[4], size), index)
+        at[id(support)] = cell[2]
+    index.top = cell[2] if cell is not None else 0
+    return cell
+
+
+def _ac_extend(cell: tuple, supports: list) -> tuple:
+    """``cell`` followed by those of ``supports`` it does not hold (none contains another)."""
+    index = cell[5]
+    if index.top != cell[2]:
+        # The lineage already grew past this cell (or is frozen): a copy with its own index.
+        return _ac_build([*reversed(list(_ac_items(cell))), *supports])
+    at = index.at
+    count = cell[2]
+    for support in supports:
+        if at.get(id(support), _INF) <= count:
+            continue  # a repeat
+        size = _size(support)
+        count += 1
+        cell = (support, cell, count, min(cell[3], size), max(cell[4], size), index)
+        at[id(support)] = count
+    index.top = count
+    return cell
+
+
+_EMPTY_INDEX = _Index()
+_EMPTY_INDEX.at[id(None)] = 1
+_EMPTY_INDEX.top = -1  # shared by every MAX: never extended in place
+_AC_EMPTY = (None, None, 1, 0, 0, _EMPTY_INDEX)  # the empty support alone
+
+
+def _ac_prepend(table: dict, pos: int, antichain) -> tuple:
+    """Every support extended by a later position (inclusion is kept: still an antichain)."""
+    return _ac_build([_intern(table, pos, s) for s in _ac_items(antichain)][::-1])
+
+
+def _maximal(items: list) -> list:
+    """The supports of ``items`` (repeats dropped) that no other one strictly contains."""
+    items = list({id(s): s for s in items}.values())
+    items.sort(key=_size, reverse=True)
+    kept: list = []
+    for support in items:
+        size = _size(support)
+        if any(_size(other) > size and _subset(support, other) for other in kept):
+            continue
+        kept.append(support)
+    return kept
+
+
+def _ac_union(a, b):
+    """The maximal supports of two antichains together."""
+    if a is b:
+        return a
+    if a[2] < b[2]:
+        a, b = b, a
+    if a[3] == a[4] == b[3] == b[4]:
+        # One size everywhere: a support strictly inside another is smaller, so none is; only
+        # repeats to drop. The larger side is extended (a union chain: one cell per link).
+        return _ac_extend(a, list(_ac_items(b))[::-1])
+    return _ac_build(_maximal(list(_ac_items(a)) + list(_ac_items(b)))[::-1])
+
+
+def _subset(a, b) -> bool:
+    """Whether support a is inside support b (both from the latest position down)."""
+    while a is not None:
+        if a is b:
+            return True
+        if b is None or a[2] > b[2]:
+            return False
+        if a[0] == b[0]:
+            a, b = a[1], b[1]
+        elif b[0] > a[0]:
+            b = b[1]
+        else:
+            return False
+    return True
+
+
+def _positions(support) -> list[int]:
+    out = []
+    while support is not None:
+        out.append(support[0])
+        support = support[1]
+    return out

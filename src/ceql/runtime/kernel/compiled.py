@@ -46,7 +46,8 @@ C_LIMIT = 5  # LIMIT n, -1 without
 C_INIT = 6  # the initial determinized state
 C_LABELS = 7  # 1: write each event's label-set id next to its position
 C_ANCHORED = 8  # 1: runs may all die (START): a sub-stream left with none stays empty
-C_SIZE = 9
+C_CHECK = 9  # 1: Python checks each trigger's complex events before CONSUME BY applies
+C_SIZE = 10
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 
@@ -65,6 +66,7 @@ S_TCOUNT = 10  # complex events output for that trigger
 S_TFIRST = 11  # output index of the trigger's first complex event
 S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
+S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
 S_SIZE = 16
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
@@ -93,6 +95,7 @@ NEED_SLOTS = 5  # partition slots
 OUTPUT_FULL = 6  # output buffer (matches or positions)
 NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
+NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
 OK = DONE
 
 STATUS_NAMES = {
@@ -105,6 +108,7 @@ STATUS_NAMES = {
     OUTPUT_FULL: "output",
     NEED_STACK: "stack",
     NEED_PATH: "path",
+    NEED_CHECK: "check",
 }
 
 
@@ -210,6 +214,8 @@ def run(
         status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
         if status != OK:
             return status, i, 0, 0
+        if _must_check(cfg, st):
+            return NEED_CHECK, i, 0, 0
         _finish(cfg, st, nodes, act, slot_of, slot_info, free, codes[i], poss[i])
         i += 1
     while i < stop:
@@ -327,9 +333,26 @@ def run(
             status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
             if status != OK:
                 return status, i, 0, 0
+            if _must_check(cfg, st):
+                return NEED_CHECK, i, 0, 0
             _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos)
         i += 1
     return DONE, stop, 0, 0
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _must_check(cfg, st):
+    """With C_CHECK, a trigger's complex events go to Python once before CONSUME BY (which
+    applies only if some pass): the first time, ask; when resumed, go on."""
+    if cfg[C_CHECK] == 0:
+        return False
+    if st[S_CHECKED] == 1:
+        st[S_CHECKED] = 0
+        return False
+    if st[S_TCOUNT] == 0:
+        return False
+    st[S_CHECKED] = 1
+    return True
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -586,11 +609,12 @@ def compact_build(nodes, st, cfg, act, slot_of, slot_info, free, limits, rows, o
 
 
 @njit(cache=True)
-def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
+def dedupe_mask(triggers, offsets, positions, ids, extra, keep, hashes, slots):
     """For matches grouped by trigger (consecutive), set ``keep`` to whether each is the first
-    of the matches of its trigger with the same (position, projected label-set id) sequence (a
-    hash set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and
-    ``slots`` (a power of two at least twice the largest trigger's match count)."""
+    of the matches of its trigger with the same (position, projected label-set id) sequence and
+    the same row of ``extra`` (int64 codes of measure values, one column per measure) (a hash
+    set per trigger, open addressing). Work arrays: ``hashes`` (one per match) and ``slots``
+    (a power of two at least twice the largest trigger's match count)."""
     n = len(triggers)
     for k in range(n):
         keep[k] = True
@@ -598,6 +622,8 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
         for p in range(offsets[k], offsets[k + 1]):
             h = (h ^ np.uint64(positions[p])) * np.uint64(1099511628211)
             h = (h ^ np.uint64(ids[p])) * np.uint64(1099511628211)
+        for c in range(extra.shape[1]):
+            h = (h ^ np.uint64(extra[k, c])) * np.uint64(1099511628211)
         hashes[k] = (h ^ np.uint64(offsets[k + 1] - offsets[k])) * np.uint64(1099511628211)
     start = 0
     while start < n:
@@ -616,7 +642,7 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
                 u = np.int64(hashes[k] & np.uint64(mask))
                 while slots[u] >= 0:
                     other = slots[u]
-                    if hashes[other] == hashes[k] and _equal_runs(offsets, positions, ids, other, k):
+                    if hashes[other] == hashes[k] and _equal_runs(offsets, positions, ids, extra, other, k):
                         keep[k] = False
                         break
                     u = (u + 1) & mask
@@ -626,10 +652,13 @@ def dedupe_mask(triggers, offsets, positions, ids, keep, hashes, slots):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _equal_runs(offsets, positions, ids, a, b):
+def _equal_runs(offsets, positions, ids, extra, a, b):
     la = offsets[a + 1] - offsets[a]
     if la != offsets[b + 1] - offsets[b]:
         return False
+    for c in range(extra.shape[1]):
+        if extra[a, c] != extra[b, c]:
+            return False
     for d in range(la):
         if (
             positions[offsets[a] + d] != positions[offsets[b] + d]
@@ -639,18 +668,158 @@ def _equal_runs(offsets, positions, ids, a, b):
     return True
 
 
+_GOLDEN = 11400714819323198485  # 2**64 / golden ratio: Fibonacci hashing of int64 keys
+
+
 @njit(cache=True)
-def encode_int_keys(values, table, start):  # pragma: no cover - compiled
-    """Codes for integer partition keys from a persistent hash table; new keys get the next
-    codes, in order of first appearance. Returns (codes, next code)."""
-    out = np.empty(len(values), np.int64)
-    next_code = start
+def hash_codes(values, valid, table, bits, next_code, out):  # pragma: no cover - compiled
+    """Codes for int64 keys from a persistent open-addressing table of 2**bits slots, slot j
+    being ``table[2j]`` (the key) and ``table[2j + 1]`` (its code, -1: empty) so that a probe
+    touches one cache line; at most half full after the call (the caller ensures it). A key
+    seen before gets its code, a new one the next code, in order of first appearance. Rows
+    without ``valid`` get -1. Returns the next free code."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
     for i in range(len(values)):
-        value = values[i]
-        code = table.get(value, -1)
-        if code == -1:
-            code = next_code
-            table[value] = code
-            next_code += 1
-        out[i] = code
-    return out, next_code
+        if not valid[i]:
+            out[i] = -1
+            continue
+        v = values[i]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while True:
+            c = table[2 * j + 1]
+            if c < 0:
+                table[2 * j] = v
+                table[2 * j + 1] = next_code
+                out[i] = next_code
+                next_code += 1
+                break
+            if table[2 * j] == v:
+                out[i] = c
+                break
+            j = (j + 1) & mask
+    return next_code
+
+
+@njit(cache=True)
+def hash_insert(old, table, bits):  # pragma: no cover - compiled
+    """Move every key of the table ``old`` (the layout of ``hash_codes``) into ``table``."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for s in range(len(old) // 2):
+        c = old[2 * s + 1]
+        if c < 0:
+            continue
+        v = old[2 * s]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while table[2 * j + 1] >= 0:
+            j = (j + 1) & mask
+        table[2 * j] = v
+        table[2 * j + 1] = c
+
+
+# ====================================================================== measures
+
+
+@njit(cache=True)
+def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
+    """``out[i]`` = the sum of ``values[starts[i]:ends[i]]`` added in order (as Python adds
+    doubles in stream order; numpy's reductions add pairwise)."""
+    for i in range(len(starts)):
+        total = 0.0
+        first = True
+        for j in range(starts[i], ends[i]):
+            if first:
+                total = values[j]
+                first = False
+            else:
+                total += values[j]
+        out[i] = total
+
+
+# ====================================================================== selection strategies
+
+SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
+
+
+@njit(cache=True)
+def select_supports(triggers, offsets, positions, keep, mode):  # pragma: no cover - compiled
+    """Among the kept complex events of each trigger (consecutive), keep those NEXT / LAST /
+    MAX select by their supports (``positions[offsets[i]:offsets[i + 1]]``, ascending): NEXT
+    the greatest for A <=next B iff A = B or min(A xor B) is in B (LAST: max), MAX the supports
+    no other support of the trigger strictly contains."""
+    n = len(triggers)
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and triggers[end] == triggers[start]:
+            end += 1
+        if mode == SELECT_MAX:
+            for a in range(start, end):
+                if not keep[a]:
+                    continue
+                for b in range(start, end):
+                    if b != a and keep[b] and _strict_subset(offsets, positions, a, b):
+                        keep[a] = False
+                        break
+        else:
+            best = -1
+            for a in range(start, end):
+                if keep[a] and (best < 0 or _better(offsets, positions, a, best, mode)):
+                    best = a
+            for a in range(start, end):
+                if keep[a] and not _same_support(offsets, positions, a, best):
+                    keep[a] = False
+        start = end
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _better(offsets, positions, a, b, mode):
+    """Whether support a beats support b: the smallest (NEXT) or largest (LAST) position in
+    exactly one of them is in a."""
+    i, j = offsets[a], offsets[b]
+    ie, je = offsets[a + 1], offsets[b + 1]
+    if mode == SELECT_NEXT:
+        while i < ie and j < je:
+            if positions[i] == positions[j]:
+                i += 1
+                j += 1
+            else:
+                return positions[i] < positions[j]
+        return i < ie  # a has more events after a common prefix
+    i, j = ie - 1, je - 1
+    while i >= offsets[a] and j >= offsets[b]:
+        if positions[i] == positions[j]:
+            i -= 1
+            j -= 1
+        else:
+            return positions[i] > positions[j]
+    return i >= offsets[a]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _same_support(offsets, positions, a, b):
+    la = offsets[a + 1] - offsets[a]
+    if la != offsets[b + 1] - offsets[b]:
+        return False
+    for d in range(la):
+        if positions[offsets[a] + d] != positions[offsets[b] + d]:
+            return False
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _strict_subset(offsets, positions, a, b):
+    """Whether support a is a strict subset of support b (both ascending)."""
+    la = offsets[a + 1] - offsets[a]
+    lb = offsets[b + 1] - offsets[b]
+    if la >= lb:
+        return False
+    j = offsets[b]
+    for i in range(offsets[a], offsets[a + 1]):
+        while j < offsets[b + 1] and positions[j] < positions[i]:
+            j += 1
+        if j == offsets[b + 1] or positions[j] != positions[i]:
+            return False
+        j += 1
+    return True

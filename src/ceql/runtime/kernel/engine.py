@@ -12,7 +12,7 @@ arrays and can be exported and imported as arrays.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,7 @@ MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buf
 INITIAL = {
     "nodes": 4096,
     "slots": 16,
-    "row": 8,
+    "row": 4,
     "scratch": 16,
     "stack": 64,
     "path": 64,
@@ -36,6 +36,7 @@ INITIAL = {
 }
 _CONSUME = {"NONE": k.CONSUME_NONE, "ANY": k.CONSUME_ANY, "PARTITION": k.CONSUME_PARTITION}
 STATE_VERSION = 1
+_ARGS = ["C", "W"]  # the arrays numba gets: contiguous and writable (np.require)
 
 
 @dataclass
@@ -53,6 +54,7 @@ class KernelMatches:
     positions: np.ndarray
     labels: np.ndarray | None
     label_sets: list[tuple[str, ...]]
+    measures: dict | None = None  # measure name -> columns.MeasureColumn (set by PlanKernel)
 
     def __len__(self) -> int:
         return len(self.trigger)
@@ -99,6 +101,9 @@ class KernelEvaluator:
             (when a projection may make some of them equal, duplicates are removed per chunk).
         labels: also output each event's label-set id.
         anchored: runs may all die (START): a sub-stream left without runs stays so.
+        check: with CONSUME BY, a function given each trigger's complex events (a
+            KernelMatches) that says which to keep (a bool array); consumption applies only if
+            some are kept. The kept ones are the ones output.
     """
 
     def __init__(
@@ -114,6 +119,7 @@ class KernelEvaluator:
         whole_triggers: bool = False,
         labels: bool = True,
         anchored: bool = False,
+        check: Callable[[KernelMatches], np.ndarray] | None = None,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -133,6 +139,8 @@ class KernelEvaluator:
         self.cfg[k.C_INIT] = det.initial
         self.cfg[k.C_LABELS] = int(self.labels)
         self.cfg[k.C_ANCHORED] = int(anchored)
+        self.check = check
+        self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._one: tuple[np.ndarray, ...] | None = None  # process_one's input arrays
@@ -167,6 +175,7 @@ class KernelEvaluator:
         self.out_pos = np.zeros(size["positions"], dtype=np.int64)
         self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
         self.compact_at = COMPACT_MIN
+        self.compactions = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -200,15 +209,16 @@ class KernelEvaluator:
         that stay the same for a key across batches, -1 for events without a key). Consume the
         iterator fully before the next call."""
         n = len(symbols)
-        symbols = np.ascontiguousarray(symbols, dtype=np.int64)
-        positions = np.ascontiguousarray(positions, dtype=np.int64)
-        measures = np.ascontiguousarray(measures, dtype=np.int64)
+        # One array type for numba (contiguous, writable), so that it compiles one version.
+        symbols = np.require(symbols, np.int64, _ARGS)
+        positions = np.require(positions, np.int64, _ARGS)
+        measures = np.require(measures, np.int64, _ARGS)
         if key_codes is None:
             if self.partitioned:
                 raise ValueError("a partitioned evaluator needs key codes")
             codes = np.zeros(n, dtype=np.int64)
         else:
-            codes = np.ascontiguousarray(key_codes, dtype=np.int64)
+            codes = np.require(key_codes, np.int64, _ARGS)
             if n and codes.max() >= len(self.slot_of):
                 self.slot_of = _grow1(self.slot_of, int(codes.max()) + 1, -1)
         if n:
@@ -247,6 +257,8 @@ class KernelEvaluator:
                 chunk = self._output_full()
                 if chunk is not None:
                     yield chunk
+            elif status == k.NEED_CHECK:
+                self._check_trigger()
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
@@ -318,6 +330,14 @@ class KernelEvaluator:
         )  # fmt: skip
         self.nodes = out
         self.compact_at = max(COMPACT_MIN, 2 * int(self.st[k.S_NODES]))
+        self.compactions += 1
+
+    def live_positions(self) -> np.ndarray:
+        """The positions of the events some node in use refers to (a superset of those a future
+        complex event may report: nodes made since the last compaction may be dead)."""
+        n = int(self.st[k.S_NODES])
+        rows = self.nodes[1:n]
+        return rows[(rows[:, k.KH] >> 1) == k.OUTPUT_KIND, k.POS]
 
     # ------------------------------------------------------------------ growth and output
 
@@ -354,6 +374,37 @@ class KernelEvaluator:
                 self.out_lab = _grow1(self.out_lab, len(self.out_pos), 0)
             return None
         return self._take_output(take)
+
+    def _check_trigger(self) -> None:
+        """Keep only the current trigger's complex events that ``check`` accepts (they are the
+        last ones of the output buffer); the kernel then consumes if some are left."""
+        lo, hi = int(self.st[k.S_TFIRST]), int(self.st[k.S_NMATCH])
+        ends = self.out_m[k.O_END, lo : hi + 1]
+        first, last = int(ends[0]), int(ends[-1])
+        chunk = KernelMatches(
+            self.out_m[k.O_TRIGGER, lo:hi].copy(),
+            self.out_m[k.O_CODE, lo:hi].copy() if self.partitioned else np.zeros(hi - lo, dtype=np.int64),
+            ends - first,
+            self.out_pos[first:last].copy(),
+            self.out_lab[first:last].copy() if self.labels else None,
+            self.label_sets,
+        )
+        keep = np.asarray(self.check(chunk), dtype=bool)  # type: ignore[misc]
+        if keep.all():
+            return
+        counts = np.diff(ends)
+        events = np.repeat(keep, counts)
+        kept = int(keep.sum())
+        total = int(counts[keep].sum())
+        self.out_pos[first : first + total] = chunk.positions[events]
+        if self.labels:
+            self.out_lab[first : first + total] = chunk.labels[events]  # type: ignore[index]
+        self.out_m[k.O_TRIGGER, lo : lo + kept] = chunk.trigger[keep]
+        self.out_m[k.O_CODE, lo : lo + kept] = chunk.partition[keep]
+        self.out_m[k.O_END, lo + 1 : lo + kept + 1] = first + np.cumsum(counts[keep])
+        self.st[k.S_NMATCH] = lo + kept
+        self.st[k.S_NPOS] = first + total
+        self.st[k.S_TCOUNT] = kept
 
     def _take_output(self, take: int) -> KernelMatches | None:
         """Remove the first ``take`` complex events from the buffer as a KernelMatches. Large

@@ -25,6 +25,7 @@ class Projection:
         self, kind: str, kept: frozenset[str], as_labels: frozenset[str], private: bool = False
     ) -> None:
         self.kind = kind
+        self.distinct = False  # drop repeats of one complex event even with SELECT *
         self.private = private  # the automaton may report events under the compiler's own labels
         self.kept = kept
         self.as_labels = as_labels
@@ -48,7 +49,7 @@ class Projection:
     @property
     def merges(self) -> bool:
         """Whether two complex events of a trigger may project to the same match."""
-        return self.kind != "star"
+        return self.kind != "star" or self.distinct
 
     @property
     def needs_labels(self) -> bool:
@@ -67,16 +68,20 @@ class Projection:
         return bool(present & self.kept), tuple(sorted(present & self.kept & self.as_labels))
 
 
-#: The kernel's matches after projection (partition codes; the runner adds the keys).
+#: The kernel's matches after projection (partition codes; the runner adds the keys and turns
+#: the measures, columns.MeasureColumn here, into raw arrays).
 ProjectedMatches = MatchColumns
 
 
-def project(matches: KernelMatches, projection: Projection) -> MatchColumns:
-    """Apply the projection (and drop the duplicates it creates) to a batch of complex events."""
+def project(matches: KernelMatches, projection: Projection, measures: dict | None = None) -> MatchColumns:
+    """Apply the projection (and drop the duplicates it creates) to a batch of complex events;
+    ``measures`` (name -> columns.MeasureColumn, one value per complex event) follow the
+    matches kept, and count in what makes two matches equal."""
     offsets, positions = matches.offsets, matches.positions
     trigger, partition = matches.trigger, matches.partition
+    measures = measures or {}
     if not projection.needs_labels or matches.labels is None:
-        return MatchColumns(trigger, offsets, positions, {}, partition)
+        return MatchColumns(trigger, offsets, positions, {}, partition, measures=measures)
     sets = matches.label_sets
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
@@ -90,8 +95,10 @@ def project(matches: KernelMatches, projection: Projection) -> MatchColumns:
         n = len(trigger)
         unique = np.empty(n, dtype=bool)
         slots = np.empty(max(16, 1 << int(2 * n - 1).bit_length()), dtype=np.int64)
-        dedupe_mask(trigger, offsets, positions, id_table[label_ids], unique, np.empty(n, np.uint64), slots)
+        extra = _measure_codes(measures, n)
+        dedupe_mask(trigger, offsets, positions, id_table[label_ids], extra, unique, np.empty(n, np.uint64), slots)
         if not unique.all():
+            measures = {name: column.take(np.flatnonzero(unique)) for name, column in measures.items()}
             counts = np.diff(offsets)
             events = np.repeat(unique, counts)
             trigger, partition = trigger[unique], partition[unique]
@@ -101,7 +108,38 @@ def project(matches: KernelMatches, projection: Projection) -> MatchColumns:
     for name in projection.output_labels:
         has = np.array([name in reported for _, reported in table], dtype=bool)[label_ids]
         labels[name] = _select_events(offsets, positions, label_ids, has)[:2]
-    return MatchColumns(trigger, offsets, positions, labels, partition)
+    return MatchColumns(trigger, offsets, positions, labels, partition, measures=measures)
+
+
+def limit_projected(matches: MatchColumns, limit: int) -> MatchColumns:
+    """The first ``limit`` matches of each trigger (LIMIT; a trigger's matches are together)."""
+    from ceql.runtime.kernel.postfilter import first_per_trigger
+
+    keep = first_per_trigger(matches.trigger, np.ones(len(matches), dtype=bool), limit)
+    if keep.all():
+        return matches
+    rows = np.flatnonzero(keep)
+    offsets, positions = _take_lists(matches.offsets, matches.positions, rows)
+    labels = {name: _take_lists(o, p, rows) for name, (o, p) in matches.labels.items()}
+    measures = {name: column.take(rows) for name, column in matches.measures.items()}
+    partition = matches.partition[rows] if matches.partition is not None else None
+    return MatchColumns(matches.trigger[rows], offsets, positions, labels, partition, measures=measures)
+
+
+def _take_lists(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.diff(offsets)[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    flat = np.repeat(offsets[:-1][rows] - out[:-1], counts) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, values[flat]
+
+
+def _measure_codes(measures: dict, n: int) -> np.ndarray:
+    from ceql.runtime.kernel.columns import measure_codes
+
+    if not measures:
+        return np.zeros((n, 0), dtype=np.int64)
+    return np.stack([measure_codes(column) for column in measures.values()], axis=1)
 
 
 def _select_events(
@@ -109,3 +147,4 @@ def _select_events(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)
     return kept_before[offsets], positions[keep], label_ids[keep]
+

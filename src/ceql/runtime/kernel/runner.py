@@ -33,25 +33,46 @@ from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import builder_for, iter_tables
-from ceql.runtime.kernel.compiled import MAX_MEASURE, MAX_WINDOW, MIN_MEASURE, MISSING
+from ceql.runtime.kernel.columns import (
+    Conditions,
+    Frame,
+    MeasureColumns,
+    consecutive,
+    group_holds,
+    instance_holds,
+)
+from ceql.runtime.kernel.compiled import (
+    MAX_MEASURE,
+    MAX_WINDOW,
+    MIN_MEASURE,
+    MISSING,
+    SELECT_LAST,
+    SELECT_MAX,
+    SELECT_NEXT,
+    select_supports,
+)
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.output import Projection, project
+from ceql.runtime.kernel.keys import IntCodes
+from ceql.runtime.kernel.output import Projection, limit_projected, project
+from ceql.runtime.kernel.postfilter import (
+    PostFilter,
+    few_candidates,
+    first_per_trigger,
+    local_indexes,
+    post_filter,
+    select_matches,
+)
+from ceql.runtime.kernel.values import STATE_PREFIX as KEPT_PREFIX
+from ceql.runtime.kernel.values import KeptValues, Raw
 
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
     if getattr(plan, "absence", None) is not None:
         return "NOT FOLLOWED BY"
-    if plan.registers is not None:
-        return "conditions across events (registers)"
-    if plan.measures is not None:
-        return "measures"
-    if plan.strategy in ("NEXT", "LAST", "MAX"):
-        return f"strategy {plan.strategy}"
-    if plan.strict_filter:
-        return "STRICT over NOT(...) or ALL"
-    if plan.repeats and plan.strategy != "ANY":
-        return "complex events that several runs derive (repeats are dropped at output)"
+    post = post_filter(plan)
+    if isinstance(post, str):
+        return post
     within = plan.checked.query.within
     if within is not None:
         if within.value >= MAX_WINDOW:
@@ -59,9 +80,49 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
             return f"a window over the non-integer attribute {within.attribute}"
     projection = Projection.from_plan(plan)
-    if projection.merges and plan.limit is not None:
-        return "LIMIT with a projection other than *"
+    if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
+        # The first n distinct projected matches: every candidate is enumerated first.
+        return "LIMIT with a projection other than * on a pattern with many candidates"
     return None
+
+
+def kernel_notes(plan: Plan) -> list[str]:
+    """How the kernel evaluates what the plan checks per complex event (for explain)."""
+    post = post_filter(plan)
+    return list(post.notes) if isinstance(post, PostFilter) else []
+
+
+def _measure_columns(plan: Plan) -> MeasureColumns | None:
+    projection = plan.checked.query.projection
+    if plan.measures is None or projection is None or not projection.measures:
+        return None
+    types = getattr(plan.checked, "measure_types", {}) or {}
+    return MeasureColumns(projection.measures, set(plan.measures.many), types)
+
+
+LOCAL = "\x00local"  # kept values: an event's index in its sub-stream
+PREDICATE = "\x00pred"  # kept values: a one-event predicate of a condition, by number
+
+
+def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> KeptValues | None:
+    """The store of the values measures and checks read (None when they read none)."""
+    checked = post is not None and post.per_match
+    if not attributes and plan.measures is None and not checked:
+        return None
+    catalog = plan.catalog
+    storages = {name: catalog.columns[name].storage for name in attributes if name in catalog.columns}
+    if post is not None and post.strict:
+        storages[LOCAL] = "int"
+    if post is not None and post.predicates is not None:
+        for i in range(len(post.predicates)):
+            storages[f"{PREDICATE}{i}"] = "boolean"
+    index = {name: i for i, name in enumerate(plan.type_names)}
+    int_types = {
+        name: frozenset(index[t] for t in types if t in index)
+        for name, types in catalog.int_types.items()
+        if name in storages
+    }
+    return KeptValues(storages, int_types)
 
 
 class KeyCodes:
@@ -78,10 +139,14 @@ class KeyCodes:
             )
             for group in plan.partition_groups
         ]
+        # The group of each event type (-1: none), indexed by type index (-1: unknown type).
+        self._group_of = np.full(len(plan.type_names) + 1, -1, dtype=np.int64)
+        for g, (_, group_types) in enumerate(self.groups):
+            self._group_of[group_types] = g
         self.codes: dict[tuple, int] = {}  # keys coded in Python (all but plain integers)
         self._segments: list = []  # in code order: arrays of integer keys, or single tuples
         self.count = 0  # codes given so far
-        self._ints = None  # int key -> code, for the compiled coder (built on first use)
+        self._ints = IntCodes()  # int key -> code, filled by compiled code
         self._keys: list[tuple] | None = []
 
     @property
@@ -103,27 +168,43 @@ class KeyCodes:
         self._segments = list(keys)
         self.count = len(keys)
         self._keys = list(keys)
-        self.codes = {key: code for code, key in enumerate(keys)}
-        self._ints = None
+        self.codes = {}
+        self._ints = IntCodes()
+        for code, key in enumerate(keys):
+            if len(key) == 1 and type(key[0]) is int and -(2**63) <= key[0] < 2**63:
+                self._ints.put(key[0], code)
+            else:
+                self.codes[key] = code
 
     def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
         """The key code of each of ``rows`` (-1: the event has no key: no group, or a null)."""
         out = np.full(len(rows), -1, dtype=np.int64)
-        row_types = types[rows]
-        for group, group_types in self.groups:
-            selected = np.nonzero(np.isin(row_types, group_types))[0]
-            if len(selected) == 0:
+        row_groups = self._group_of[types[rows]]
+        for g, (group, _) in enumerate(self.groups):
+            selected = np.flatnonzero(row_groups == g) if len(self.groups) > 1 or not (row_groups == 0).all() else None
+            if selected is not None and len(selected) == 0:
                 continue
-            chosen = rows[selected]
+            chosen = rows if selected is None else rows[selected]
             whole = len(chosen) == table.num_rows  # every row, in order (rows ascend)
             if len(group) == 1:
                 column = table.column(group[0])
-                column = column if whole else column.take(pa.array(chosen))
-                if column.null_count == 0 and pa.types.is_integer(column.type):
+                if pa.types.is_integer(column.type):
                     # The common case: integer keys, coded by a compiled hash table (no Python
                     # work per key).
-                    values = np.asarray(column.to_numpy(), dtype=np.int64)
-                    out[selected] = self._int_codes(values)
+                    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+                    valid = None
+                    if column.null_count:
+                        valid = column.is_valid().to_numpy(zero_copy_only=False)
+                        column = pc.fill_null(column, 0)
+                    values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+                    if not whole:
+                        values = values[chosen]
+                        valid = valid[chosen] if valid is not None else None
+                    codes = self._int_codes(values, valid)
+                    if selected is None:
+                        out = codes
+                    else:
+                        out[selected] = codes
                     continue
             take = pa.array(chosen)
             combined: np.ndarray | None = None
@@ -151,17 +232,15 @@ class KeyCodes:
                 combined[present] = inverse
             assert combined is not None
             lookup = np.array([self._code(key) for key in uniques] + [-1], dtype=np.int64)
-            out[selected] = lookup[combined]  # -1 indexes the trailing -1: no key
+            if selected is None:
+                out = lookup[combined]
+            else:
+                out[selected] = lookup[combined]  # -1 indexes the trailing -1: no key
         return out
 
-    def _int_codes(self, values: np.ndarray) -> np.ndarray:
-        if self._ints is None:
-            self._ints = _new_int_table()
-            for key, code in self.codes.items():
-                if len(key) == 1 and type(key[0]) is int:
-                    self._ints[key[0]] = code
+    def _int_codes(self, values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         start = self.count
-        codes, end = _encode_ints(values, self._ints, start)
+        codes, end = self._ints.encode(values, valid, start)
         if end > start:
             fresh = codes >= start
             firsts = np.unique(codes[fresh], return_index=True)[1]  # first appearance, in code order
@@ -170,18 +249,21 @@ class KeyCodes:
         return codes
 
     def _code(self, key: tuple) -> int:
-        if len(key) == 1 and type(key[0]) is int and self._ints is not None:
-            found = self._ints.get(key[0], -1)
+        if len(key) == 1 and type(key[0]) is int and -(2**63) <= key[0] < 2**63:
+            found = self._ints.get(key[0])
             if found >= 0:
                 return found
+            found = self.count
+            self.count += 1
+            self._ints.put(key[0], found)
+            self._segments.append(key)
+            return found
         found = self.codes.get(key)
         if found is None:
             found = self.count
             self.count += 1
             self.codes[key] = found
             self._segments.append(key)
-            if self._ints is not None and len(key) == 1 and type(key[0]) is int:
-                self._ints[key[0]] = found
         return found
 
 
@@ -192,20 +274,57 @@ class PlanKernel:
         reason = unsupported(plan)
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
+        post = post_filter(plan)
+        self.post = post if isinstance(post, PostFilter) else None
+        self.source = plan
+        if self.post is not None:
+            plan = self.post.plan  # the pattern whose complex events are checked one by one
         self.plan = plan
         self.projection = Projection.from_plan(plan)
+        if self.post is not None and self.post.distinct:
+            self.projection.distinct = True
         within = plan.checked.query.within
         self.partitioned = bool(plan.partition_groups)
+        self.measures = _measure_columns(plan)
+        self.conditions = None
+        self.instance_checks: list = []
+        if self.post is not None:
+            predicates = self.post.predicates
+            column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
+            if self.post.condition is not None:
+                self.conditions = Conditions(self.post.condition, column)
+            for instanced in self.post.instances:
+                if isinstance(instanced.source, tuple):
+                    self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
+                else:
+                    self.instance_checks.append(Conditions(instanced.source, column).holds)
+        # Checks per complex event need every candidate: ANY and LIMIT apply after them.
+        self.checked = self.post is not None and self.post.per_match
+        attributes = self.measures.attributes() if self.measures is not None else []
+        if self.conditions is not None:
+            attributes += [a for a in self.conditions.attributes() if a not in attributes]
+        for keys in self.post.groups if self.post is not None else ():
+            attributes += [key.name for key in keys if key.name not in attributes]
+        for instanced in self.post.instances if self.post is not None else ():
+            if isinstance(instanced.source, tuple):
+                read = [key.name for key in instanced.source]
+            else:
+                read = Conditions(instanced.source).attributes()
+            attributes += [a for a in read if a not in attributes]
+        self.kept = _kept_values(plan, attributes, self.post)
+        self.limit = plan.limit if self.checked or self.projection.merges else None
         self.kernel = KernelEvaluator(
             plan.det,
             window=None if within is None else int(within.value),
             monotone=plan.monotone,
             consume=plan.consume,
-            strategy="ANY" if plan.strategy == "ANY" else "ALL",
-            limit=plan.limit,
+            strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
+            limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
-            whole_triggers=self.projection.merges,
-            labels=self.projection.needs_labels,
+            whole_triggers=self.projection.merges or self.checked,
+            labels=self.projection.needs_labels or self.measures is not None or self.checked,
+            # With CONSUME BY, each trigger's complex events are checked before consumption.
+            check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
         )
@@ -214,6 +333,7 @@ class PlanKernel:
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
         self.last_time: int | None = None
+        self._counts: np.ndarray | None = None  # events per partition code (STRICT)
         # Types the input (an evaluator gives its own, which records how its input gave times).
         self.builder = builder_for(plan)
         self._irrelevant = np.zeros(0, dtype=bool)
@@ -236,7 +356,87 @@ class PlanKernel:
         relevant = np.nonzero(~self._irrelevant[symbols])[0]
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n
-        yield from self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes)
+        if self.kept is not None:
+            self.kept.append(table, base, types, self._derived(table, types))
+        for chunk in self.kernel.process_chunks(symbols[relevant], relevant + base, measures[relevant], codes):
+            if self.checked and self.kernel.check is None:
+                chunk = self._check(chunk)
+                if not len(chunk):
+                    continue
+            if self.measures is not None:
+                chunk.measures = self.measures.compute(self._frame(chunk))
+            yield chunk
+        if self.kept is not None:
+            self._prune_kept()
+
+    def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
+        """Values the checks read that are not attributes: each event's index in its
+        sub-stream (STRICT) and the one-event predicates of ``x[p]`` in conditions."""
+        post = self.post
+        out: dict[str, Raw] = {}
+        if post is None:
+            return out
+        n = table.num_rows
+        if post.strict:
+            if self.keys is not None:
+                codes = self.keys.encode(table, np.arange(n), types)
+                if self._counts is None or len(self._counts) < self.keys.count:
+                    counts = np.zeros(max(16, 2 * self.keys.count), dtype=np.int64)
+                    if self._counts is not None:
+                        counts[: len(self._counts)] = self._counts
+                    self._counts = counts
+                local = local_indexes(codes, self._counts)
+            else:
+                local = np.arange(self.position - n, self.position, dtype=np.int64)
+            out[LOCAL] = Raw("int", local, local >= 0)
+        if post.predicates is not None:
+            for i, values in enumerate(post.predicates.evaluate(table)):
+                out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
+        return out
+
+    def _check(self, chunk: KernelMatches) -> KernelMatches:
+        """Keep the complex events that pass the per-match checks; then ANY."""
+        return select_matches(chunk, self._checked_mask(chunk))
+
+    def _checked_mask(self, chunk: KernelMatches) -> np.ndarray:
+        """Which complex events pass the per-match checks (then ANY, NEXT, LAST, MAX)."""
+        post = self.post
+        assert post is not None
+        frame = self._frame(chunk)
+        keep = np.ones(len(chunk), dtype=bool)
+        if self.conditions is not None:
+            keep &= self.conditions.holds(frame)
+        for keys in post.groups:
+            keep &= group_holds(frame, keys)
+        for check, instanced in zip(self.instance_checks, post.instances):
+            keep &= instance_holds(frame, instanced.end, instanced.own, instanced.free, check)
+        if post.strict:
+            keep &= consecutive(frame, LOCAL)
+        if post.select is not None:
+            mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
+            select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
+        if self.source.strategy == "ANY":
+            keep = first_per_trigger(chunk.trigger, keep, 1)
+        return keep
+    def _frame(self, chunk: KernelMatches) -> Frame:
+        kept = self.kept
+        assert kept is not None
+        located: list = []
+
+        def values(attribute: str):
+            if not located:
+                located.append(kept.locate(chunk.positions))
+            return kept.gather(attribute, located[0], len(chunk.positions))
+
+        return Frame(chunk.offsets, chunk.labels, chunk.label_sets, values)
+
+    def _prune_kept(self) -> None:
+        """Drop the kept values of events no node in use refers to, when the batches kept since
+        the last time outgrow what it left (amortised constant work per event)."""
+        kept = self.kept
+        assert kept is not None
+        if kept.should_prune():
+            kept.prune(self.kernel.live_positions())
 
     def record_batches(self, events: Any, schema: OutputSchema | None = None) -> Iterator[pa.RecordBatch]:
         """Matches over ``events`` (dicts, pandas or Arrow) as record batches of the output
@@ -247,16 +447,30 @@ class PlanKernel:
                 yield record_batch(schema, self.columns(chunk))
 
     def columns(self, chunk: KernelMatches) -> MatchColumns:
-        """A chunk of complex events, projected, with the partition keys when reported: what
-        ``record_batch`` (the output schema's rows) and ``MatchRows`` (Match views) take.
-        Measures computed in the kernel's output pass go in ``MatchColumns.measures`` (name ->
-        one raw value per match, times as int64 nanoseconds): both type and show them."""
-        columns = project(chunk, self.projection)
+        """A chunk of complex events, projected (then LIMIT), with the partition keys when
+        reported: what ``record_batch`` (the output schema's rows) and ``MatchRows`` (Match
+        views) take. Measures computed in the kernel's output pass go in
+        ``MatchColumns.measures`` (name -> one raw value per match as an Arrow array, or a list
+        when some values fit no column; times as int64 nanoseconds): both type and show them."""
+        columns = project(chunk, self.projection, chunk.measures)
+        if self.limit is not None:
+            columns = limit_projected(columns, self.limit)
         if self.reports_partition and self.keys is not None:
             columns.keys = self.keys.keys
         else:
             columns.partition = None
+        if columns.measures:
+            kinds = self._raw_measure_types()
+            columns.measures = {name: column.raw(kinds.get(name)) for name, column in columns.measures.items()}
         return columns
+
+    def _raw_measure_types(self) -> dict[str, pa.DataType]:
+        """The Arrow type of each measure's raw values (times are left as int64 nanoseconds)."""
+        kinds = self.__dict__.get("_raw_kinds")
+        if kinds is None:
+            schema = self.output_schema()
+            kinds = self._raw_kinds = {m.name: m.arrow for m in schema.measures if m.time is None}
+        return kinds
 
     def output_schema(self, **options: Any) -> OutputSchema:
         """The output schema of this plan, times as this kernel's input gave them."""
@@ -348,6 +562,10 @@ class PlanKernel:
     def export_state(self) -> dict:
         """The kernel's state arrays plus the stream position, last time and partition keys."""
         state = self.kernel.export_state()
+        if self.kept is not None:
+            state.update(self.kept.export(self.kernel.live_positions()))
+        if self._counts is not None:  # STRICT: events seen per partition code
+            state["sub_stream_counts"] = self._counts[: self.keys.count if self.keys is not None else 0].copy()
         state["position"] = np.array([self.position])
         state["last_time"] = np.array([] if self.last_time is None else [self.last_time], dtype=np.int64)
         state["partition_keys"] = list(self.keys.keys) if self.keys is not None else []
@@ -359,10 +577,22 @@ class PlanKernel:
         if state.get("query") != self.plan.checked.text:
             raise ValueError("the saved state belongs to another query")
         self.kernel.import_state(state)
+        if self.kept is not None:
+            self.kept.load(state)
+            missing = np.setdiff1d(self.kernel.live_positions(), self.kept.kept_positions())
+            if len(missing):
+                raise ValueError("malformed kernel state: a node refers to an event without kept values")
         self.position = int(state["position"][0])
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
+        counts = state.get("sub_stream_counts")
+        if counts is not None and self.post is not None and self.post.strict and self.keys is not None:
+            counts = np.asarray(counts, dtype=np.int64)
+            if len(counts) > self.keys.count or (len(counts) and counts.min() < 0):
+                raise ValueError("malformed kernel state: sub-stream counts do not match the partitions")
+            self._counts = np.zeros(max(16, 2 * self.keys.count), dtype=np.int64)
+            self._counts[: len(counts)] = counts
 
 
 STATE_FORMAT = "ceql-kernel-state"
@@ -385,6 +615,8 @@ def _export_json(runner: PlanKernel) -> bytes:
     for name, value in state.items():
         if isinstance(value, np.ndarray):
             document[name] = ["a", str(value.dtype), value.tolist()]
+        elif name.startswith(KEPT_PREFIX):
+            document[name] = ["s", list(value)]  # a kept string column
         elif name in ("det_states", "partition_keys"):
             document[name] = [_encode(v if not isinstance(v, tuple) else v) for v in value]
         elif name == "label_sets":
@@ -413,9 +645,13 @@ def _import_json(runner: PlanKernel, blob: bytes) -> None:
             if name in ("format", "format_version"):
                 continue
             if isinstance(value, list) and len(value) == 3 and value[0] == "a":
-                if value[1] not in ("int64", "bool"):
+                if value[1] not in ("int64", "bool", "float64"):
                     raise StateError(f"unexpected array type {value[1]!r}")
                 state[name] = np.array(value[2], dtype=value[1])
+            elif name.startswith(KEPT_PREFIX):
+                if not (isinstance(value, list) and len(value) == 2 and value[0] == "s" and isinstance(value[1], list)):
+                    raise StateError(f"malformed kept values {name!r}")
+                state[name] = value[1]
             elif name in ("det_states", "partition_keys"):
                 state[name] = [_decode(v) for v in value]
             elif name == "label_sets":
@@ -429,16 +665,3 @@ def _import_json(runner: PlanKernel, blob: bytes) -> None:
 
 PlanKernel.export_json = _export_json  # type: ignore[attr-defined]
 PlanKernel.import_json = _import_json  # type: ignore[attr-defined]
-
-
-def _new_int_table():
-    from numba import types
-    from numba.typed import Dict
-
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
-
-
-def _encode_ints(values: np.ndarray, table, start: int) -> tuple[np.ndarray, int]:
-    from ceql.runtime.kernel.compiled import encode_int_keys
-
-    return encode_int_keys(values, table, start)

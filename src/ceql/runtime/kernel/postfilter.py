@@ -1,0 +1,288 @@
+"""Checks the kernel applies to each enumerated complex event, column-wise, instead of keeping
+register values per run: the plan decides at compile time whether they are exact and cheap.
+
+- **Conditions across events with one instance per derivation.** A FILTER condition (or a
+  PARTITION BY over labels, or inside a formula) that is neither under an iteration nor in an
+  OR branch, nor inside UNLESS's right side, is decided once per derivation of a complex
+  event, on that derivation's events: the automaton's transitions carry the labels it
+  reads (private copies of the filtered formula's own labels and of its '*', and its free
+  labels). The kernel runs the automaton without registers, so it enumerates every derivation
+  of every candidate, and checks each condition on them with its labels so renamed
+  (columns.py); then drops the repeats of a complex event that several derivations report.
+  Every candidate is enumerated (ANY, NEXT, LAST, MAX and LIMIT apply after the check); with
+  CONSUME BY, the kernel hands each trigger's candidates to the check before it consumes (only
+  if some pass), so it stays exact. Used when the candidates are few: a contiguous pattern
+  (``:`` and ``:+`` only: at most one candidate per start event), or a window with no
+  iteration that can skip events. Otherwise the Python path's registers, which drop a partial
+  match as soon as a condition fails, keep the plan. ``NOT(E FILTER c)`` with c reading other
+  labels has one instance per E event it reads (under a private label, with its end label):
+  the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
+- **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
+  events by their supports (compiled ``select_supports``).
+- **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
+  its (sub-)stream, checked on each one from the events' indexes in their sub-stream (as the
+  Python path does).
+- **Repeats**: when several runs may derive one complex event, the copies a trigger reports are
+  dropped (by positions and reported labels), as the Python path does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ceql.compile.plan import Plan
+from ceql.compile.predicates import PredicateSet
+from ceql.lang import ast
+from ceql.lang.visit import walk
+
+#: Key under which a plan caches its PostFilter (or the reason it has none).
+_CACHE = "_kernel_post_filter"
+
+
+@dataclass
+class PostFilter:
+    """What the kernel checks per complex event, and the plan it runs to enumerate them."""
+
+    plan: Plan  # the plan the kernel runs
+    condition: ast.Cond | None = None  # over the whole complex event
+    groups: list[tuple[ast.Attr, ...]] = field(default_factory=list)  # PARTITION BY keys: one common value
+    strict: bool = False  # STRICT: consecutive in the (sub-)stream
+    distinct: bool = False  # drop repeats of a complex event per trigger
+    predicates: PredicateSet | None = None  # x[p] inside the condition: one-event predicates
+    #: Conditions (or PARTITION BY keys) with one instance per iteration or OR branch taken:
+    #: checked on each instance of the filtered formula (the events between two of its ends).
+    instances: list[Instanced] = field(default_factory=list)
+    select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
+    notes: list[str] = field(default_factory=list)  # what is checked, for explain
+
+    @property
+    def per_match(self) -> bool:
+        """Whether some complex events may be dropped after the enumeration."""
+        return (
+            self.condition is not None
+            or bool(self.groups)
+            or self.strict
+            or bool(self.instances)
+            or self.select is not None
+        )
+
+
+@dataclass
+class Instanced:
+    """A condition (or keys) of a site with several instances per derivation: its instances
+    end at events labelled ``end``; ``own`` are the labels of its own events, ``free`` those
+    read from the whole complex event."""
+
+    source: ast.Cond | tuple[ast.Attr, ...]
+    end: str
+    own: frozenset[str]
+    free: frozenset[str]
+
+
+def post_filter(plan: Plan) -> PostFilter | str | None:
+    """The per-complex-event checks the kernel needs for this plan: None when it needs none, a
+    PostFilter, or the reason the plan stays on the Python path (a string)."""
+    cached = plan.__dict__.get(_CACHE, _CACHE)
+    if cached is _CACHE:
+        cached = plan.__dict__[_CACHE] = _decide(plan)
+    return cached
+
+
+def _decide(plan: Plan) -> PostFilter | str | None:
+    repeats = plan.repeats and plan.strategy != "ANY"
+    select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
+    if select is not None:
+        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated).
+        bounded = few_candidates(plan.formula, plan)
+        if bounded is None:
+            return f"strategy {select} on a pattern with many candidates"
+    if plan.registers is None:
+        if not plan.strict_filter and not repeats and select is None:
+            return None
+        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select)
+        if select is not None:
+            post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
+        if plan.strict_filter:
+            post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
+        if repeats:
+            post.notes.append("repeats of a complex event dropped per trigger")
+        return post
+    # Conditions across events: each has one instance in every derivation of a complex event,
+    # so it can be checked on each enumerated derivation (the automaton's transitions carry
+    # the labels it reads: its own labels' private copies, its free labels, its '*').
+    registers = plan.registers
+    if registers.tracked:
+        return "conditions across events inside the right side of UNLESS (registers)"
+    conditions: list[ast.Cond] = []
+    groups: list[tuple[ast.Attr, ...]] = []
+    instances: list[Instanced] = []
+    for site in registers.all_sites:
+        if site.source is None:
+            return "a condition site without its source (registers)"  # pragma: no cover
+        if any(role.home is not None for role in site.free_roles.values()):
+            return "conditions across events on labels of a repeated scope (registers)"
+        roles = {**site.free_roles, **site.own_roles}
+        if isinstance(site.source, tuple):
+            source: ast.Node = tuple(_relabel_key(key, roles, site.star_label) for key in site.source)
+        else:
+            source = _relabel(site.source, roles, site.star_label)
+        if not site.top and site.end_label is not None:
+            # One instance per iteration (or per OR branch taken): checked on each.
+            own = {role.event_label for role in site.own_roles.values()} | {site.end_label}
+            if site.star_label is not None:
+                own.add(site.star_label)
+            free = frozenset(role.event_label for role in site.free_roles.values())
+            instances.append(Instanced(source, site.end_label, frozenset(own), free))
+        elif isinstance(source, tuple):
+            groups.append(source)
+        else:
+            # One instance (or, in an OR branch, a universal condition on its events: true
+            # when the branch is not taken).
+            conditions.append(source)
+    bounded = few_candidates(plan.formula, plan)
+    if bounded is None:
+        return "conditions across events on a pattern with many candidates (registers prune them)"
+    condition = _and(conditions) if conditions else None
+    predicates = None
+    read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
+    if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
+        predicates = PredicateSet()
+        predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
+        for c in read:
+            for node in walk(c) if c is not None else ():
+                if isinstance(node, ast.LabelCond):
+                    predicates.intern(node.pred)
+    post = PostFilter(
+        plan,
+        condition=condition,
+        groups=groups,
+        strict=plan.strict_filter,
+        distinct=plan.repeats and plan.strategy != "ANY",
+        predicates=predicates,
+        instances=instances,
+        select=select,
+    )
+    post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
+    if plan.strict_filter:
+        post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
+    if post.distinct:
+        post.notes.append("repeats of a complex event dropped per trigger")
+    return post
+
+
+def _relabel(cond: ast.Node, roles: dict, star: str | None) -> ast.Node:
+    """A site's condition over the labels its events carry in a derivation: an own label's
+    private copy, a free label's (the label itself, or a scope's copy), '*' for COUNT(*)."""
+    if isinstance(cond, (ast.And, ast.Or)):
+        return type(cond)(tuple(_relabel(p, roles, star) for p in cond.parts))
+    if isinstance(cond, ast.Not):
+        return ast.Not(_relabel(cond.operand, roles, star))
+    if isinstance(cond, ast.LabelCond):
+        return dataclasses.replace(cond, label=roles[cond.label].event_label)
+    if isinstance(cond, ast.Compare):
+        return ast.Compare(cond.op, _relabel(cond.left, roles, star), _relabel(cond.right, roles, star))
+    if isinstance(cond, ast.Arith):
+        return ast.Arith(cond.op, _relabel(cond.left, roles, star), _relabel(cond.right, roles, star))
+    if isinstance(cond, ast.Neg):
+        return ast.Neg(_relabel(cond.operand, roles, star))
+    if isinstance(cond, ast.Attr) and cond.label is not None:
+        return ast.Attr(cond.name, roles[cond.label].event_label)
+    if isinstance(cond, ast.Prev):
+        return ast.Prev(roles[cond.label].event_label, cond.attr)
+    if isinstance(cond, ast.Aggregate):
+        label = star if cond.label is None else roles[cond.label].event_label
+        return ast.Aggregate(cond.func, label, cond.attr)
+    return cond
+
+
+def _relabel_key(key: ast.Attr, roles: dict, star: str | None) -> ast.Attr:
+    return ast.Attr(key.name, star if key.label is None else roles[key.label].event_label)
+
+
+def _and(parts: list[ast.Cond]) -> ast.Cond:
+    return parts[0] if len(parts) == 1 else ast.And(tuple(parts))
+
+
+def few_candidates(body: ast.Formula, plan: Plan) -> str | None:
+    """Why the unfiltered pattern reports few candidates (None: it may report many)."""
+    skipping = False
+    iterating = False
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Unless):
+            stack.append(node.left)  # the right side reports nothing
+            continue
+        if isinstance(node, ast.Sequence) and not node.contiguous or isinstance(node, ast.AllOf):
+            skipping = True
+        if isinstance(node, ast.Iteration) and not node.contiguous:
+            iterating = True
+        stack.extend(child for child in _children(node))
+    if not skipping and not iterating:
+        return "a contiguous pattern: one candidate per start event"
+    if plan.window is not None and not iterating:
+        return "a window and no iteration that skips events"
+    return None
+
+
+def _children(node: ast.Formula) -> list:
+    from ceql.lang.visit import formula_children
+
+    return list(formula_children(node))
+
+
+def local_indexes(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each event's index in its sub-stream (``codes``: key codes, -1 for no key, which get
+    -1), continuing from ``counts`` (events seen per code, updated in place)."""
+    out = np.full(len(codes), -1, dtype=np.int64)
+    keyed = np.flatnonzero(codes >= 0)
+    if not len(keyed):
+        return out
+    chosen = codes[keyed]
+    order = np.argsort(chosen, kind="stable")
+    sorted_codes = chosen[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1]
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    out[keyed[order]] = counts[sorted_codes] + rank
+    np.add.at(counts, chosen, 1)
+    return out
+
+
+def select_matches(chunk, keep: np.ndarray):
+    """The matches of a KernelMatches whose ``keep`` is true."""
+    from ceql.runtime.kernel.engine import KernelMatches
+
+    if keep.all():
+        return chunk
+    counts = np.diff(chunk.offsets)
+    events = np.repeat(keep, counts)
+    offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[keep], out=offsets[1:])
+    return KernelMatches(
+        chunk.trigger[keep],
+        np.asarray(chunk.partition)[keep],
+        offsets,
+        chunk.positions[chunk.offsets[0] :][events] if chunk.offsets[0] else chunk.positions[events],
+        (chunk.labels[events] if chunk.labels is not None else None),
+        chunk.label_sets,
+        {name: column.take(np.flatnonzero(keep)) for name, column in chunk.measures.items()}
+        if chunk.measures
+        else None,
+    )
+
+
+def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.ndarray:
+    """``keep`` restricted to the first ``limit`` kept matches of each trigger (matches of one
+    trigger are consecutive)."""
+    index = np.flatnonzero(keep)
+    if not len(index):
+        return keep
+    chosen = trigger[index]
+    starts = np.r_[0, np.flatnonzero(chosen[1:] != chosen[:-1]) + 1]
+    rank = np.arange(len(index)) - np.repeat(starts, np.diff(np.r_[starts, len(index)]))
+    out = np.zeros(len(keep), dtype=bool)
+    out[index[rank < limit]] = True
+    return out
