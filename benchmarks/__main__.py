@@ -4,8 +4,9 @@ Families (one table each): core (CORE's queries on the stock, smart-home and tax
 CORE++ side by side), synthetic (the CORE paper's synthetic streams, with CORE++), stress
 (Foundations' enumeration stress test), duckdb (workloads DuckDB expresses exactly, side by side),
 issues (correlation, cross-event conditions under +, selection-strategy cost per event,
-measures), flink (Flink SQL MATCH_RECOGNIZE side by side). Without FAMILY: every family but
-flink. Each row runs in a fresh process (so peak memory is its own); competitors that are not
+measures), flink (Flink SQL MATCH_RECOGNIZE side by side), latency (``Evaluator.push`` one
+event at a time: p50/p99/p99.9 and events/s per query shape, benchmarks/latency.py). Without
+FAMILY: every family but flink and latency. Each row runs in a fresh process (so peak memory is its own); competitors that are not
 installed are reported as such. ``--quick`` is the CI smoke run (small sizes, one process).
 """
 
@@ -63,9 +64,9 @@ def main() -> None:
     parser.add_argument(
         "families",
         nargs="*",
-        choices=[[], *FAMILIES],
+        choices=[[], *FAMILIES, "latency"],
         metavar="FAMILY",
-        help=f"tables to run, among {', '.join(FAMILIES)} (default: all but flink)",
+        help=f"tables to run, among {', '.join(FAMILIES)}, latency (default: all but flink and latency)",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, in one process (CI smoke run)")
     parser.add_argument("--only", help="run only rows whose workload or query contains this text")
@@ -81,6 +82,17 @@ def main() -> None:
 
         print(json.dumps(measure(json.loads(args.one), args.timeout, competitors)))
         return
+    if "latency" in args.families:
+        from benchmarks import latency
+
+        latency_rows = latency.run(args.quick, args.only)
+        print("### latency (Evaluator.push, one event at a time)\n")
+        print(latency.table(latency_rows))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"machine": _machine(), "rows": latency_rows}, indent=1))
+        if args.families == ["latency"]:
+            return
+        args.families = [f for f in args.families if f != "latency"]
     families = args.families or [f for f in FAMILIES if f != "flink"]
     rows = rows_of(families, args.quick)
     if args.only:

@@ -26,6 +26,7 @@ from tests.strategies import (
     shaped_formulas,
     shaped_queries,
     simple_pred,
+    time_conditions,
 )
 
 ARITH_OPS = ("+", "-", "*", "/", "%")
@@ -76,7 +77,9 @@ def _pair(draw, labels: tuple[str, ...]) -> tuple[str, str]:
 def cross_atom(draw, own: tuple[str, ...], free: tuple[str, ...]):
     """One comparison that reads several events (or a one-event condition, now and then)."""
     named = own + free
-    kind = draw(st.sampled_from(["pair"] * 5 + ["string", "aggregate", "aggregate", "prev", "free", "unary"]))
+    kind = draw(st.sampled_from(["pair"] * 5 + ["string", "aggregate", "aggregate", "prev", "free", "unary", "time"]))
+    if kind == "time":  # TIMESTAMP and INTERVAL literals with the times of two labels
+        return draw(time_conditions(_pair(draw, named)))
     if kind == "pair":
         left, right = _pair(draw, named)
         return ast.Compare(draw(cross_op), draw(numeric_operand((left,))), draw(numeric_operand((right,))))

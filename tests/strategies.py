@@ -271,7 +271,7 @@ def extended_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
     prev = st.builds(
         lambda lab, op: ast.Compare(op, ast.Attr("v", lab), ast.Prev(lab, "v")), st.sampled_from(labels), compare_op
     )
-    atom = st.one_of(compare, prev, st.builds(ast.LabelCond, st.sampled_from(labels), preds))
+    atom = st.one_of(compare, prev, st.builds(ast.LabelCond, st.sampled_from(labels), preds), time_conditions(labels))
     return st.recursive(
         atom,
         lambda inner: st.one_of(
@@ -455,6 +455,23 @@ class Case:
         return f"Case({print_query(self.query)!r}, events={self.events!r}, cuts={self.cuts}, save_at={self.save_at})"
 
 
+#: Time literals over the small times ``matching_streams`` produce (nanoseconds 0..12).
+timestamps = st.builds(ast.Literal, st.integers(0, 12), st.just("timestamp"))
+intervals = st.builds(ast.Literal, st.integers(0, 4), st.just("interval"))
+
+
+def time_conditions(labels: tuple[str, ...]) -> st.SearchStrategy[ast.Cond]:
+    """Conditions on times with TIMESTAMP and INTERVAL literals: ``x.t < TIMESTAMP '...'``,
+    ``x.t + INTERVAL '2' NANOSECONDS >= y.t``, ``y.t - x.t <= INTERVAL '3' NANOSECONDS``."""
+    time = st.builds(lambda lab: ast.Attr("t", lab), st.sampled_from(labels))
+    return st.one_of(
+        st.builds(ast.Compare, compare_op, time, timestamps),
+        st.builds(ast.Compare, compare_op, st.builds(ast.Arith, st.sampled_from(["+", "-"]), time, intervals), time),
+        st.builds(ast.Compare, compare_op, st.builds(ast.Arith, st.just("-"), time, time), intervals),
+        st.builds(ast.LabelCond, st.sampled_from(labels), st.builds(ast.Compare, compare_op, st.just(ast.Attr("t")), timestamps)),
+    )
+
+
 def simple_pred() -> st.SearchStrategy[ast.Pred]:
     """One-event predicates over the values ``matching_streams`` produce (often true)."""
     value = st.integers(0, 3)
@@ -466,6 +483,7 @@ def simple_pred() -> st.SearchStrategy[ast.Pred]:
         st.builds(ast.InInterval, st.just(ast.Attr("v")), st.sampled_from([None, 0, 1]), st.sampled_from([None, 2, 3]), st.booleans()).filter(
             lambda p: p.low is not None or p.high is not None
         ),
+        st.builds(ast.Compare, compare_op, st.just(ast.Attr("t")), timestamps),
     )
 
 
@@ -672,3 +690,55 @@ def cases(draw, queries_: st.SearchStrategy[ast.Query], min_size: int = 5, max_s
     cuts = tuple(draw(st.lists(st.integers(1, max(1, len(events) - 1)), max_size=3)))
     save_at = draw(st.one_of(st.none(), st.integers(1, max(1, len(events) - 1))))
     return Case(query, events, cuts, save_at)
+
+
+# =========================================================================== NOT FOLLOWED BY
+
+#: Windows over measures that never decrease (NOT FOLLOWED BY needs one), short enough that
+#: deadlines pass inside the generated streams.
+ABSENCE_WINDOWS = st.one_of(
+    st.builds(ast.Within, st.just("events"), st.integers(1, 5)),
+    st.builds(ast.Within, st.just("time"), st.integers(1, 6)),
+    st.builds(ast.Within, st.just("attribute"), st.integers(1, 6), st.just("t")),
+)
+
+
+@st.composite
+def absent_formulas(draw, labels: tuple[str, ...]):
+    """What must not follow: an event type (or two in sequence), often filtered, often
+    correlated with a label of the formula before it (``p.id = x.id``)."""
+    first = ast.Label(ast.EventType(draw(st.sampled_from(MATCH_TYPES))), "p")
+    body: ast.Formula = first
+    if draw(st.sampled_from([False, False, True])):
+        body = ast.Sequence((first, ast.EventType(draw(st.sampled_from(MATCH_TYPES)))))
+    kind = draw(st.sampled_from(["plain", "filter", "correlated", "correlated", "time"]))
+    if kind == "plain":
+        return body
+    if kind == "filter":
+        return ast.Filter(body, ast.LabelCond("p", draw(simple_pred())))
+    other = draw(st.sampled_from(labels))
+    if kind == "time":  # g within some time of the formula's event
+        return ast.Filter(
+            body,
+            ast.Compare(draw(compare_op), ast.Attr("t", "p"), ast.Arith("+", ast.Attr("t", other), draw(intervals))),
+        )
+    attribute = draw(st.sampled_from(["id", "v"]))
+    return ast.Filter(body, ast.Compare(draw(st.sampled_from(["=", "=", "!=", "<"])), ast.Attr(attribute, "p"), ast.Attr(attribute, other)))
+
+
+@st.composite
+def absence_queries(draw, strategies_: tuple[str | None, ...] = (None, None, "ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")):
+    """``WHERE f NOT FOLLOWED BY g WITHIN ...``: f without NOT or PROJECT, every clause."""
+    operators = tuple(op for op in CORE_OPERATORS if op != "not")
+    query = draw(shaped_queries(2, operators, clauses=True, strategies_=strategies_, windows=ABSENCE_WINDOWS))
+    labels = tuple(sorted(label for label in defined_labels(query.formula) if label != "p"))
+    within = query.within if query.within is not None else draw(ABSENCE_WINDOWS)
+    projection = query.projection
+    if draw(st.booleans()):  # values of the reported complex event (read from columns g does not read)
+        label = draw(st.sampled_from(labels))
+        measures = (
+            ast.Measure(ast.Aggregate("FIRST", label, "s"), "first_s"),
+            ast.Measure(ast.Aggregate("COUNT", None), "n_events"),
+        )
+        projection = dataclasses.replace(projection, measures=measures)
+    return dataclasses.replace(query, absent=draw(absent_formulas(labels)), within=within, projection=projection)

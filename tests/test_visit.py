@@ -54,7 +54,7 @@ def test_a_missing_rule_fails_loudly() -> None:
 def test_child_slots_are_derived_from_the_fields() -> None:
     assert visit.child_slots(ast.Filter) == ("body", "cond")
     assert visit.formula_slots(ast.Filter) == ("body",)
-    assert visit.child_slots(ast.Query) == ("projection", "formula", "partition_labels", "within")
+    assert visit.child_slots(ast.Query) == ("projection", "formula", "partition_labels", "within", "absent")
     assert visit.child_slots(ast.Aggregate) == ()
     assert visit.formula_children(ast.NotEvent(ast.EventType("A"))) == (ast.EventType("A"),)
 

@@ -95,7 +95,7 @@ class Query:
             if max_matches and table.num_rows > max_matches:
                 raise too_many_matches(max_matches)
             return table
-        found = evaluator.process(events)
+        found = evaluator.run(events)
         return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
 
     def explain(self, dot: bool = False) -> str:

@@ -76,7 +76,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(print_query(checked.query))
     print()
     print(describe(checked))
-    warnings = growth_warnings(checked)
+    warnings = list(checked.warnings) + growth_warnings(checked)
     if warnings:
         print("warnings:")
         for warning in warnings:
@@ -205,6 +205,14 @@ def _run(args: argparse.Namespace) -> int:
             if progress is not None:
                 progress.update(chunk.table.num_rows)
                 progress.set_postfix(matches=sink.written, refresh=False)
+        for name, evaluator in evaluators:  # the end of the input: NOT FOLLOWED BY's last matches
+            for batch in sink.finished(name, evaluator):
+                if limit is not None and sink.written + batch.num_rows > limit:
+                    if limit > sink.written:
+                        sink.write(name, batch.slice(0, limit - sink.written))
+                    sink.close()
+                    raise _too_many(args, to_stdout)
+                sink.write(name, batch)
         for _, evaluator in evaluators:
             if hasattr(evaluator, "close"):
                 evaluator.close()  # --workers: stop the threads
@@ -298,6 +306,28 @@ class _RowSink:
             )
             yield record_batch(schema, from_matches(matches, schema), events=events)
 
+    def finished(self, name: str, evaluator):
+        """The record batch of the matches still due at the end of the input (``NOT FOLLOWED
+        BY``: ``Evaluator.finish``); none for other queries."""
+        from ceql.io.writers import events_column
+        from ceql.runtime.arrow import from_matches, record_batch
+
+        if evaluator.absence is None:
+            return
+        if self.run is None:
+            self._open()
+        schema = self.run.schemas[name]
+        found = evaluator.finish(detailed=self.with_events)
+        if not found:
+            return
+        if not self.with_events:
+            yield record_batch(schema, from_matches(found, schema))
+            return
+        matches = [match for match, _ in found]
+        kind = schema.arrow.field("events").type
+        events = events_column(kind, matches, [refs for _, refs in found], self.run.times, self.restrictions[name])
+        yield record_batch(schema, from_matches(matches, schema), events=events)
+
     def write(self, name: str, batch) -> None:
         if self.writer is None:
             self._open()
@@ -326,6 +356,11 @@ class _CoreSink:
             return EventRef(chunk.table, i, chunk.source_of(i), int(chunk.lines[i]))
 
         for match, events in evaluator.process_with_payload(chunk.table, payload):
+            yield _OneMatch(match, events)
+
+    def finished(self, name: str, evaluator):
+        """The matches still due at the end of the input (``NOT FOLLOWED BY``)."""
+        for match, events in evaluator.finish(detailed=True):
             yield _OneMatch(match, events)
 
     def write(self, name: str, item) -> None:

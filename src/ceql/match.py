@@ -67,8 +67,13 @@ class Match:
             measures. Values are typed as the ``output="arrow"`` columns: int, float, str,
             bool, None, tuples for labels that may hold several events, and times as the
             input gave them (docs/guide.md, "Output").
+        deadline: for ``WHERE f NOT FOLLOWED BY g``, the instant the match was due (the
+            window's end: the first event's measure plus the window, in the window's units:
+            nanoseconds, positions or the attribute's); None for other queries. The trigger is
+            then the first event at or past it (or the end of the input, or of the time the
+            caller advanced to: docs/semantics.md, 5.2).
 
-    Matches compare, hash and sort by these five fields. Where the compiled kernel runs the
+    Matches compare, hash and sort by these six fields. Where the compiled kernel runs the
     query, a Match is a view of one row of the kernel's columnar result: its fields are built
     from that result when first read.
     """
@@ -82,20 +87,22 @@ class Match:
         labels: Mapping[str, tuple[int, ...]] = EMPTY,
         partition: tuple | None = None,
         measures: Mapping[str, Any] = EMPTY,
+        deadline: Any = None,
     ) -> None:
         if type(labels) is not FrozenMap:
             labels = FrozenMap(labels) if labels else EMPTY
         if type(measures) is not FrozenMap:
             measures = FrozenMap(measures) if measures else EMPTY
-        self._fields: tuple | None = (trigger, positions, labels, partition, measures)
+        self._fields: tuple | None = (trigger, positions, labels, partition, measures, deadline)
         self._view: Any = None
         self._row = 0
 
     @classmethod
     def view(cls, rows: Any, row: int) -> Match:
         """A Match whose fields are row ``row`` of ``rows`` (an object with ``fields(row)``
-        returning the five fields, and ``trigger(row)``, ``positions(row)``,
-        ``partition(row)``), built when first read."""
+        returning the first five fields, and ``trigger(row)``, ``positions(row)``,
+        ``partition(row)``), built when first read; its deadline is None (the kernel runs no
+        ``NOT FOLLOWED BY``)."""
         match = _new(cls)
         match._fields = None
         match._view = rows
@@ -110,7 +117,7 @@ class Match:
                 labels = FrozenMap(labels) if labels else EMPTY
             if type(measures) is not FrozenMap:
                 measures = FrozenMap(measures) if measures else EMPTY
-            fields = self._fields = (trigger, positions, labels, partition, measures)
+            fields = self._fields = (trigger, positions, labels, partition, measures, None)
             self._view = None
         return fields
 
@@ -137,6 +144,11 @@ class Match:
     def measures(self) -> FrozenMap:
         return self._values()[4]
 
+    @property
+    def deadline(self) -> Any:
+        fields = self._fields
+        return fields[5] if fields is not None else None
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Match):
             return NotImplemented
@@ -154,18 +166,19 @@ class Match:
         return (Match, self._values())
 
     def __iter__(self) -> Iterator:
-        """The five fields, in order (so ``trigger, positions, *_ = match`` works)."""
+        """The six fields, in order (so ``trigger, positions, *_ = match`` works)."""
         return iter(self._values())
 
     def key(self) -> tuple[Any, ...]:
         """A hashable, totally ordered identity of the match."""
-        trigger, positions, labels, partition, measures = self._values()
+        trigger, positions, labels, partition, measures, deadline = self._values()
         return (
             trigger,
             positions,
             _sort_key(labels._items),
             _sortable(partition),
             _sort_key(measures._items),
+            _sortable_scalar(deadline),
         )
 
     def __lt__(self, other: Match) -> bool:
@@ -181,7 +194,7 @@ class Match:
         return self.key() >= other.key()
 
     def __repr__(self) -> str:
-        trigger, positions, labels, partition, measures = self._values()
+        trigger, positions, labels, partition, measures, deadline = self._values()
         parts = [f"trigger={trigger}", f"positions={list(positions)}"]
         if labels:
             parts.append("labels={" + ", ".join(f"{k}: {list(v)}" for k, v in labels.items()) + "}")
@@ -189,12 +202,14 @@ class Match:
             parts.append(f"partition={partition!r}")
         if measures:
             parts.append("measures={" + ", ".join(f"{k}: {v!r}" for k, v in measures.items()) + "}")
+        if deadline is not None:
+            parts.append(f"deadline={deadline!r}")
         return "Match(" + ", ".join(parts) + ")"
 
     def to_dict(self) -> dict[str, Any]:
         """The match as plain Python data (lists for tuples); the records of the output
         formats are described in docs/guide.md, "Output"."""
-        trigger, positions, labels, partition, measures = self._values()
+        trigger, positions, labels, partition, measures, deadline = self._values()
         out: dict[str, Any] = {
             "trigger": trigger,
             "positions": list(positions),
@@ -204,6 +219,8 @@ class Match:
             out["partition"] = list(partition)
         if measures:
             out["measures"] = {k: _plain(v) for k, v in measures.items()}
+        if deadline is not None:
+            out["deadline"] = deadline
         return out
 
 

@@ -17,6 +17,8 @@ the facts the writers need to fill it. Columns, in order (docs/guide.md, "Output
   when the query reports no partition (none, or one found from an equality);
 - one column per measure, in SELECT order, typed (int64, double, string, bool, a time, or a
   list of those for labels that may hold several events);
+- ``deadline`` int64 for ``WHERE f NOT FOLLOWED BY g`` queries: the instant each match was due
+  (``Match.deadline``: nanoseconds, positions or the window attribute's units);
 - ``events`` list<struct<...>> (``ceql run --with-events``: position, source, row, event_type
   and every declared attribute; Spark: the id columns) and ``ids`` struct<label:
   list<struct<id columns>>> (Spark, with id columns and labels).
@@ -281,6 +283,7 @@ class OutputSchema:
     events: pa.StructType | None  # one event of the ``events`` column (None: no such column)
     ids: tuple[str, ...]  # labels with a field in ``ids``
     times: Mapping[str, TimeType] = field(default_factory=dict)  # time column -> how shown
+    deadline: bool = False  # NOT FOLLOWED BY: a ``deadline`` column
     arrow: pa.Schema = field(default=None, compare=False)  # type: ignore[assignment]
 
     @property
@@ -292,7 +295,7 @@ class OutputSchema:
         """The same schema for a query of another name."""
         return OutputSchema(
             name, self.positions, self.labels, self.partition, self.partition_type, self.measures,
-            self.events, self.ids, self.times, self.arrow,
+            self.events, self.ids, self.times, self.deadline, self.arrow,
         )  # fmt: skip
 
 
@@ -331,6 +334,11 @@ def output_schema(
             )
         taken.add(measure.name)
         fields.append(pa.field(measure.name, measure.arrow))
+    deadline = getattr(plan, "absence", None) is not None
+    if deadline:
+        if "deadline" in taken:
+            raise UnsupportedQueryError("measure name 'deadline' clashes with an output column; rename it with AS")
+        fields.append(pa.field("deadline", pa.int64()))
     event_type = None
     id_labels: tuple[str, ...] = ()
     if events is not None:
@@ -352,6 +360,7 @@ def output_schema(
         events=event_type,
         ids=id_labels,
         times=times,
+        deadline=deadline,
         arrow=pa.schema(fields),
     )
 

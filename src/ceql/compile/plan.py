@@ -57,6 +57,9 @@ class Plan:
     repeats: bool = False  # a complex event may come from two runs: drop repeats at output
     silent_reads: bool = False  # runs may end by reading events they do not report (NOT, PROJECT)
     auto_partition: str | None = None  # an equality made a partition key (matches report none)
+    #: ``WHERE f NOT FOLLOWED BY g``: the plan of ``(f AS mark) ; g``, whose complex events cancel
+    #: the complex events of f (this plan's) before their deadline (docs/semantics.md, 5.2).
+    absence: Plan | None = None
     notes: list[str] = field(default_factory=list)
     passes: list[tuple[str, str]] = field(default_factory=list)  # (pass, what it decided)
 
@@ -69,7 +72,8 @@ class Plan:
         within = self.checked.query.within
         sharding_blockers = (ast.NotEvent, ast.Project, ast.Start)
         shardable = (
-            not self.partition_groups
+            self.absence is None  # (a deadline may pass long after the window of the events)
+            and not self.partition_groups
             and within is not None
             and self.monotone
             and self.consume == "NONE"
@@ -92,6 +96,7 @@ class Plan:
             labels=tuple(sorted(self.as_labels)),
             measures=tuple(self.measures.names) if self.measures is not None else (),
             catalog=self.catalog,
+            deadlines=self.absence is not None,
         )
 
 
@@ -120,6 +125,10 @@ class QueryFacts:
     labels: tuple[str, ...]
     measures: tuple[str, ...]
     catalog: Any
+    #: NOT FOLLOWED BY: matches come when deadlines pass, which any later event of the stream
+    #: may show (a batch runner keeps the stream whole; a stream runner advances time by the
+    #: watermark, ``Evaluator.advance``).
+    deadlines: bool = False
 
 
 def referenced_attributes(checked: CheckedQuery, formula: ast.Formula) -> set[str]:
@@ -349,10 +358,28 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
     log = []
     for name, run in passes:
         log.append((name, run(building)))
-    return Plan(
+    plan = Plan(
         checked=checked,
         formula=building.formula,
         notes=building.notes,
         passes=log,
         **building.fields,
     )
+    absence = getattr(checked, "absence", None)
+    if absence is not None:
+        # One plan per side: this one finds the complex events of f, the other those of
+        # (f AS mark) ; g that cancel them. Events are typed once, for the columns of both.
+        from ceql.compile.catalog import Catalog
+
+        plan.absence = build_plan(absence, passes)
+        both = set(plan.catalog.columns) | set(plan.absence.catalog.columns)
+        catalog = Catalog.for_query(checked.schema, both)
+        for side in (plan, plan.absence):
+            side.catalog = catalog
+            side.compiled.predicates.int_types = catalog.int_types
+        plan.notes.append(
+            "NOT FOLLOWED BY: each complex event waits for its deadline (the window's end); the runs of "
+            "(f ; g) cancel it first"
+        )
+        log.append(("absence", "complex events reported at their deadline unless g follows first"))
+    return plan

@@ -21,6 +21,7 @@ other rows stay column-wise.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -551,4 +552,257 @@ _OBJECT_COMPARE = {
     "<=": np.less_equal,
     ">": np.greater,
     ">=": np.greater_equal,
+}
+
+
+# --------------------------------------------------------------------------- one event at a time
+
+#: A one-event predicate compiled for ``Evaluator.push``: values -> bool, where ``values`` maps
+#: an attribute name to its stored value (None: missing).
+ScalarPred = Any
+
+
+class ScalarPredicates:
+    """The predicates of a ``PredicateSet`` evaluated on one event, as closures compiled from
+    the syntax tree once (no ``eval`` of user text), with the results of the column-wise path:
+    a missing value makes an atomic test false; a comparison with NaN is false (also ``!=``),
+    while NaN is a value for ``IN`` / ``NOT IN`` (as in Arrow); integers are exact (Python
+    ints: the column-wise path falls back to them where int64 or float64 would not be); ``/``
+    on two integers truncates, ``%`` is the truncated remainder or C's fmod; a zero divisor
+    gives a missing value; ``LIKE`` runs the same RE2 engine (pyarrow), its answers cached per
+    string. A name stored as double that the event's type declares int is read as an int when
+    every such name the predicate reads is int for that type (the column-wise int view)."""
+
+    def __init__(self, predicates: PredicateSet) -> None:
+        self.predicates = predicates
+        self._by_type: dict[str, tuple[int, list[tuple[int, Any]]]] = {}
+
+    def for_type(self, type_name: str, declared: frozenset[str]) -> tuple[int, list[tuple[int, Any]]]:
+        """For events of ``type_name`` (which declares the attributes ``declared``): the bits of
+        the predicates that hold whatever the event (they read only attributes the type does not
+        declare, which are always missing), and (bit, closure) for the predicates to evaluate."""
+        found = self._by_type.get(type_name)
+        if found is not None:
+            return found
+        constant = 0
+        live: list[tuple[int, Any]] = []
+        int_types = self.predicates.int_types
+        for bit, pred in enumerate(self.predicates.preds):
+            names = _attribute_names(pred)
+            mixed = [n for n in names if n in int_types]
+            as_int = frozenset(mixed) if mixed and all(type_name in int_types[n] for n in mixed) else frozenset()
+            closure = compile_scalar(pred, as_int)
+            if names & declared:
+                live.append((1 << bit, closure))
+            elif closure({}):
+                constant |= 1 << bit
+        self._by_type[type_name] = (constant, live)
+        return constant, live
+
+
+def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
+    """A closure ``values -> bool`` for a one-event predicate (see ``ScalarPredicates``);
+    the names in ``as_int`` (stored as double) are read as ints."""
+    if isinstance(pred, ast.And):
+        parts = [compile_scalar(p, as_int) for p in pred.parts]
+        return lambda row: all(part(row) for part in parts)
+    if isinstance(pred, ast.Or):
+        parts = [compile_scalar(p, as_int) for p in pred.parts]
+        return lambda row: any(part(row) for part in parts)
+    if isinstance(pred, ast.Not):
+        inner = compile_scalar(pred.operand, as_int)
+        return lambda row: not inner(row)
+    if isinstance(pred, ast.Like):
+        return _scalar_like(pred, _scalar_expr(pred.operand, as_int))
+    if isinstance(pred, ast.Compare):
+        return _scalar_compare(pred.op, _scalar_expr(pred.left, as_int), _scalar_expr(pred.right, as_int), pred)
+    operand = _scalar_expr(pred.operand, as_int)
+    if isinstance(pred, ast.InSet):
+        values = pred.values
+        negated = pred.negated
+
+        def in_set(row: Any) -> bool:
+            value = operand(row)
+            if value is None:
+                return False
+            inside = _member(pred, value)
+            return not inside if negated else inside
+
+        if len(values) > 4 and (
+            all(type(v) is str for v in values) or all(type(v) is int for v in values)
+        ):
+            hashed = frozenset(values)  # a hash lookup finds exactly the values that are equal
+
+            def in_hashed(row: Any) -> bool:
+                value = operand(row)
+                if value is None:
+                    return False
+                inside = value in hashed and type(value) is not bool
+                return not inside if negated else inside
+
+            return in_hashed
+        return in_set
+    if isinstance(pred, ast.InInterval):
+        negated = pred.negated
+
+        def in_interval(row: Any) -> bool:
+            value = operand(row)
+            if value is None:
+                return False
+            inside = _member(pred, value)
+            return not inside if negated else inside
+
+        return in_interval
+    if isinstance(pred, ast.InRange):
+        low, high = _scalar_expr(pred.low, as_int), _scalar_expr(pred.high, as_int)
+
+        def in_range(row: Any) -> bool:
+            value, lo, hi = operand(row), low(row), high(row)
+            if value is None or lo is None or hi is None:
+                return False
+            return lo <= value and value <= hi  # NaN anywhere: false, as in Arrow
+
+        return in_range
+    raise TypeError(f"unknown predicate {pred!r}")
+
+
+def _scalar_compare(op: str, left: Any, right: Any, pred: ast.Compare | None = None) -> Any:
+    compare = _PY_COMPARE[op]
+    if (
+        pred is not None
+        and isinstance(pred.left, ast.Attr)
+        and isinstance(pred.right, ast.Literal)
+        and not getattr(left, "reads_int", False)
+    ):
+        # The common ``attr op constant``: one closure, no calls per operand.
+        name = pred.left.name
+        constant = pred.right.value
+
+        def check_constant(row: Any) -> bool:
+            a = row.get(name)
+            if a is None or a != a:
+                return False
+            return compare(a, constant)
+
+        return check_constant
+
+    def check(row: Any) -> bool:
+        a = left(row)
+        if a is None:
+            return False
+        b = right(row)
+        if b is None or a != a or b != b:  # missing, or NaN (false for every operator)
+            return False
+        return compare(a, b)
+
+    return check
+
+
+def _scalar_like(pred: ast.Like, operand: Any) -> Any:
+    pattern = f"^(?:{pred.pattern})$"
+    cache: dict[str, bool] = {}
+
+    def like(row: Any) -> bool:
+        text = operand(row)
+        if text is None:
+            return False
+        found = cache.get(text)
+        if found is None:
+            found = bool(pc.match_substring_regex(pa.array([text], pa.string()), pattern)[0].as_py())
+            if len(cache) >= _LIKE_CACHE:
+                cache.clear()
+            cache[text] = found
+        return found
+
+    return like
+
+
+_LIKE_CACHE = 4096
+
+
+def _scalar_expr(expr: ast.Expr, as_int: frozenset[str]) -> Any:
+    """A closure ``values -> value`` (None: missing) with the column-wise arithmetic."""
+    if isinstance(expr, ast.Attr):
+        name = expr.name
+        if name in as_int:
+
+            def read_int(row: Any) -> Any:
+                value = row.get(name)
+                if value is None:
+                    return None
+                return int(value) if math.isfinite(value) and value == int(value) else None
+
+            read_int.reads_int = True  # type: ignore[attr-defined]
+            return read_int
+        return lambda row: row.get(name)
+    if isinstance(expr, ast.Literal):
+        constant = expr.value
+        return lambda row: constant
+    if isinstance(expr, ast.Neg):
+        inner = _scalar_expr(expr.operand, as_int)
+
+        def negate(row: Any) -> Any:
+            value = inner(row)
+            return None if value is None else -value
+
+        return negate
+    left, right = _scalar_expr(expr.left, as_int), _scalar_expr(expr.right, as_int)
+    op = expr.op
+    if op in _PY_ARITHMETIC:
+        function = _PY_ARITHMETIC[op]
+
+        def arithmetic(row: Any) -> Any:
+            a = left(row)
+            if a is None:
+                return None
+            b = right(row)
+            return None if b is None else function(a, b)
+
+        return arithmetic
+
+    def divide(row: Any) -> Any:
+        a = left(row)
+        if a is None:
+            return None
+        b = right(row)
+        if b is None or b == 0:
+            return None
+        if type(a) is int and type(b) is int:
+            quotient = abs(a) // abs(b)
+            if (a < 0) != (b < 0):
+                quotient = -quotient
+            return quotient if op == "/" else a - b * quotient
+        return float(a) / float(b) if op == "/" else _fmod_scalar(a, b)
+
+    return divide
+
+
+def _fmod_scalar(a: Any, b: Any) -> float:
+    """C's fmod, as numpy's (NaN for an infinite dividend, where math.fmod raises)."""
+    try:
+        return math.fmod(a, b)
+    except ValueError:
+        return math.nan
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def _subtract(a: Any, b: Any) -> Any:
+    return a - b
+
+
+def _multiply(a: Any, b: Any) -> Any:
+    return a * b
+
+
+_PY_ARITHMETIC = {"+": _add, "-": _subtract, "*": _multiply}
+_PY_COMPARE = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }

@@ -15,13 +15,14 @@ Every problem is a QueryError pointing at the offending part of the query text. 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ceql.errors import QueryError
 from ceql.lang import ast, scopes
 from ceql.lang.desugar import desugar
 from ceql.lang.multiplicity import label_multiplicity
-from ceql.lang.printer import print_cond, print_formula
+from ceql.lang.printer import print_cond, print_formula, print_within
 from ceql.lang.schema import NUMERIC_TYPES, EventTypeDecl, Schema
 from ceql.lang.typecheck import TypeChecker, attribute_type, kind
 from ceql.lang.visit import Visitor, children, walk
@@ -53,6 +54,11 @@ class CheckedQuery:
             condition, free labels, PARTITION BY over labels / inside a formula, quantifiers,
             START, renaming, PROJECT), for engines that do not evaluate all of them yet.
         conditions: (offset, text) of every FILTER condition, for display.
+        warnings: "line:column: message" for what is valid but probably not meant (a time
+            mixed with a plain number, read as nanoseconds); ``ceql check`` shows them.
+        absence: for ``WHERE f NOT FOLLOWED BY g``, the checked ``(f AS mark) ; g`` (SELECT *, the
+            query's PARTITION BY and WITHIN): its complex events cancel those of f (the
+            attributes above describe the query of f, whose complex events are reported).
         partition_keys: event type -> the attributes forming its partition key.
     """
 
@@ -70,6 +76,8 @@ class CheckedQuery:
     label_multiplicity: dict[str, str] = field(default_factory=dict)
     measure_types: dict[str, str] = field(default_factory=dict)
     features: frozenset[str] = frozenset()
+    warnings: tuple[str, ...] = ()
+    absence: CheckedQuery | None = None
 
     def __post_init__(self) -> None:
         if self.formula is None:
@@ -83,7 +91,56 @@ class CheckedQuery:
 
 def analyze(query: ast.Query, schema: Schema, text: str) -> CheckedQuery:
     """Check ``query`` (parsed from ``text``) against ``schema``; raise QueryError if invalid."""
+    if query.absent is not None:
+        return _analyze_absence(query, schema, text)
     return _Analyzer(query, schema, text).run()
+
+
+def _analyze_absence(query: ast.Query, schema: Schema, text: str) -> CheckedQuery:
+    """``WHERE f NOT FOLLOWED BY g`` (docs/semantics.md, 5.2): the query reports the complex
+    events of f, so it is checked as the query of f; g is checked in ``(f AS mark) ; g`` (its
+    conditions read f's labels as free labels), the query that finds the complex events of f
+    that g cancels (``CheckedQuery.absence``)."""
+    analyzer = _Analyzer(query, schema, text)
+    within = query.within
+    where = query.absent.pos if query.absent.pos >= 0 else query.pos
+    if within is None:
+        raise analyzer.fail(
+            "NOT FOLLOWED BY needs a window: its matches are reported when the window's deadline passes "
+            "(WITHIN 10 MINUTES, WITHIN 100 EVENTS)",
+            where,
+            "WITHIN",
+        )
+    for node in walk(query.formula, formulas_only=True):
+        if isinstance(node, (ast.NotEvent, ast.Project)):
+            word = "NOT(...)" if isinstance(node, ast.NotEvent) else "PROJECT"
+            raise analyzer.fail(
+                f"the formula before NOT FOLLOWED BY cannot use {word}: its complex events must end with "
+                "the last event they report (the deadline counts from their first event)",
+                node.pos,
+            )
+    main = _Analyzer(dataclasses.replace(query, absent=None), schema, text).run()
+    cancelling = dataclasses.replace(
+        query,
+        projection=ast.Projection("star"),
+        formula=ast.Sequence((ast.Label(query.formula, ast.ABSENCE_MARK), query.absent), pos=query.formula.pos),
+        absent=None,
+        strategy=None,
+        consume=None,
+        limit=None,
+    )
+    absence = _Analyzer(cancelling, schema, text).run()
+    if within.kind == "attribute":
+        attribute = within.attribute or ""
+        for name in absence.used_types:
+            declared = schema.event_types[name].attribute(attribute)
+            if declared is None or declared.type != "primary_time":
+                raise analyzer.fail(
+                    f"NOT FOLLOWED BY needs a window over a measure that never decreases: {attribute} is not "
+                    f"the primary_time of {name} (use WITHIN n EVENTS, a time span, or a primary_time attribute)",
+                    within.pos,
+                )
+    return dataclasses.replace(main, query=query, absence=absence)
 
 
 class _Analyzer:
@@ -131,6 +188,7 @@ class _Analyzer:
             label_multiplicity={label: multiplicity.get(label, "one") for label in sorted(all_labels)},
             measure_types=measure_types,
             features=_features(query, checker),
+            warnings=tuple(types.warnings),
         )
 
     def check_streams(self) -> dict[str, str | None]:
@@ -458,6 +516,11 @@ def describe(checked: CheckedQuery) -> str:
     if checked.formula is not checked.query.formula:
         lines.append("quantifiers rewritten: " + print_formula(checked.formula))
     query = checked.query
+    if query.absent is not None and query.within is not None:
+        lines.append(
+            f"not followed by: {print_formula(query.absent)} (each complex event is reported when its window "
+            f"of {print_within(query.within)} ends, unless that follows it first)"
+        )
     lines.append(f"strategy: {query.effective_strategy}; consume by: {query.effective_consume}")
     return "\n".join(lines)
 

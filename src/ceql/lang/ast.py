@@ -32,9 +32,12 @@ class Attr(Node):
 
 @dataclass(frozen=True)
 class Literal(Node):
-    """A number, string or boolean constant."""
+    """A number, string or boolean constant; or a time: ``TIMESTAMP '2024-03-01T09:00:00Z'``
+    (``kind`` "timestamp") or ``INTERVAL '10' MINUTE`` (``kind`` "interval"), whose ``value``
+    is int nanoseconds (since 1970-01-01T00:00:00Z for a timestamp)."""
 
     value: int | float | str | bool
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +356,9 @@ class Within(Node):
 
 
 STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+#: The private label that marks the events of f in ``(f AS mark) ; g``, the query that finds
+#: which complex events of ``f NOT FOLLOWED BY g`` are cancelled (NUL: never reported).
+ABSENCE_MARK = "\x00absent"
 CONSUME_POLICIES = ("ANY", "PARTITION", "NONE")
 
 
@@ -373,6 +379,9 @@ class Query(Node):
     limit_pos: int = field(default=-1, compare=False, repr=False)
     streams_pos: tuple[int, ...] = field(default=(), compare=False, repr=False)
     partition_pos: int = field(default=-1, compare=False, repr=False)
+    #: ``WHERE f NOT FOLLOWED BY g``: g, what must not follow f's complex events before the
+    #: window's deadline (docs/semantics.md, section 5.2); None without it.
+    absent: Formula | None = None
 
     @property
     def effective_strategy(self) -> str:

@@ -106,7 +106,7 @@ def expr_level(node: ast.Expr) -> int:
         return ARITH_LEVEL[node.op]
     if isinstance(node, ast.Neg):
         return EXPR_UNARY
-    if isinstance(node, ast.Literal) and _is_negative_number(node.value):
+    if isinstance(node, ast.Literal) and node.kind is None and _is_negative_number(node.value):
         return EXPR_UNARY  # prints with a leading minus
     return EXPR_ATOM
 
@@ -125,6 +125,9 @@ COMPARISONS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<="
 AGGREGATES = ast.AGGREGATES
 #: Every function name (aggregates and ``PREV(x.a)``).
 FUNCTIONS = frozenset(AGGREGATES) | {"PREV"}
+#: Time literals, recognised by the quoted text that follows them (not reserved words):
+#: ``TIMESTAMP '2024-03-01T09:00:00Z'`` and ``INTERVAL '10' MINUTE``.
+TIME_LITERALS = ("TIMESTAMP", "INTERVAL")
 #: Formula-level prefix operators, recognised by what follows them (``START(``, ``PROJECT[``).
 FORMULA_PREFIXES = {"START": "(", "PROJECT": "["}
 

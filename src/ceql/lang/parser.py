@@ -5,8 +5,9 @@ Operator precedence comes from ``grammar.py`` (shared with the printer). Nesting
 QuerySyntaxError, never with a RecursionError.
 
 Words with a meaning only in context are not reserved: function names (``COUNT(``, ``FIRST(``,
-...) are recognised by the ``(`` that follows, ``START(`` and ``PROJECT[`` likewise, and time
-units only after a number in ``WITHIN``.
+...) are recognised by the ``(`` that follows, ``START(`` and ``PROJECT[`` likewise, time
+literals (``TIMESTAMP '...'``, ``INTERVAL '...' UNIT``) by the quoted text, and time units only
+after a number in ``WITHIN`` or an interval's text.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ceql.errors import QuerySyntaxError
 from ceql.lang import ast, grammar
 from ceql.lang.lexer import KEYWORDS, Token, tokenize
 from ceql.lang.printer import print_expr
+from ceql.lang.timetext import TIMESTAMP_EXAMPLE, parse_interval, parse_timestamp
 from ceql.lang.visit import walk_depth
 
 MAX_DEPTH = 64  # parenthesis / prefix nesting while parsing
@@ -127,6 +129,29 @@ class _Parser:
     def name_value(self, tok: Token) -> str:
         return str(tok.value)
 
+    def is_time_literal(self, k: int = 0) -> bool:
+        """``TIMESTAMP '...'`` or ``INTERVAL '...'`` at offset k (the quoted text makes them
+        literals, so the words stay usable as names)."""
+        tok = self.peek(k) if k else self.tok
+        return tok.upper in grammar.TIME_LITERALS and self.peek(k + 1).kind == "STRING"
+
+    def parse_time_literal(self) -> ast.Literal:
+        """``TIMESTAMP 'iso-8601'`` or ``INTERVAL 'number' UNIT``."""
+        word = self.advance()
+        text = self.advance()
+        if word.upper == "TIMESTAMP":
+            value = parse_timestamp(str(text.value))
+            if isinstance(value, str):
+                raise self.fail(f"TIMESTAMP {value}", text.offset, f"TIMESTAMP '{TIMESTAMP_EXAMPLE}'")
+            return ast.Literal(value, "timestamp", pos=word.offset)
+        if not self.is_kw(*grammar.TIME_UNIT_NAMES):
+            raise self.error("a time unit after INTERVAL 'n' (DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, ...)")
+        unit = self.advance()
+        value = parse_interval(str(text.value), unit.text)
+        if isinstance(value, str):
+            raise self.fail(f"INTERVAL: {value}", text.offset, "INTERVAL '10' MINUTES")
+        return ast.Literal(value, "interval", pos=word.offset)
+
     def is_function_call(self, k: int = 0) -> bool:
         """A function name (not back-quoted) followed by '(' at ``peek(k)``."""
         tok = self.peek(k) if k else self.tok
@@ -175,6 +200,17 @@ class _Parser:
             raise self.error("FROM or WHERE" if not streams else "',' or WHERE")
         self.advance()
         formula = self.parse_formula(top=True)
+        absent = None
+        if self.is_kw("NOT") and self.peek().upper == "FOLLOWED":
+            self.advance()
+            self.advance()
+            self.expect_kw("BY")
+            absent = self.parse_formula(top=True)
+            if self.is_kw("NOT") and self.peek().upper == "FOLLOWED":
+                raise self.fail(
+                    "a query has one NOT FOLLOWED BY (the whole WHERE formula, then what must not follow it)",
+                    self.tok.offset,
+                )
         partition_by: tuple[tuple[str, ...], ...] = ()
         partition_labels: tuple[ast.Attr, ...] = ()
         within = None
@@ -202,10 +238,11 @@ class _Parser:
             limit_pos = tok.offset
         if self.tok.kind != "EOF":
             partitioned = bool(partition_by or partition_labels)
-            raise self.error(self._expected_after_formula(partitioned, within, consume, limit))
+            raise self.error(self._expected_after_formula(partitioned, within, consume, limit, absent is not None))
         return ast.Query(
             projection=projection,
             formula=formula,
+            absent=absent,
             strategy=strategy,
             streams=tuple(streams),
             partition_by=partition_by,
@@ -219,10 +256,10 @@ class _Parser:
             pos=start.offset,
         )
 
-    def _expected_after_formula(self, partitioned: bool, within, consume, limit) -> str:
+    def _expected_after_formula(self, partitioned: bool, within, consume, limit, absent: bool = False) -> str:
         options = []
         if not partitioned and within is None and consume is None and limit is None:
-            options += ["an operator", "FILTER", "PARTITION BY"]
+            options += ["an operator", "FILTER"] + ([] if absent else ["NOT FOLLOWED BY"]) + ["PARTITION BY"]
         if within is None and consume is None and limit is None:
             options.append("WITHIN")
         if consume is None and limit is None:
@@ -266,12 +303,18 @@ class _Parser:
         return ast.Projection(kind, tuple(items), tuple(measures), pos=start.offset)
 
     def starts_label_item(self) -> bool:
-        return self.is_name() and not self.is_function_call() and not self.is_op(".", tok=self.peek())
+        return (
+            self.is_name()
+            and not self.is_function_call()
+            and not self.is_time_literal()
+            and not self.is_op(".", tok=self.peek())
+        )
 
     def starts_expression(self) -> bool:
         tok = self.tok
         return (
             self.is_function_call()
+            or self.is_time_literal()
             or (self.is_name() and self.is_op(".", tok=self.peek()))
             or tok.kind in ("INT", "FLOAT", "STRING")
             or self.is_kw("TRUE", "FALSE")
@@ -637,7 +680,7 @@ class _Parser:
                 return inner
             self.i = saved
             return self.parse_comparison()
-        if self.is_function_call():
+        if self.is_function_call() or self.is_time_literal():
             return self.parse_comparison()
         if self.is_name():
             nxt = self.peek()
@@ -849,6 +892,12 @@ class _Parser:
         if self.is_kw("TRUE", "FALSE"):
             self.advance()
             return ast.Literal(tok.upper == "TRUE", pos=tok.offset)
+        if self.is_time_literal():
+            return self.parse_time_literal()
+        if tok.kind == "IDENT" and tok.upper in grammar.TIME_LITERALS and self.peek(1).kind in ("INT", "FLOAT"):
+            # (No expression is followed by a number: this is a time literal without its quotes.)
+            example = "INTERVAL '10' MINUTES" if tok.upper == "INTERVAL" else f"TIMESTAMP '{TIMESTAMP_EXAMPLE}'"
+            raise self.fail(f"{tok.upper} takes quoted text: write {example}", self.peek(1).offset, example)
         if self.is_function_call():
             if not labelled:
                 raise self.fail(

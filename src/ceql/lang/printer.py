@@ -11,6 +11,7 @@ import re
 
 from ceql.lang import ast, grammar
 from ceql.lang.lexer import KEYWORDS
+from ceql.lang.timetext import format_interval, format_timestamp
 from ceql.lang.visit import Visitor
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -58,6 +59,8 @@ def print_query(query: ast.Query) -> str:
     if query.streams:
         head += " FROM " + ", ".join(name(s) for s in query.streams)
     lines = [head, "WHERE " + print_formula(query.formula, top=True)]
+    if query.absent is not None:
+        lines.append("NOT FOLLOWED BY " + print_formula(query.absent, top=True))
     if query.partition_by:
         lists = ", ".join("[" + ", ".join(name(a) for a in group) + "]" for group in query.partition_by)
         lines.append("PARTITION BY " + lists)
@@ -306,6 +309,10 @@ class _ExprPrinter(Visitor):
         return (name(expr.label) + "." if expr.label else "") + name(expr.name)
 
     def visit_Literal(self, expr: ast.Literal) -> str:
+        if expr.kind == "timestamp":
+            return f"TIMESTAMP '{format_timestamp(int(expr.value))}'"
+        if expr.kind == "interval":
+            return format_interval(int(expr.value))
         return value(expr.value)
 
     def visit_Neg(self, expr: ast.Neg) -> str:

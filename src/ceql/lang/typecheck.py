@@ -1,8 +1,14 @@
 """Types of conditions, predicates and measures (analysis pass 2).
 
-Value types: ``int``, ``double``, ``string``, ``boolean``, ``timestamp`` (a ``primary_time``), and
-for measures ``list<T>`` (``x.a`` on a label that may hold several events). Comparisons need one
-*kind* of value on both sides: number (int, double, timestamp), string or boolean.
+Value types: ``int``, ``double``, ``string``, ``boolean``, ``timestamp`` (a ``primary_time``, a
+``TIMESTAMP '...'`` literal, a timestamp plus or minus an interval), ``interval`` (an
+``INTERVAL 'n' UNIT`` literal, the difference of two timestamps; reported as ``int``
+nanoseconds), and for measures ``list<T>`` (``x.a`` on a label that may hold several events).
+Comparisons need one *kind* of value on both sides: number (int, double and the times, which
+are integer nanoseconds), string or boolean; a time compared with a string is an error that
+shows the ``TIMESTAMP`` form. A time mixed with a plain number (``f.ts < t.ts - 60``: 60 ns), or
+times combined without meaning (two timestamps added), is computed on the nanoseconds, as CORE
+does with integer times, and gives a warning (``CheckedQuery.warnings``, ``ceql check``).
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ from typing import Protocol
 
 from ceql.errors import QueryError
 from ceql.lang import ast
-from ceql.lang.printer import print_expr
+from ceql.lang.printer import print_cond, print_expr
 from ceql.lang.schema import NUMERIC_TYPES, Schema
+from ceql.lang.timetext import TIMESTAMP_EXAMPLE, format_timestamp, parse_timestamp
 from ceql.lang.visit import Visitor, walk
 
-NUMBER_TYPES = frozenset({"int", "double", "timestamp"})
+NUMBER_TYPES = frozenset({"int", "double", "timestamp", "interval"})
+TIME_TYPES = frozenset({"timestamp", "interval"})
 
 
 class Reporter(Protocol):
@@ -73,7 +81,32 @@ def attribute_type(a: Reporter, attr: ast.Attr, types: set[str], label: str) -> 
 
 
 def _arith_type(left: str, right: str) -> str:
-    return "int" if {left, right} <= {"int", "timestamp"} else "double"
+    """The type of plain numeric arithmetic (times taken as their integer nanoseconds)."""
+    return "int" if {left, right} <= {"int", "timestamp", "interval"} else "double"
+
+
+#: Arithmetic with a meaning for times: (left, op, right) -> result.
+_TIME_ARITHMETIC = {
+    ("timestamp", "+", "interval"): "timestamp",
+    ("interval", "+", "timestamp"): "timestamp",
+    ("timestamp", "-", "interval"): "timestamp",
+    ("timestamp", "-", "timestamp"): "interval",
+    ("interval", "+", "interval"): "interval",
+    ("interval", "-", "interval"): "interval",
+    ("interval", "*", "int"): "interval",
+    ("int", "*", "interval"): "interval",
+    ("interval", "/", "int"): "interval",
+    ("interval", "/", "interval"): "int",
+    ("interval", "%", "interval"): "interval",
+}
+
+
+def _location(text: str, pos: int) -> str:
+    if pos < 0:
+        return "?"
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"{line}:{column}"
 
 
 class TypeChecker:
@@ -82,6 +115,15 @@ class TypeChecker:
     def __init__(self, analyzer: Reporter, all_labels: dict[str, set[str]]) -> None:
         self.a = analyzer
         self.all_labels = all_labels
+        self.warnings: list[str] = []
+        # Expressions whose type came from warned arithmetic (not warned about again).
+        self._warned: set[int] = set()
+
+    def warn(self, node: ast.Node, message: str) -> None:
+        """A warning about ``node`` (once per node and message)."""
+        text = f"{_location(getattr(self.a, 'text', ''), node.pos)}: {message}"
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     # ------------------------------------------------------------------ labels
 
@@ -106,12 +148,37 @@ class TypeChecker:
         _PredChecker(self, types, label).visit(pred)
 
     def compare(self, node: ast.Compare, expr_type) -> None:
-        left = kind(expr_type(node.left))
-        right = kind(expr_type(node.right))
+        left_type, right_type = expr_type(node.left), expr_type(node.right)
+        left, right = kind(left_type), kind(right_type)
+        if {left, right} == {"number", "string"} and (left_type in TIME_TYPES or right_type in TIME_TYPES):
+            text = node.right if right == "string" else node.left
+            shown = text.value if isinstance(text, ast.Literal) and isinstance(text.value, str) else None
+            example = shown if shown is not None and isinstance(parse_timestamp(shown), int) else TIMESTAMP_EXAMPLE
+            raise self.a.fail(
+                f"cannot compare a time with a string; write the time as TIMESTAMP '{example}'",
+                text.pos,
+                f"TIMESTAMP '{example}'",
+            )
         if left != right:
             raise self.a.fail(f"cannot compare a {left} with a {right}", node.pos)
         if left == "boolean" and node.op not in ("=", "!="):
             raise self.a.fail(f"booleans can only be compared with = or !=, not {node.op}", node.pos)
+        if left == "number":
+            self._compare_times(node, left_type, right_type)
+
+    def _compare_times(self, node: ast.Compare, left: str, right: str) -> None:
+        """Warn about comparisons of a time with a plain number or with the other kind of time."""
+        if left not in TIME_TYPES and right not in TIME_TYPES:
+            return
+        shown = print_cond(node)
+        if left in TIME_TYPES and right in TIME_TYPES:
+            if left != right:
+                self.warn(node, f"{shown} compares a timestamp with an interval (both are read as nanoseconds)")
+            return
+        number, time = (node.right, left) if left in TIME_TYPES else (node.left, right)
+        if id(number) in self._warned:
+            return
+        self.warn(node, f"{shown} compares {_a(time)} with {_bare(number, time == 'interval')}")
 
     # ------------------------------------------------------------------ measures
 
@@ -124,7 +191,8 @@ class TypeChecker:
                 if isinstance(node, ast.Prev):
                     raise self.a.fail("PREV(...) is only allowed in FILTER conditions", node.pos)
             typer = _ExprTyper(self, reported, "measure", multiplicity)
-            out[measure.name] = typer.visit(measure.expr)
+            kind = typer.visit(measure.expr)
+            out[measure.name] = "int" if kind == "interval" else kind  # intervals: nanoseconds
         return out
 
 
@@ -184,13 +252,17 @@ class _ExprTyper(Visitor):
         return value_type
 
     def visit_Literal(self, node: ast.Literal) -> str:
-        return _literal_type(node.value)
+        return node.kind or _literal_type(node.value)
 
     def visit_Neg(self, node: ast.Neg) -> str:
         kind = self.scalar(node.operand, "unary minus")
         if kind not in NUMBER_TYPES:
             raise self.a.fail("unary minus applies to numbers only", node.pos)
-        return "int" if kind == "timestamp" else kind
+        if kind == "timestamp":
+            self.t.warn(node, f"{print_expr(node)} negates a timestamp (read as nanoseconds)")
+            self.t._warned.add(id(node))
+            return "int"
+        return kind
 
     def visit_Arith(self, node: ast.Arith) -> str:
         kinds = []
@@ -199,7 +271,23 @@ class _ExprTyper(Visitor):
             if kind not in NUMBER_TYPES:
                 raise self.a.fail(f"arithmetic '{node.op}' applies to numbers only", side.pos)
             kinds.append(kind)
-        return _arith_type(*kinds)
+        left, right = kinds
+        if left not in TIME_TYPES and right not in TIME_TYPES:
+            return _arith_type(left, right)
+        timed = _TIME_ARITHMETIC.get((left, node.op, right))  # (a double never makes a whole interval)
+        if timed is not None:
+            return timed
+        self.t._warned.add(id(node))
+        if {left, right} & TIME_TYPES and ({left, right} - TIME_TYPES) and node.op in "+-":
+            time = left if left in TIME_TYPES else right
+            number = node.right if left in TIME_TYPES else node.left
+            if id(number) not in self.t._warned and id(node.left) not in self.t._warned:
+                self.t.warn(node, f"{print_expr(node)} combines {_a(time)} with {_bare(number, True)}")
+        elif id(node.left) not in self.t._warned and id(node.right) not in self.t._warned:
+            self.t.warn(
+                node, f"{print_expr(node)} has no meaning for {_a(left)} and {_a(right)}: it is computed on nanoseconds"
+            )
+        return _arith_type(left, right)
 
     def visit_Aggregate(self, node: ast.Aggregate) -> str:
         if node.label is None:  # COUNT(*)
@@ -318,3 +406,26 @@ class _PredChecker(Visitor):
         for part in (pred.operand, pred.low, pred.high):
             if self.kind(part) != "number":
                 raise self.a.fail("IN RANGE applies to numbers only", part.pos)
+
+
+def _a(type_name: str) -> str:
+    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
+
+
+def _bare(number: ast.Expr, duration: bool) -> str:
+    """How a plain number next to a time is read (``duration``: as an interval, else as an
+    instant), and what to write instead."""
+    if isinstance(number, ast.Literal) and number.kind is None and isinstance(number.value, int):
+        n = number.value
+        if not duration:
+            suggestion = format_timestamp(n) if -(2**63) <= n < 2**63 else TIMESTAMP_EXAMPLE
+            return (
+                f"the bare number {n}, read as nanoseconds since 1970 (TIMESTAMP '{suggestion}'); "
+                "write TIMESTAMP '...' for an instant"
+            )
+        unit = "SECONDS" if n != 1 else "SECOND"
+        return (
+            f"the bare number {n}, read as {n} nanoseconds; write INTERVAL '{abs(n)}' {unit} (or the unit meant; "
+            f"INTERVAL '{abs(n)}' NANOSECONDS keeps the value)"
+        )
+    return f"the plain number {print_expr(number)}, read as nanoseconds; write TIMESTAMP '...' or INTERVAL 'n' UNIT"

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from ceql.compile.output_schema import measures_of, time_types
+from ceql.lang import ast
 from ceql.lang.analysis import CheckedQuery
 from ceql.match import Match
 from ceql.reference.conditions import MISSING, Env, measure
@@ -55,41 +56,103 @@ class _Reference:
 
     def run(self) -> list[Match]:
         substreams = self.partition()
-        # candidates[j] = (partition key, CEs in global positions) triggered at global position j
-        candidates: dict[int, tuple[tuple | None, list[frozenset]]] = {}
+        # candidates[j] = [(partition key, CEs in global positions, deadlines)] triggered at j
+        candidates: dict[int, list[tuple[tuple | None, list[frozenset], list]]] = {}
         for key, positions in substreams.items():
             local_stream = [self.stream[p] for p in positions]
             evaluator = FormulaEvaluator(local_stream)
             for local_j, global_j in enumerate(positions):
-                ces = evaluator.reported(self.checked.formula, local_j)
-                if self.query.partition_labels:
-                    ces = {
-                        ce
-                        for ce in ces
-                        if common_value(ce, self.query.partition_labels, local_stream) is not MISSING
-                    }
-                mapped = [frozenset((label, positions[p]) for label, p in ce) for ce in ces]
-                candidates[global_j] = (key, mapped)
+                mapped = [
+                    frozenset((label, positions[p]) for label, p in ce)
+                    for ce in self.reported(evaluator, self.checked.formula, local_j, local_stream)
+                ]
+                if self.checked.absence is None:
+                    candidates[global_j] = [(key, mapped, [None] * len(mapped))]
+                    continue
+                for ce in mapped:  # NOT FOLLOWED BY: reported at the deadline, if not cancelled
+                    if not ce or not self.in_window(ce):
+                        continue
+                    deadline = self.measure(int(ce_min(ce))) + self.query.within.value
+                    trigger = self.deadline_trigger(global_j, deadline)
+                    if not self.cancelled(ce, evaluator, positions, local_stream, local_j, trigger):
+                        found = next((c for c in candidates.setdefault(trigger, []) if c[0] == key), None)
+                        if found is None:
+                            found = (key, [], [])
+                            candidates[trigger].append(found)
+                        if ce not in found[1]:
+                            found[1].append(ce)
+                            found[2].append(deadline)
         matches: list[Match] = []
         last_output_any = -1
         last_output_by_key: dict[Any, int] = {}
         consume = self.query.effective_consume
-        for j in range(len(self.stream)):
-            if j not in candidates:
-                continue
-            key, ces = candidates[j]
-            ces = [ce for ce in ces if self.in_window(ce)]
-            if consume == "ANY" or (consume == "PARTITION" and not self.query.partition_by):
-                ces = [ce for ce in ces if ce_min(ce) > last_output_any]
-            elif consume == "PARTITION":
-                ces = [ce for ce in ces if ce_min(ce) > last_output_by_key.get(key, -1)]
-            ces = self.select(ces, substreams[key])
-            output = self.project(ces, j, key)
-            if output:
+        for j in range(len(self.stream) + 1):  # (absences may come due at the end of the input)
+            # (Several keys share a trigger only when deadlines pass: what one trigger reports
+            # does not consume the rest of that trigger's complex events.)
+            reported = []
+            for key, ces, deadlines in sorted(candidates.get(j, []), key=lambda c: _sortable_key(c[0])):
+                due = dict(zip(ces, deadlines))
+                ces = [ce for ce in ces if self.in_window(ce)]
+                if consume == "ANY" or (consume == "PARTITION" and not self.query.partition_by):
+                    ces = [ce for ce in ces if ce_min(ce) > last_output_any]
+                elif consume == "PARTITION":
+                    ces = [ce for ce in ces if ce_min(ce) > last_output_by_key.get(key, -1)]
+                ces = self.select(ces, substreams[key])
+                output = self.project(ces, j, key, due)
+                if output:
+                    reported.append(key)
+                matches.extend(output)
+            if reported:
                 last_output_any = j
-                last_output_by_key[key] = j
-            matches.extend(output)
+                for key in reported:
+                    last_output_by_key[key] = j
         return matches
+
+    def reported(self, evaluator: FormulaEvaluator, formula, local_j: int, local_stream) -> set[frozenset]:
+        """The CEs of ``formula`` reported at a local position, PARTITION BY over labels applied."""
+        ces = evaluator.reported(formula, local_j)
+        if self.query.partition_labels:
+            ces = {ce for ce in ces if common_value(ce, self.query.partition_labels, local_stream) is not MISSING}
+        return ces
+
+    # ------------------------------------------------------------------ NOT FOLLOWED BY
+
+    def measure(self, position: int) -> Any:
+        """The window measure of an event: its position, its time or the window attribute."""
+        within = self.query.within
+        if within.kind == "events":
+            return position
+        event = self.stream[position]
+        if within.kind == "attribute":
+            return event[within.attribute]
+        return event[self.checked.time_attribute(event["event_type"])]
+
+    def deadline_trigger(self, after: int, deadline: Any) -> int:
+        """The position where a deadline passes: the first event after ``after`` whose measure
+        is at or past it (for a time or attribute window, an event of a type the query names on
+        either side), or the end of the input."""
+        types = set(self.checked.absence.used_types)
+        for position in range(after + 1, len(self.stream)):
+            if self.query.within.kind != "events" and self.stream[position]["event_type"] not in types:
+                continue
+            if self.measure(position) >= deadline:
+                return position
+        return len(self.stream)
+
+    def cancelled(self, ce: frozenset, evaluator, positions, local_stream, local_j: int, trigger: int) -> bool:
+        """Whether ``(f AS mark) ; g`` has a complex event made of ``ce`` and one of g whose
+        evaluation ends before the deadline passes (in ce's sub-stream)."""
+        mark = ast.ABSENCE_MARK
+        formula = self.checked.absence.formula
+        for local_k in range(local_j + 1, len(positions)):
+            if positions[local_k] >= trigger:
+                break
+            for found in self.reported(evaluator, formula, local_k, local_stream):
+                marked = {p for label, p in found if label == mark}
+                part = frozenset((label, positions[p]) for label, p in found if p in marked and label != mark)
+                if part == ce:
+                    return True
+        return False
 
     def partition(self) -> dict[tuple | None, list[int]]:
         """Sub-stream key -> its global positions, in order (one sub-stream if unpartitioned)."""
@@ -137,7 +200,7 @@ class _Reference:
                 kept.append(ce)
         return kept
 
-    def project(self, ces: list[frozenset], trigger: int, key: tuple | None) -> list[Match]:
+    def project(self, ces: list[frozenset], trigger: int, key: tuple | None, due: dict | None = None) -> list[Match]:
         """SELECT: the kept events and labels, the measures over the whole CE; duplicates
         (same projected CE and measure values) are reported once; then LIMIT."""
         projection = self.query.projection
@@ -157,7 +220,8 @@ class _Reference:
                     if reported is None or label in reported:
                         grouped.setdefault(label, []).append(p)
                 labels = {k: tuple(sorted(v)) for k, v in grouped.items()}
-            seen.setdefault(Match(trigger, positions, labels, key, measures), None)
+            deadline = due.get(ce) if due else None
+            seen.setdefault(Match(trigger, positions, labels, key, measures, deadline), None)
         output = sorted(seen)
         if self.query.limit is not None:
             output = output[: self.query.limit]
@@ -205,3 +269,7 @@ def _less_apart(first: Any, last: Any, window: int) -> bool:
         difference = last - first  # inf - inf is NaN: false
         return difference < window
     return Fraction(last) - Fraction(first) < window
+
+
+def _sortable_key(key: tuple | None) -> tuple:
+    return () if key is None else tuple((type(v).__name__, v) for v in key)

@@ -3,8 +3,8 @@ schema (``compile/output_schema.py``).
 
 ``MatchColumns`` holds matches column-wise: triggers, flat positions with offsets, per reported
 label its flat positions with offsets, partition key codes with the key of each code, and the
-measures' raw values (times as int64 nanoseconds). The compiled kernel's output is already in
-this form (``runtime/kernel/output.py``); matches of the Python evaluator are gathered into it
+measures' raw values (times as int64 nanoseconds), and ``NOT FOLLOWED BY``'s deadlines. The
+compiled kernel's output is already in this form (``runtime/kernel/output.py``); matches of the Python evaluator are gathered into it
 (``from_matches``). ``record_batch`` builds the Arrow batch of every engine and writer from it;
 ``MatchRows`` gives ``Match`` objects that are views of its rows, built when first read.
 """
@@ -41,6 +41,7 @@ class MatchColumns:
     partition: np.ndarray | None = None
     keys: Sequence[tuple] | None = None
     measures: dict[str, Any] = field(default_factory=dict)
+    deadline: Any = None  # NOT FOLLOWED BY: one deadline per match (Match.deadline)
 
     def __len__(self) -> int:
         return len(self.trigger)
@@ -59,8 +60,9 @@ def from_matches(matches: Iterable[Match], schema: OutputSchema) -> MatchColumns
     codes = np.zeros(n, dtype=np.int64) if schema.partition_type is not None else None
     keys: dict[tuple, int] = {}
     measures: dict[str, list] = {m.name: [] for m in schema.measures}
+    deadlines: list | None = [] if schema.deadline else None
     for i, match in enumerate(rows):
-        trigger_, positions, labels, partition, values = match._values()
+        trigger_, positions, labels, partition, values, deadline = match._values()
         flat.extend(positions)
         offsets[i + 1] = len(flat)
         for name, found in label_flat.items():
@@ -72,6 +74,8 @@ def from_matches(matches: Iterable[Match], schema: OutputSchema) -> MatchColumns
             codes[i] = -1 if partition is None else keys.setdefault(partition, len(keys))
         for name, column in measures.items():
             column.append(values.get(name))
+        if deadlines is not None:
+            deadlines.append(deadline)
     return MatchColumns(
         trigger,
         offsets,
@@ -80,6 +84,7 @@ def from_matches(matches: Iterable[Match], schema: OutputSchema) -> MatchColumns
         codes,
         list(keys) if codes is not None else None,
         measures,
+        deadlines,
     )
 
 
@@ -116,6 +121,9 @@ def record_batch(
     for measure in schema.measures:
         values = columns.measures.get(measure.name)
         arrays.append(measure.from_raw(values if values is not None else [None] * n))
+    if schema.deadline:
+        deadlines = columns.deadline
+        arrays.append(pa.array(deadlines if deadlines is not None else [None] * n, pa.int64()))
     if schema.events is not None:
         arrays.append(events if events is not None else pa.nulls(n, schema.arrow.field("events").type))
         if schema.ids:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,13 +24,15 @@ from ceql.compile.plan import Plan
 from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime import nodes
+from ceql.runtime.absence import Absence
 from ceql.runtime.arrow import MatchRows
 from ceql.runtime.batches import BatchBuilder, builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
-from ceql.runtime.state import export_state, import_state
+from ceql.runtime.single import EventStep
+from ceql.runtime.state import StateError, export_state, import_state
 
 
 class Evaluator:
@@ -76,6 +78,7 @@ class Evaluator:
         # tECS at each trigger.
         ranked = (
             plan.strategy in ("NEXT", "LAST")
+            and plan.absence is None  # (the strategy applies among the complex events due at once)
             and not plan.strict_filter
             and (plan.window is None or (plan.monotone and not plan.silent_reads))
         )
@@ -105,13 +108,24 @@ class Evaluator:
         self._dead_letter = dead_letter
         self.on_error = on_error
         self.errors = self._policy(on_error)
+        self._step: EventStep | None = None  # push()'s per-event path, made on first use
+        # NOT FOLLOWED BY: complex events wait for their deadline (runtime/absence.py).
+        self.absence = Absence(self) if plan.absence is not None else None
 
     # ------------------------------------------------------------------ public API
 
     def push(self, event: dict, *, on_error: str | None = None) -> list[Match]:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
-        ``on_error`` overrides the evaluator's bad-row policy for this event."""
-        return list(self.process([event], on_error=on_error))
+        ``on_error`` overrides the evaluator's bad-row policy for this event. Under "fail" a
+        dict takes a per-event path (``single.py``): no Arrow batch is built."""
+        step = self._step
+        if step is None or on_error is not None or type(event) is not dict or self.on_error != "fail":
+            if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
+                return list(self.process([event], on_error=on_error))
+            if step is None:
+                step = self._step = EventStep(self)
+        found = step.push(event)
+        return self._shown(found) if found else found
 
     def push_batch(self, batch: Any, *, on_error: str | None = None) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
@@ -152,11 +166,14 @@ class Evaluator:
             else:
                 batches.append(record_batch(schema, from_matches(self._run(table), schema)))
         schema = self.output_schema(name)
+        if self.absence is not None:  # the whole input: what is still due (NOT FOLLOWED BY)
+            batches.append(record_batch(schema, from_matches(self.finish(), schema)))
         return pa.Table.from_batches(batches, schema=schema.arrow)
 
-    def columns(self, events: Any, batch: int = 50_000) -> Iterator[Any]:
+    def columns(self, events: Any, batch: int = 50_000, finish: bool = False) -> Iterator[Any]:
         """Matches over ``events`` as ``MatchColumns`` (``runtime/arrow.py``; raw measures: times
-        in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers."""
+        in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers.
+        ``finish``: ``events`` end the input (also the matches ``finish`` reports)."""
         import itertools
 
         from ceql.runtime.arrow import from_matches
@@ -177,6 +194,10 @@ class Evaluator:
                 if not part:
                     break
                 yield from_matches(part, schema)
+        if self.absence is not None and finish:  # the end of the input (NOT FOLLOWED BY)
+            found = self.finish()
+            if found:
+                yield from_matches(found, self.output_schema())
 
     def output_schema(self, name: str = "query") -> Any:
         """The output schema of this evaluator's matches (``compile/output_schema.py``): fixed
@@ -250,10 +271,63 @@ class Evaluator:
         self._python_path()
         return self._run(self.builder.from_table(table), payload=payload, detailed=True)
 
+    def next_deadline(self) -> Any:
+        """The earliest deadline a ``NOT FOLLOWED BY`` complex event waits for (None if none):
+        when to advance time next (a stream runner sets a timer there)."""
+        if self.absence is None:
+            return None
+        return self.absence.next_deadline()
+
+    def advance(self, time: Any, detailed: bool = False) -> list:
+        """Tell the evaluator that no event earlier than ``time`` will come (a heartbeat, or
+        a watermark): the matches of ``NOT FOLLOWED BY`` queries whose deadline it reaches are
+        returned (trigger: the position of the next event). ``time`` is int nanoseconds since
+        1970, an ISO-8601 string or a datetime; with a time window, a later event earlier than
+        ``time`` is out of order. For a window over positions (EVENTS) it changes nothing."""
+        if self.plan.window_kind not in ("time", "attribute") or not self.plan.ordered_time:
+            return []
+        ns = _time_ns(time)
+        matches: list = []
+        if self.absence is not None:
+            matches = self.absence.advance(ns, self.position, detailed)
+            ingests = [self.ingest, self.absence.ingest]
+        else:
+            ingests = [self.ingest]
+        for ingest in ingests:
+            if ingest.last_time is None or ingest.last_time < ns:
+                ingest.last_time = ns
+        if self._kernel is not None and (self._kernel.last_time is None or self._kernel.last_time < ns):
+            self._kernel.last_time = ns
+        return matches if detailed else self._shown(matches)
+
+    def finish(self, detailed: bool = False) -> list:
+        """The end of the input: the matches still due (``NOT FOLLOWED BY`` queries report every
+        complex event still waiting for its deadline, at the position after the last event).
+        ``Query.run`` calls it; call it after pushing the last event of a finite input."""
+        if self.absence is None:
+            return []
+        found = self.absence.finish(self.position, detailed)
+        return found if detailed else self._shown(found)
+
+    def run(self, events: Any) -> Iterator[Match]:
+        """Every match over ``events`` taken as the whole input: ``process``, then ``finish``."""
+        yield from self.process(events)
+        yield from self.finish()
+
+    def _shown(self, matches: list) -> list:
+        """Matches with their time measures as the input gave the times (``_shown``)."""
+        if matches:
+            schema = self.output_schema()
+            if schema.time_measures:
+                return list(_shown(iter(matches), schema))
+        return matches
+
     def export_state(self) -> bytes:
         """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
         if self._kernel is not None:
             return self._kernel.export_json()
+        if self.absence is not None:
+            return self.absence.export_state()
         return export_state(self)
 
     def import_state(self, blob: bytes) -> None:
@@ -296,6 +370,8 @@ class Evaluator:
 
     def is_idle(self) -> bool:
         """Whether no partial match is in progress (the state holds nothing worth saving)."""
+        if self.absence is not None and (self.absence.waiting or self.absence.runs.partitions):
+            return False
         return not self.runs.partitions or all(
             node is nodes.BOTTOM for node in self.runs.roots()
         ) and len(self.runs.roots()) <= 1
@@ -315,15 +391,20 @@ class Evaluator:
         payload: Any = None,
         detailed: bool = False,
     ) -> Iterator:
-        prepared = self.ingest.prepare(table, self.position, positions, payload)
-        self.position = prepared.end
+        if self.absence is not None:
+            prepared = None
+            loop = self.absence.run(table, positions, payload, detailed)
+        else:
+            prepared = self.ingest.prepare(table, self.position, positions, payload)
+            self.position = prepared.end
+            loop = self._loop(prepared, detailed)
         # The tECS is acyclic and freed by reference counting; the cycle collector would only
         # rescan millions of live nodes. It stays off while the evaluator works and is restored
         # whenever control goes back to the caller.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for item in self._loop(prepared, detailed):
+            for item in loop:
                 if collecting:
                     gc.enable()
                     yield item
@@ -443,11 +524,11 @@ def _shown(matches: Iterator[Match], schema: Any) -> Iterator[Match]:
     computes them in nanoseconds)."""
     times = schema.time_measures
     for match in matches:
-        trigger, positions, labels, partition, measures = match._values()
+        trigger, positions, labels, partition, measures, deadline = match._values()
         values = dict(measures)
         for measure in times:
             values[measure.name] = measure.python(values.get(measure.name))
-        yield Match(trigger, positions, labels, partition, values)
+        yield Match(trigger, positions, labels, partition, values, deadline)
 
 
 def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
@@ -460,7 +541,13 @@ def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
 def _import(evaluator: Evaluator, blob: bytes) -> None:
     """Load a state saved by the Python path or by the kernel, into the matching path."""
     from ceql.runtime import kernel
+    from ceql.runtime.absence import is_absence_state
 
+    if evaluator.absence is not None:
+        if not is_absence_state(blob):
+            raise StateError("not a saved state of this NOT FOLLOWED BY query")
+        evaluator.absence.import_state(blob)
+        return
     if kernel.is_kernel_state(blob):
         if evaluator._kernel is None:
             evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
@@ -470,3 +557,16 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
         return
     evaluator._kernel = None  # a Python-path state continues on the Python path
     import_state(evaluator, blob)
+
+
+def _time_ns(time: Any) -> int:
+    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time)."""
+    if type(time) is int:
+        return time
+    from ceql.compile.conversion import Target, convert
+
+    converted = convert([time], Target("primary_time"))
+    if converted.codes[0] != 0 or converted.missing[0]:
+        reason = converted.reason(0) if converted.codes[0] != 0 else "no time given"
+        raise ValueError(f"advance() needs a time: {reason}")
+    return int(converted.values[0].as_py())

@@ -18,6 +18,15 @@ from ceql.errors import EventError
 NAN = math.nan  # a missing window measure (one object, so equal keys stay equal)
 
 
+def out_of_order(position: int, value: Any, previous: Any) -> EventError:
+    """The error for an event whose time is before the previous one's (time windows)."""
+    return EventError(
+        f"out of order: time {value} after {previous} (a time window needs events in time order; "
+        "sort the input or declare CREATE QUARANTINE to reorder late events)",
+        position,
+    )
+
+
 @dataclass
 class Prepared:
     """One batch, reduced to the events the loop must visit (lists, for fast Python access)."""
@@ -30,14 +39,19 @@ class Prepared:
     values: list[tuple] | None  # the plan's value attributes, for registers and measures
     data: list | None  # per event: (values, payload, local index) kept in tECS nodes
     end: int  # the stream position after the batch
+    # With ``keep_all`` (NOT FOLLOWED BY's cancelling runs): every event is kept; whether its
+    # symbol may change a run, and its deadline measure (None: it carries no window measure).
+    relevant: list[bool] | None = None
+    deadline_measures: list | None = None
 
 
 class Ingest:
     """Prepares batches for one evaluator (keeps what spans batches: symbol relevance, the last
     time seen, per-partition event counts)."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, keep_all: bool = False) -> None:
         self.plan = plan
+        self.keep_all = keep_all  # keep every event (NOT FOLLOWED BY: any event may pass a deadline)
         self.irrelevant = np.zeros(0, dtype=bool)
         self.type_array = pa.array(plan.type_names, pa.string())
         self.last_time: Any = None
@@ -132,11 +146,7 @@ class Ingest:
         self.last_time = array[-1].item()
 
     def _out_of_order(self, row: int, value, previous) -> EventError:
-        return EventError(
-            f"out of order: time {value} after {previous} (a time window needs events in time order; "
-            "sort the input or declare CREATE QUARANTINE to reorder late events)",
-            self.base + row,
-        )
+        return out_of_order(self.base + row, value, previous)
 
     # ------------------------------------------------------------------ keys and values
 
@@ -188,7 +198,7 @@ class Ingest:
         self.base = base
         n = table.num_rows
         symbols, masks = self.symbols(table)
-        if self.needs_local:
+        if self.needs_local or self.keep_all:
             relevant = np.arange(n)  # sub-stream indexes count every event
         else:
             relevant = np.nonzero(~self.irrelevant[symbols])[0]
@@ -218,7 +228,7 @@ class Ingest:
                 )
                 for k in range(len(relevant))
             ]
-        return Prepared(
+        prepared = Prepared(
             positions=kept_positions.tolist(),
             symbols=symbols[relevant].tolist(),
             measures=measures,
@@ -228,6 +238,19 @@ class Ingest:
             data=data,
             end=end,
         )
+        if self.keep_all:
+            prepared.relevant = (~self.irrelevant[symbols]).tolist()
+            prepared.deadline_measures = self.deadline_measures(table, prepared)
+        return prepared
+
+    def deadline_measures(self, table: pa.Table, prepared: Prepared) -> list:
+        """Per event, the measure that passes deadlines: its position (EVENTS), or its time or
+        window attribute when its type is one the query names (else None)."""
+        if self.plan.window_kind == "events":
+            return list(prepared.positions)
+        measured = pc.is_in(table.column("event_type"), value_set=pa.array(sorted(self.plan.time_attributes), pa.string()))
+        flags = pc.fill_null(measured, False).to_pylist()
+        return [m if flag else None for m, flag in zip(prepared.measures or [], flags)]
 
     def _local_indexes(self, keys: list | None, count: int) -> list[int]:
         out = []

@@ -53,7 +53,7 @@ def _compiled(query_text: str, declaration: str):
 def plan_kind(query) -> str:
     """Which batch plan a compiled query gets: partitioned, sharded or single."""
     facts = query.facts
-    if facts.partition_groups and facts.consume != "ANY":
+    if facts.partition_groups and facts.consume != "ANY" and not facts.deadlines:
         return "partitioned"
     if facts.shardable and _every_type_has_measure(query):
         return "sharded"
@@ -525,7 +525,8 @@ def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None
     ids = _ids(table, job.spec)
     home = table.column(HOME).to_numpy() if job.sharded else None
     shard = table.column(SHARD)[0].as_py() if job.sharded else None
-    for found in query.evaluator().columns(_events(table, query)):
+    # A whole stream (not a shard) ends here: NOT FOLLOWED BY reports what is still due.
+    for found in query.evaluator().columns(_events(table, query), finish=not job.sharded):
         batch = output_batch(found, job.spec, ids, positions)
         if home is not None:
             batch = batch.filter(pa.array(home[np.asarray(found.trigger, dtype=np.int64)] == shard))
@@ -572,6 +573,7 @@ def _evaluate_stream(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterato
                 yield from evaluator.process_table(_events(table, query), payload=lambda i, first=first: first + i)
             except EventError as exc:
                 raise _naming_the_event(exc, table, job, (exc.row or 0) - start) from None
+        yield from evaluator.finish(detailed=True)  # the end of the input (NOT FOLLOWED BY)
 
     for match, rows in limit_matches(matches(), job.max_matches):
         collector.add(match, rows)

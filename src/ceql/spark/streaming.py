@@ -140,7 +140,7 @@ def _processor_class():
             setup = self.setup
             table = _read_ipc(data["buffer"]) if table is None else table
             if table is None or not table.num_rows:
-                return []
+                return self._deadlines(data, watermark)
             millis = table.column(MILLIS).to_numpy()
             ready = millis + 1 <= watermark  # event times are shifted by 1 ms, like the watermark
             outputs = []
@@ -158,7 +158,46 @@ def _processor_class():
                 if due not in data["timers"]:
                     self.handle.registerTimer(due)
                     data["timers"].append(due)
+            return outputs + self._deadlines(data, watermark)
+
+        def _deadlines(self, data: dict[str, Any], watermark: int) -> list[pd.DataFrame]:
+            """NOT FOLLOWED BY: the watermark says that no event before its time will be
+            evaluated (an earlier one is late from now on): report what is due by then, and set
+            a timer for the next deadline."""
+            setup = self.setup
+            if not setup["deadlines"] or data["evaluator"] is None or watermark <= 0:
+                return []
+            evaluator = _compiled(setup["text"], setup["declaration"]).evaluator()
+            evaluator.import_state(data["evaluator"])
+            now = (watermark - 1) * 1_000_000  # event times are shifted by 1 ms, like the watermark
+            outputs = self._collect(evaluator.advance(now, detailed=True))
+            frontier = _frontier_key(data["frontier"])
+            if frontier is None or frontier[0] < now:
+                data["frontier"] = _write_ipc(_order_key(setup, now))
+            data["evaluator"] = evaluator.export_state()
+            deadline = evaluator.next_deadline()
+            if deadline is not None:
+                due = -(-deadline // 1_000_000) + 1
+                if due not in data["timers"]:
+                    self.handle.registerTimer(due)
+                    data["timers"].append(due)
             return outputs
+
+        def _collect(self, found) -> list[pd.DataFrame]:
+            setup = self.setup
+            spec: OutputSpec = setup["spec"]
+            collector = Collector(spec)
+            for match, events in found:
+                if spec.has_ids:
+                    collector.add_values(match, events)
+                else:
+                    collector.add(match, [])
+            if not len(collector):
+                return []
+            frame = collector.flush().to_pandas()
+            if setup["late"] == "rows":
+                frame[LATE] = None
+            return [frame]
 
         def _evaluate(self, data: dict[str, Any], table: pa.Table) -> list[pd.DataFrame]:
             setup = self.setup
@@ -233,6 +272,13 @@ def _late_frame(late: pa.Table, setup: dict[str, Any]) -> pd.DataFrame:
     frame["query"] = setup["spec"].name
     frame[LATE] = events
     return frame
+
+
+def _order_key(setup: dict[str, Any], time: int) -> pa.Table:
+    """A frontier at ``time`` before every tie-break value (nulls sort first): an event earlier
+    than ``time``, or at it with a null tie-break, is late."""
+    fields = [setup["input_schema"].field(name) for name in setup["order"]]
+    return pa.table([pa.array([time if i == 0 else None], f.type) for i, f in enumerate(fields)], schema=pa.schema(fields))
 
 
 def _state_schema():
@@ -398,6 +444,7 @@ def find_streaming(
         "user_columns": user_columns,
         "max_matches": max_matches,
         "delay_ms": delay,
+        "deadlines": facts.deadlines,
     }
     return prepared.groupBy(*keys).transformWithStateInPandas(
         statefulProcessor=_processor_class()(setup),

@@ -64,6 +64,8 @@ from ceql.runtime.kernel.values import KeptValues, Raw
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
+    if getattr(plan, "absence", None) is not None:
+        return "NOT FOLLOWED BY"
     post = post_filter(plan)
     if isinstance(post, str):
         return post

@@ -1,0 +1,425 @@
+"""``WHERE f NOT FOLLOWED BY g ... WITHIN w``: complex events reported at their deadline.
+
+A complex event C of f is due at ``d(C) = m(first event of C) + w`` (m: the window's measure:
+position, time or attribute). It is reported when the deadline passes -- at the first event
+whose measure is at or past d(C), when the caller advances time past it, or at the end of the
+input -- unless g has matched after C before (docs/semantics.md, 5.2).
+
+Two sets of runs share each event. The evaluator's own runs (f's plan) find the complex events of
+f as usual; instead of being reported they wait here, one by one, in a queue ordered by deadline.
+The runs of ``(f AS mark) ; g`` (``plan.absence``, with its own ingest: g may read other
+columns and predicates) find every complex event of f that g follows within the window, with
+g's conditions reading f's labels; the marked part is the complex event of f it cancels. At each
+event, in this order: the deadlines the event passes are reported (trigger: this event), then the
+cancelling runs move (a g ending here cancels what is still waiting), then f's runs move (new
+complex events start waiting; their deadline is after this event, as they are in the window).
+
+Among the complex events reported at one trigger (per partition key), CONSUME BY, the selection
+strategy, the projection, the measures and LIMIT apply as for any trigger; ``Match.deadline`` is
+d(C).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import zlib
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ceql.lang.ast import ABSENCE_MARK
+from ceql.match import Match
+from ceql.runtime import nodes
+from ceql.runtime.ingest import Ingest
+from ceql.runtime.runs import PlainRuns, RegisterRuns
+
+if TYPE_CHECKING:
+    from ceql.runtime.evaluator import Evaluator
+
+#: An event of a waiting complex event: (position, labels, data, measure).
+Event = tuple
+STATE_FORMAT = "ceql-absence-state"
+
+
+class Waiting:
+    """One complex event of f waiting for its deadline."""
+
+    __slots__ = ("deadline", "first", "key", "events", "identity")
+
+    def __init__(self, deadline: Any, key: Any, events: tuple[Event, ...], identity: tuple) -> None:
+        self.deadline = deadline
+        self.first = events[0][0]
+        self.key = key
+        self.events = events
+        self.identity = identity
+
+
+def identity_of(events: tuple[Event, ...] | list, marked_only: bool = False) -> tuple:
+    """A complex event's identity: (position, public labels) of its events. With
+    ``marked_only``, the events of a ``(f AS mark) ; g`` complex event that f contributed."""
+    out = []
+    for event in events:
+        labels = event[1]
+        if marked_only and ABSENCE_MARK not in labels:
+            continue
+        out.append((event[0], tuple(sorted(label for label in labels if label[0] != "\x00"))))
+    return tuple(out)
+
+
+def complex_events(root: tuple, window: Any) -> Iterator[tuple[Event, ...]]:
+    """Every non-empty complex event of ``root`` within the window, as (position, labels,
+    data, measure) events in increasing position order (the last event fixes the window)."""
+    stack: list[tuple] = [(root, (), None)]
+    while stack:
+        node, later, limit = stack.pop()
+        while True:
+            size = len(node)
+            if size == nodes.BOTTOM_SIZE:
+                if later and (limit is None or later[0][3] > limit):
+                    yield later
+                break
+            if limit is not None and node[nodes.MAX_FIRST] <= limit and not node[nodes.HAS_EMPTY]:
+                break  # every complex event below starts out of the window
+            if size == nodes.UNION_SIZE:
+                stack.append((node[nodes.RIGHT], later, limit))
+                node = node[nodes.LEFT]
+                continue
+            measure = node[nodes.MEASURE]
+            if limit is None and window is not None:
+                limit = measure - window
+            later = ((node[nodes.POS], node[nodes.LABELS], node[nodes.DATA], measure), *later)
+            node = node[nodes.CHILD]
+
+
+def as_node(events: tuple[Event, ...]) -> tuple:
+    """A tECS node holding exactly this complex event."""
+    node = nodes.BOTTOM
+    for pos, labels, data, measure in events:
+        node = nodes.output(pos, labels, node, measure, data)
+    return node
+
+
+class Absence:
+    """The waiting complex events of one evaluator, and the runs that cancel them."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        plan = evaluator.plan
+        cancel = plan.absence
+        assert cancel is not None
+        self.evaluator = evaluator
+        self.plan = plan
+        self.cancel_plan = cancel
+        self.ingest = Ingest(cancel, keep_all=True)
+        self.runs = RegisterRuns(cancel, evaluator.max_classes) if cancel.registers is not None else PlainRuns(cancel)
+        self.window = plan.window
+        self.waiting: dict[tuple, Waiting] = {}
+        self.queue: list[tuple] = []  # (deadline, sequence, identity), a heap
+        self.sequence = 0
+        query = plan.checked.query
+        self.consume = plan.consume
+        self.consume_all = plan.consume == "ANY" or (plan.consume == "PARTITION" and not query.partition_by)
+        self.last_any = -1  # CONSUME BY: the last trigger that reported, overall and per key
+        self.last_by_key: dict[Any, int] = {}
+
+    # ------------------------------------------------------------------ the three moves
+
+    def due(self, measure: Any) -> list[Waiting]:
+        """The waiting complex events whose deadline ``measure`` reaches (removed)."""
+        out = []
+        queue = self.queue
+        while queue and queue[0][0] <= measure:
+            _, _, identity = heapq.heappop(queue)
+            item = self.waiting.pop(identity, None)
+            if item is not None:
+                out.append(item)
+        return out
+
+    def cancel(self, finals: list[tuple]) -> None:
+        """Complex events of ``(f AS mark) ; g`` just completed: f's parts stop waiting."""
+        window = self.cancel_plan.window
+        for root in finals:
+            for events in complex_events(root, window):
+                self.waiting.pop(identity_of(events, marked_only=True), None)
+
+    def wait(self, finals: list[tuple], key: Any) -> None:
+        """Complex events of f just completed: they wait for their deadline."""
+        bound = self._consumed(key)
+        for root in finals:
+            for events in complex_events(root, self.window):
+                if events[0][0] <= bound:
+                    continue  # consumed: it could never be reported
+                identity = identity_of(events)
+                if identity in self.waiting:
+                    continue  # the same complex event by another derivation
+                deadline = events[0][3] + self.window
+                self.waiting[identity] = Waiting(deadline, key, events, identity)
+                heapq.heappush(self.queue, (deadline, self.sequence, identity))
+                self.sequence += 1
+
+    def _consumed(self, key: Any) -> int:
+        if self.consume == "NONE":
+            return -1
+        if self.consume_all:
+            return self.last_any
+        return self.last_by_key.get(key, -1)
+
+    # ------------------------------------------------------------------ reporting
+
+    def report(self, items: list[Waiting], trigger: int, detailed: bool = False) -> list:
+        """Matches of complex events whose deadline passed, at ``trigger``: per partition key,
+        CONSUME BY, the strategy, projection, measures and LIMIT, as for any trigger."""
+        if not items:
+            return []
+        groups: dict[Any, list[Waiting]] = {}
+        for item in items:
+            groups.setdefault(item.key, []).append(item)
+        out: list = []
+        reported: list[Any] = []
+        for key, group in groups.items():
+            bound = self._consumed(key)
+            group = [item for item in group if item.first > bound]
+            produced: list = []
+            seen: set = set()
+            for item in self._select(group):
+                for found in self.evaluator.output.matches([as_node(item.events)], trigger, key, detailed):
+                    plain = found[0] if detailed else found
+                    match = Match(*plain._values()[:5], item.deadline)
+                    if match in seen:
+                        continue
+                    seen.add(match)
+                    produced.append((match, found[1]) if detailed else match)
+            if self.plan.limit is not None:
+                produced = produced[: self.plan.limit]
+            if produced:
+                reported.append(key)
+            out.extend(produced)
+        # Complex events reported at one trigger do not consume each other.
+        if reported and self.consume != "NONE":
+            self.last_any = trigger
+            for key in reported:
+                self.last_by_key[key] = trigger
+                self.evaluator._consume(key, trigger)
+        return out
+
+    def _select(self, group: list[Waiting]) -> list[Waiting]:
+        """The selection strategy among the complex events of one trigger and key."""
+        plan = self.plan
+        if plan.strict_filter:  # STRICT that could not be compiled: support an interval of the sub-stream
+            group = [item for item in group if _consecutive([event[2][2] for event in item.events])]
+        strategy = plan.strategy
+        if len(group) <= 1 or strategy in ("ALL", "STRICT"):
+            return group
+        if strategy == "ANY":
+            return group[-1:]
+        supports = [frozenset(event[0] for event in item.events) for item in group]
+        if strategy == "MAX":
+            return [item for item, s in zip(group, supports) if not any(s < other for other in supports)]
+        best = supports[0]
+        for support in supports[1:]:
+            if _better(support, best, strategy):
+                best = support
+        return [item for item, s in zip(group, supports) if s == best]
+
+    # ------------------------------------------------------------------ time passing
+
+    def advance(self, time: Any, trigger: int, detailed: bool = False) -> list:
+        """The caller says that no event before ``time`` will come: report what is due."""
+        return self.report(self.due(time), trigger, detailed)
+
+    def next_deadline(self) -> Any:
+        """The earliest deadline still waited for, or None."""
+        queue = self.queue
+        while queue and queue[0][2] not in self.waiting:
+            heapq.heappop(queue)  # cancelled meanwhile
+        return queue[0][0] if queue else None
+
+    def finish(self, trigger: int, detailed: bool = False) -> list:
+        """The end of the input: every waiting complex event is reported."""
+        items = sorted(self.waiting.values(), key=lambda item: (item.deadline, item.first))
+        self.waiting.clear()
+        self.queue.clear()
+        return self.report(items, trigger, detailed)
+
+    def compact(self) -> None:
+        """Drop the cancelling runs' structure that the window has left behind."""
+        plan = self.cancel_plan
+        runs = self.runs
+        if not plan.monotone or plan.silent_reads:
+            runs.compact_at = runs.created + max(runs.compact_at, runs.created)
+            return
+        now = self.evaluator.position - 1 if plan.window_kind == "events" else self.ingest.last_time
+        if now is None:
+            return
+        runs.compact(now - plan.window)
+        runs.created = 0
+        runs.compact_at = max(50_000, 2 * nodes.count_nodes(runs.roots()))
+
+    # ------------------------------------------------------------------ a batch
+
+    def run(self, table: pa.Table, positions: np.ndarray | None, payload: Any, detailed: bool) -> Iterator:
+        """One batch through both sets of runs, in stream order (see the module docstring)."""
+        evaluator = self.evaluator
+        base = evaluator.position
+        cancelling = self.ingest.prepare(table, base, positions)
+        own = evaluator.ingest.prepare(table, base, positions, payload)
+        evaluator.position = own.end
+        runs, runs2 = evaluator.runs, self.runs
+        registers, registers2 = self.plan.registers is not None, self.cancel_plan.registers is not None
+        index = {pos: k for k, pos in enumerate(own.positions)}
+        measures2 = cancelling.measures
+        measures = own.measures
+        for k, pos in enumerate(cancelling.positions):
+            deadline_measure = cancelling.deadline_measures[k]
+            if deadline_measure is not None and self.queue and self.queue[0][0] <= deadline_measure:
+                yield from self.report(self.due(deadline_measure), pos, detailed)
+            if cancelling.relevant[k]:
+                key2 = cancelling.keys[k] if cancelling.keys is not None else None
+                if cancelling.keys is None or key2 is not None:
+                    m2 = measures2[k] if measures2 is not None else pos
+                    data2 = cancelling.data[k] if cancelling.data is not None else None
+                    if registers2:
+                        finals = runs2.advance(key2, cancelling.symbols[k], pos, m2, data2, cancelling.values[k], cancelling.masks[k])
+                    else:
+                        finals = runs2.advance(key2, cancelling.symbols[k], pos, m2, data2)
+                    if finals is not None:
+                        self.cancel(finals)
+            j = index.get(pos)
+            if j is None:
+                continue
+            key = own.keys[j] if own.keys is not None else None
+            if own.keys is not None and key is None:
+                continue
+            m = measures[j] if measures is not None else pos
+            data = own.data[j] if own.data is not None else None
+            if registers:
+                finals = runs.advance(key, own.symbols[j], pos, m, data, own.values[j], own.masks[j])
+            else:
+                finals = runs.advance(key, own.symbols[j], pos, m, data)
+            if finals is not None:
+                self.wait(finals, key)
+        if runs2.created > runs2.compact_at:
+            self.compact()
+
+    def step(self, pos: int, deadline_measure: Any, cancelling: tuple | None, own: tuple | None) -> list:
+        """One event (``push``): ``cancelling`` and ``own`` are (key, symbol, measure, data,
+        values, mask) for each set of runs, or None when the event cannot move them."""
+        out = []
+        if deadline_measure is not None and self.queue and self.queue[0][0] <= deadline_measure:
+            out = self.report(self.due(deadline_measure), pos)
+        if cancelling is not None:
+            key, symbol, m, data, values, mask = cancelling
+            if self.cancel_plan.registers is not None:
+                finals = self.runs.advance(key, symbol, pos, m, data, values, mask)
+            else:
+                finals = self.runs.advance(key, symbol, pos, m, data)
+            if finals is not None:
+                self.cancel(finals)
+        if own is not None:
+            key, symbol, m, data, values, mask = own
+            runs = self.evaluator.runs
+            if self.plan.registers is not None:
+                finals = runs.advance(key, symbol, pos, m, data, values, mask)
+            else:
+                finals = runs.advance(key, symbol, pos, m, data)
+            if finals is not None:
+                self.wait(finals, key)
+        if self.runs.created > self.runs.compact_at:
+            self.compact()
+        return out
+
+    # ------------------------------------------------------------------ state
+
+    def export_state(self) -> bytes:
+        """The whole state: the evaluator's runs, the cancelling runs and what waits."""
+        from ceql.runtime.state import _encode, export_state
+
+        evaluator = self.evaluator
+        document = {
+            "format": STATE_FORMAT,
+            "version": 1,
+            "own": export_state(evaluator).hex(),
+            "cancelling": export_state(self._proxy()).hex(),
+            "waiting": [
+                [
+                    _encode(item.deadline),
+                    _encode(item.key),
+                    [[e[0], list(e[1]), _encode(e[2]), _encode(e[3])] for e in item.events],
+                ]
+                for item in sorted(self.waiting.values(), key=lambda item: (item.deadline, item.first))
+            ],
+            "last_any": self.last_any,
+            "last_by_key": [[_encode(k), v] for k, v in self.last_by_key.items()],
+        }
+        return zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 6)
+
+    def import_state(self, blob: bytes) -> None:
+        """Load a state made by ``export_state`` for the same query (StateError otherwise)."""
+        from ceql.runtime.state import StateError, _decode, import_state
+
+        try:
+            document = json.loads(zlib.decompress(bytes(blob)))
+        except (zlib.error, ValueError, TypeError) as exc:
+            raise StateError(f"not a saved ceql evaluator state ({type(exc).__name__})") from None
+        if not isinstance(document, dict) or document.get("format") != STATE_FORMAT or document.get("version") != 1:
+            raise StateError("not a saved state of a NOT FOLLOWED BY query")
+        try:
+            own = bytes.fromhex(document["own"])
+            cancelling = bytes.fromhex(document["cancelling"])
+            entries = document["waiting"]
+            last_any = document["last_any"]
+            last_by_key = document["last_by_key"]
+        except (KeyError, TypeError, ValueError):
+            raise StateError("saved state lacks a required field") from None
+        import_state(self.evaluator, own)
+        proxy = self._proxy()
+        import_state(proxy, cancelling)
+        position = self.evaluator.position
+        self.waiting.clear()
+        self.queue.clear()
+        try:
+            for deadline, key, events in entries:
+                loaded = tuple(
+                    (int(p), tuple(str(x) for x in labels), _decode(data), _decode(m)) for p, labels, data, m in events
+                )
+                if not loaded or any(not 0 <= e[0] < position for e in loaded):
+                    raise StateError("saved state has a waiting complex event at an impossible position")
+                identity = identity_of(loaded)
+                self.waiting[identity] = Waiting(_decode(deadline), _decode(key), loaded, identity)
+                heapq.heappush(self.queue, (self.waiting[identity].deadline, self.sequence, identity))
+                self.sequence += 1
+            self.last_any = int(last_any)
+            self.last_by_key = {_decode(k): int(v) for k, v in last_by_key}
+        except (TypeError, ValueError) as exc:
+            raise StateError(f"saved state has a malformed waiting complex event ({exc})") from None
+
+    def _proxy(self) -> Any:
+        """The cancelling runs seen as an evaluator, for the state module."""
+        evaluator = self.evaluator
+        proxy = SimpleNamespace(plan=self.cancel_plan, runs=self.runs, ingest=self.ingest, position=evaluator.position)
+        return proxy
+
+
+def is_absence_state(blob: bytes) -> bool:
+    """Whether a saved state is a NOT FOLLOWED BY query's."""
+    try:
+        head = zlib.decompress(blob)[:64]
+    except (zlib.error, TypeError):
+        return False
+    return STATE_FORMAT.encode() in head
+
+
+def _consecutive(indexes: list) -> bool:
+    return all(b == a + 1 for a, b in zip(indexes, indexes[1:]))
+
+
+def _better(a: frozenset, b: frozenset, strategy: str) -> bool:
+    """Whether support a is strictly better than b for NEXT (earliest) or LAST (latest)."""
+    if a == b:
+        return False
+    diff = a ^ b
+    pivot = min(diff) if strategy == "NEXT" else max(diff)
+    return pivot in a
