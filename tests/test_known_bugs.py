@@ -238,3 +238,29 @@ def test_next_and_last_report_the_empty_complex_event_when_it_is_the_only_one(st
     assert (2, ()) in expected
     for engine in ("python", "compiled"):
         assert [(m.trigger, m.positions) for m in query.run(events, engine=engine)] == expected
+
+
+def test_measures_tell_apart_complex_events_that_differ_only_in_event_type_labels() -> None:
+    """PROJECT[z] drops the label C of one side, so (0, 3, 4) has two valuations whose C events
+    differ: MAX(C.s) is 'a' for one and 'b' for the other, and both are reported (the Python
+    path kept one: its duplicate filter for repeats ignored event-type labels)."""
+    events = [
+        {"event_type": "A", "id": 0, "v": 1, "s": "a", "t": 0},
+        {"event_type": "B", "id": 1, "v": 2, "s": "b", "t": 0},
+        {"event_type": "A", "id": 1, "v": 0, "s": "b", "t": 0},
+        {"event_type": "C", "id": 0, "v": 2, "s": "b", "t": 0},
+        {"event_type": "C", "id": 0, "v": 2, "s": "a", "t": 0},
+    ]
+    text = (
+        "SELECT *, COUNT(A), MAX(C.s) FROM S WHERE PROJECT[z](C AS z) ALL A AS x; "
+        "NOT(A FILTER A.v = x.v); C AS z FILTER A.t = 0"
+    )
+    query = ceql.compile(text, SCHEMA)
+
+    def keys(matches) -> list:
+        return sorted((m.trigger, m.positions, sorted(m.labels.items()), sorted(m.measures.items())) for m in matches)
+
+    expected = keys(ceql.reference.run(query, events))
+    assert [k[3] for k in expected if k[1] == (0, 3, 4)] == [[("COUNT(A)", 1), ("MAX(C.s)", "a")], [("COUNT(A)", 1), ("MAX(C.s)", "b")]]
+    for engine in ("python", "compiled"):
+        assert keys(query.run(events, engine=engine)) == expected

@@ -74,7 +74,9 @@ class Output:
         plan = self.plan
         paths: Iterable = self._paths(finals)
         if plan.repeats:
-            paths = _distinct(paths, self.reported_labels)
+            # With measures, event-type labels decide what a measure reads (PROJECT may drop
+            # one): complex events that differ only there are told apart by their values.
+            paths = _distinct(paths, None if plan.measures is not None else self.reported_labels)
         if plan.strict_filter:
             paths = (p for p in paths if _is_interval(p))
         strategy = plan.strategy
@@ -152,9 +154,10 @@ class Output:
         return Match(trigger, tuple(positions), frozen, partition, values or {})
 
 
-def _distinct(paths: Iterable, reported: frozenset[str]) -> Iterator:
+def _distinct(paths: Iterable, reported: frozenset[str] | None) -> Iterator:
     """Each complex event once (its positions and reported labels), whichever derivations
-    reach it: private labels and labels not reported (event types) do not count."""
+    reach it: private labels and labels not reported (event types) do not count (``None``:
+    every public label counts)."""
     seen = set()
     for path in paths:
         identity = []
@@ -162,7 +165,9 @@ def _distinct(paths: Iterable, reported: frozenset[str]) -> Iterator:
         while node is not None:
             public = [label for label in node[PATH_LABELS] if label[0] != "\x00"]
             if public:
-                identity.append((node[PATH_POS], tuple(label for label in public if label in reported)))
+                identity.append(
+                    (node[PATH_POS], tuple(label for label in public if reported is None or label in reported))
+                )
             node = node[PATH_REST]
         identity = tuple(identity)
         if identity in seen:
