@@ -345,12 +345,3 @@ def test_like_uses_re2() -> None:
     assert compile_scalar(pred)({}) is False
 
 
-def test_the_kernel_constants_copied_for_push_are_the_kernels() -> None:
-    from ceql.runtime import single
-    from ceql.runtime.kernel import compiled
-
-    assert (single.MISSING, single.MIN_MEASURE, single.MAX_MEASURE) == (
-        compiled.MISSING,
-        compiled.MIN_MEASURE,
-        compiled.MAX_MEASURE,
-    )

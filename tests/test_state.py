@@ -308,3 +308,17 @@ def test_kept_values_of_a_kernel_state_round_trip_and_forgeries_are_refused() ->
     for forged in forgeries:
         with pytest.raises(StateError):
             _load(query, reseal(header, forged), "compiled")
+
+
+def test_payloads_of_plain_values_survive_a_saved_state() -> None:
+    """Spark streaming keeps each event's id columns as its payload across micro-batches: a
+    saved state carries them (plain values only)."""
+    import pyarrow as pa
+
+    query = ceql.compile("SELECT * FROM S WHERE A ; B+ PARTITION BY [k]", ABC)
+    first = query.evaluator(engine="python")
+    list(first.process_table(pa.table({"event_type": ["A", "B"], "k": [1, 1]}), payload=[(10, "x"), (11, "y")]))
+    second = query.evaluator(engine="python")
+    second.import_state(first.export_state())
+    found = list(second.process_table(pa.table({"event_type": ["B"], "k": [1]}), payload=[(12, "z")]))
+    assert sorted(rows for _, rows in found) == [[(10, "x"), (11, "y"), (12, "z")], [(10, "x"), (12, "z")]]

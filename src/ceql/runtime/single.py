@@ -20,12 +20,6 @@ from ceql.match import Match
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.rowtype import RowTyper
 
-# The kernel's constants (compiled.py's values; kept here so that the Python path never
-# imports numba): a missing window measure, and the range of measures the kernel accepts.
-MISSING = -(2**63)
-MIN_MEASURE = -(2**62)
-MAX_MEASURE = 2**62
-
 #: Matches of one pushed event converted with plain Python (more: the kernel's array path).
 SMALL_OUTPUT = 64
 
@@ -261,16 +255,16 @@ class EventStep:
         pos = runner.position
         kind = self.window_kind
         measure = 0
+        missing = False
         if kind == "events":
             measure = pos
         elif kind is not None:
             attribute = self.plan.time_attributes.get(type_name)
             value = values.get(attribute) if attribute is not None else None
-            measure = MISSING if value is None else int(value)
-            if measure != MISSING and not MIN_MEASURE <= measure <= MAX_MEASURE:
-                raise EventError(f"window value {measure} outside the kernel's range [-2**62, 2**62]", pos)
+            missing = value is None
+            measure = 0 if missing else int(value)
             if facts.ordered:
-                if measure == MISSING:
+                if missing:
                     raise EventError("missing time value (the query's window needs it)", pos)
                 last = runner.last_time
                 if last is not None and measure < last:
@@ -303,7 +297,7 @@ class EventStep:
             if found is None:
                 found = self._codes[tuple(key)] = keys._code(tuple(key))
             code = found
-        chunks = runner.kernel.process_one(symbol, pos, measure, code)
+        chunks = runner.kernel.process_one(symbol, pos, measure, code, missing)
         if not chunks:
             return []
         if len(chunks) > 1 or len(chunks[0]) > SMALL_OUTPUT:

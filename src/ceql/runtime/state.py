@@ -558,14 +558,15 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
 
 
 def _check_data(data: Any, keep_values: bool, width: int, needs_local: bool, below: int) -> int:
-    """An output node's event data: (values or None, None, local index or None), or None when
+    """An output node's event data: (values or None, payload, local index or None), or None when
     the query keeps nothing per event; returns the local index (-1 without). Local indexes
     increase along a path as positions do."""
     if data is None:
         if keep_values or needs_local:
             raise StateError("saved state lacks the values of an event")
         return -1
-    if not isinstance(data, tuple) or len(data) != 3 or data[1] is not None:
+    # data[1] is the event's payload: None, or plain values (Spark streaming's id columns).
+    if not isinstance(data, tuple) or len(data) != 3 or not (data[1] is None or _scalar_tree(data[1])):
         raise StateError("saved state has malformed event data")
     values, _, local = data
     if keep_values:

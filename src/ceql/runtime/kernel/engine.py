@@ -275,22 +275,25 @@ class KernelEvaluator:
         if self.st[k.S_NODES] > self.compact_at:
             self.compact()
 
-    def process_one(self, symbol: int, position: int, measure: int, key_code: int = 0) -> list[KernelMatches]:
+    def process_one(
+        self, symbol: int, position: int, measure: int, key_code: int = 0, missing: bool = False
+    ) -> list[KernelMatches]:
         """One event (``Evaluator.push``): the loop of ``process_chunks`` on cached arrays of
         length one, so that the common case (nothing to grow, no output) costs one call of the
         compiled loop. Anything else falls back to ``process_chunks`` on the same arrays: an
         event the loop stopped before is not applied yet, and an enumeration resumes."""
         one = self._one
         if one is None:
-            one = self._one = tuple(np.zeros(1, dtype=np.int64) for _ in range(4))
-        symbols, positions, measures, codes = one
+            one = self._one = (*(np.zeros(1, dtype=np.int64) for _ in range(4)), np.zeros(1, dtype=np.bool_))
+        symbols, positions, measures, codes, miss = one
         symbols[0] = symbol
         positions[0] = position
         measures[0] = measure
         codes[0] = key_code
+        miss[0] = missing
         if key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
             status = k.run(
-                symbols, measures, codes, positions, 0, 1, self.cfg, self.st, self.nodes,
+                symbols, measures, miss, codes, positions, 0, 1, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
                 self.out_pos, self.out_lab, self._first,
@@ -300,7 +303,7 @@ class KernelEvaluator:
                 if self.st[k.S_NODES] > self.compact_at:
                     self.compact()
                 return [chunk] if chunk is not None else []
-        return list(self.process_chunks(symbols, positions, measures, codes if self.partitioned else None))
+        return list(self.process_chunks(symbols, positions, measures, codes if self.partitioned else None, miss))
 
     def live_nodes(self) -> int:
         """Node rows in use after a compaction (a memory measure)."""
