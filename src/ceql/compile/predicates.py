@@ -623,7 +623,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
 
         def in_set(row: Any) -> bool:
             value = operand(row)
-            if value is None:
+            if value is None or value != value:  # NaN is missing: IN and NOT IN are false
                 return False
             inside = _member(pred, value)
             return not inside if negated else inside
@@ -635,7 +635,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
 
             def in_hashed(row: Any) -> bool:
                 value = operand(row)
-                if value is None:
+                if value is None or value != value:
                     return False
                 inside = value in hashed and type(value) is not bool
                 return not inside if negated else inside
@@ -647,7 +647,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
 
         def in_interval(row: Any) -> bool:
             value = operand(row)
-            if value is None:
+            if value is None or value != value:  # NaN is missing: IN and NOT IN are false
                 return False
             inside = _member(pred, value)
             return not inside if negated else inside

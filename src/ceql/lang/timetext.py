@@ -24,7 +24,6 @@ _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _EPOCH_ORDINAL = 719_163  # 1970-01-01 as a proleptic Gregorian ordinal (0001-01-01 is 1)
 TIMESTAMP_EXAMPLE = "2024-03-01T09:00:00Z"
-_MAX_SECONDS = grammar.INT64_MAX // 10**9 - 1
 
 
 def _leap(year: int) -> bool:
@@ -62,9 +61,10 @@ def parse_timestamp(text: str) -> int | str:
         offset = (1 if zone[0] == "+" else -1) * (hours * 3600 + minutes * 60)
     days = _ordinal(year, month, day) - _EPOCH_ORDINAL
     seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
-    if abs(seconds) > _MAX_SECONDS:  # the input's bound (compile/isotime.py), a second inside int64
+    total = seconds * 10**9 + nanos
+    if not -grammar.INT64_MAX - 1 <= total <= grammar.INT64_MAX:  # the input's bound (compile/isotime.py)
         return f"'{text}' is beyond the int64 nanosecond range of times (years 1677 to 2262)"
-    return seconds * 10**9 + nanos
+    return total
 
 
 def format_timestamp(value: int) -> str:

@@ -399,7 +399,13 @@ class Absence:
     def _proxy(self) -> Any:
         """The cancelling runs seen as an evaluator, for the state module."""
         evaluator = self.evaluator
-        proxy = SimpleNamespace(plan=self.cancel_plan, runs=self.runs, ingest=self.ingest, position=evaluator.position)
+        proxy = SimpleNamespace(
+            plan=self.cancel_plan,
+            runs=self.runs,
+            ingest=self.ingest,
+            position=evaluator.position,
+            max_nodes=evaluator.max_nodes,  # a loaded state is bounded as the evaluator's own
+        )
         return proxy
 
 
