@@ -312,7 +312,7 @@ class _RowSink:
         from ceql.io.writers import events_column
         from ceql.runtime.arrow import from_matches, record_batch
 
-        if evaluator.absence is None:
+        if getattr(evaluator, "absence", None) is None:  # (--workers: no NOT FOLLOWED BY)
             return
         if self.run is None:
             self._open()
@@ -360,6 +360,8 @@ class _CoreSink:
 
     def finished(self, name: str, evaluator):
         """The matches still due at the end of the input (``NOT FOLLOWED BY``)."""
+        if getattr(evaluator, "absence", None) is None:
+            return
         for match, events in evaluator.finish(detailed=True):
             yield _OneMatch(match, events)
 

@@ -301,10 +301,12 @@ class ParallelKernel:
             return None
         checker = self.checker
         types = self._types(table)
-        measures = checker._measures(table, types, base)
+        measures, missing = checker._measures(table, types, base)
         if checker.plan.ordered_time:
-            checker._check_order(types, measures, base)
-        return measures
+            checker._check_order(types, measures, missing, base)
+        # Events without a measure are MISSING here: the shard cuts skip them (a measure equal
+        # to MISSING itself only keeps the batch on one worker).
+        return np.where(missing, MISSING, measures)
 
     def _types(self, table: pa.Table) -> np.ndarray:
         types = pc.index_in(table.column("event_type"), value_set=self.type_names)
@@ -384,7 +386,7 @@ class ParallelKernel:
             latest = int(reached[cut - 1])  # no trigger of the shard is earlier than this
             if latest == MISSING:
                 return None
-            start = int(np.searchsorted(reached, latest - window, side="left"))
+            start = int(np.searchsorted(reached, max(latest - window, MISSING), side="left"))
             if start <= 0:
                 return None
             starts.append(start)

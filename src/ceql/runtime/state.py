@@ -232,15 +232,16 @@ def label_vocabulary(plan: Plan) -> frozenset[str]:
     return frozenset(found)
 
 
-def check_labels(labels: Any, vocabulary: frozenset[str]) -> tuple[str, ...]:
+def check_labels(labels: Any, vocabulary: frozenset[str], public: bool = True) -> tuple[str, ...]:
     """A saved label set: a non-empty list of distinct known labels, one of them public (nodes
-    exist only for events a transition reports)."""
+    exist only for events a transition reports) unless ``public`` is false (the kernel also
+    records the event a NOT(E FILTER c) reads, when c is checked per complex event)."""
     if (
         not isinstance(labels, (list, tuple))
         or not labels
         or not all(isinstance(x, str) and x in vocabulary for x in labels)
         or len(set(labels)) != len(labels)
-        or not any(not x.startswith("\x00") for x in labels)
+        or (public and not any(not x.startswith("\x00") for x in labels))
     ):
         raise StateError(f"saved state has a label set this query does not use: {str(labels)[:60]}")
     return tuple(sorted(labels))
