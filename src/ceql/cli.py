@@ -766,7 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with _SignalLog() as signals:
         try:
-            return _main(args)
+            return _main(args, signals)
         except Exception:
             if signals.interrupted():  # Ctrl-C during a Spark call (Py4JError, or what follows)
                 _stop_spark_gateway()
@@ -787,10 +787,14 @@ def _stop_spark_gateway() -> None:
             return
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, signals: _SignalLog | None = None) -> int:
     try:
         return args.func(args)
     except CeqlError as exc:
+        if signals is not None and signals.interrupted():  # a Spark failure Ctrl-C caused
+            _stop_spark_gateway()
+            print("ceql: interrupted", file=sys.stderr)
+            return 130
         print(f"ceql {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
