@@ -581,7 +581,8 @@ def test_spark_names_the_bad_event(spark) -> None:
         _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
     # A null time: Query.run keeps the input order, find() orders by time: refused, not sorted first.
     rows = [("A", 1, 5, 0.0), ("B", 2, None, 0.0), ("B", 3, 7, 0.0)]
-    with pytest.raises(PythonException, match=r"missing time value: find\(\) puts the events in primary_time order .*id=2"):
+    # (refused in the Spark plan itself, naming the column and the row: issue 23)
+    with pytest.raises(Exception, match=r"the time column 't' of a row of type B is missing .*\"id\":2"):
         _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
     assert _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows, order_by=["id"]) == [(0, 1), (0, 2)]
 

@@ -747,7 +747,9 @@ class _SignalLog:
 
     def filter(self, record) -> bool:
         """Py4J logs (with a traceback) the calls an interrupt broke: not shown after Ctrl-C."""
-        return not (str(record.msg).endswith("while sending command.") and self.interrupted())
+        message = str(record.msg)
+        broken = message.endswith("while sending command.") or message.endswith("while shutting down connection")
+        return not (broken and self.interrupted())
 
     def __exit__(self, *exc_info) -> None:
         import logging
