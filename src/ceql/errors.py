@@ -6,6 +6,8 @@ query errors carry the line, the column, an excerpt with a caret and what was ex
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class CeqlError(Exception):
     """Base class of every error ceql raises on purpose."""
@@ -127,3 +129,24 @@ class LimitError(CeqlError):
         self.limit = limit
         self.value = value
         super().__init__(message)
+
+
+def did_you_mean(word: str, candidates: Iterable[str], *, upper: bool = False) -> str:
+    """`` (did you mean WITHIN?)`` when ``word`` is a likely misspelling of one of the
+    ``candidates`` (difflib's close matches; compared in upper case for keywords), else ``""``.
+    Appended to a message, it names the fix for a typo such as ``WTIHIN`` or ``PARTITON``."""
+    import difflib
+
+    names = [str(c) for c in candidates]
+    if upper:
+        lookup = {n.upper(): n for n in names}
+        found = difflib.get_close_matches(word.upper(), list(lookup), n=1, cutoff=0.75)
+        found = [lookup[f] for f in found]
+    else:
+        found = difflib.get_close_matches(word, names, n=1, cutoff=0.75)
+        if not found:  # a name in another case (``buy`` for ``BUY``)
+            lookup = {n.lower(): n for n in names}
+            found = [lookup[f] for f in difflib.get_close_matches(word.lower(), list(lookup), n=1, cutoff=0.75)]
+    if not found or found[0] == word:
+        return ""
+    return f" (did you mean {found[0]}?)"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ceql.errors import QueryError
+from ceql.errors import QueryError, did_you_mean
 from ceql.lang import ast, scopes
 from ceql.lang.desugar import desugar
 from ceql.lang.multiplicity import label_multiplicity
@@ -247,8 +247,9 @@ class _Analyzer:
                     break
             else:
                 missing = [a for a in groups[0] if decl.attribute(a) is None]
+                hint = did_you_mean(missing[0], [a.name for a in decl.attributes])
                 raise self.fail(
-                    f"event type {type_name} has no attribute {missing[0]} to PARTITION BY",
+                    f"event type {type_name} has no attribute {missing[0]} to PARTITION BY{hint}",
                     self.query.partition_pos,
                 )
         for index in range(len(groups[0])):
@@ -348,7 +349,8 @@ class _FormulaChecker(Visitor):
         decl = schema.event_types.get(node.name)
         if decl is None:
             known = ", ".join(sorted(self.allowed)) or "none declared"
-            raise self.a.fail(f"unknown event type {node.name}", node.pos, f"one of: {known}")
+            hint = did_you_mean(node.name, self.allowed)
+            raise self.a.fail(f"unknown event type {node.name}{hint}", node.pos, f"one of: {known}")
         if node.name not in self.allowed:
             raise self.a.fail(
                 f"event type {node.name} is not in the streams of the FROM clause "

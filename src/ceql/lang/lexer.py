@@ -106,7 +106,7 @@ def tokenize(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) 
     while pos < length:
         match = _TOKEN_RE.match(text, pos)
         if match is None:
-            raise error_class(f"unexpected character {text[pos]!r}", text, pos)
+            raise error_class(f"unexpected character {text[pos]!r}{_char_hint(text[pos])}", text, pos)
         kind = match.lastgroup
         start = pos
         pos = match.end()
@@ -147,6 +147,14 @@ def tokenize(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) 
             tokens.append(Token("OP", match.group(), start, match.group()))
     tokens.append(Token("EOF", None, length, ""))
     return tokens
+
+
+def _char_hint(char: str) -> str:
+    """Why a character that starts no token was probably written: double quotes are SQL's
+    (and Python's) habit for strings or names."""
+    if char == '"':
+        return " (strings take single quotes: 'text'; back-quote a name: `name`)"
+    return ""
 
 
 def _no_surrogate(text: str, start: int, end: int, error_class: type[QuerySyntaxError]) -> None:

@@ -7,15 +7,16 @@ QuerySyntaxError, never with a RecursionError.
 Words with a meaning only in context are not reserved: function names (``COUNT(``, ``FIRST(``,
 ...) are recognised by the ``(`` that follows, ``START(`` and ``PROJECT[`` likewise, time
 literals (``TIMESTAMP '...'``, ``INTERVAL '...' UNIT``) by the quoted text, and time units only
-after a number in ``WITHIN`` or an interval's text.
+after a number (``WITHIN 10 MINUTES``, ``p.ts + 10 MINUTES``) or an interval's text.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from fractions import Fraction
 
-from ceql.errors import QuerySyntaxError
+from ceql.errors import QuerySyntaxError, did_you_mean
 from ceql.lang import ast, grammar
 from ceql.lang.lexer import KEYWORDS, Token, tokenize
 from ceql.lang.printer import print_expr
@@ -84,8 +85,40 @@ class _Parser:
     def error(self, expected: str, tok: Token | None = None) -> QuerySyntaxError:
         tok = tok or self.tok
         return QuerySyntaxError(
-            f"expected {expected}, found {tok.describe()}", self.text, tok.offset, expected
+            f"expected {expected}, found {tok.describe()}{self._hint(expected, tok)}",
+            self.text,
+            tok.offset,
+            expected,
         )
+
+    def _hint(self, expected: str, tok: Token) -> str:
+        """What a user most likely meant: a keyword of ``expected`` they misspelt (``WTIHIN``),
+        or, for a condition written where a formula goes (the SQL habit ``WHERE view AS v AND
+        v.price > 3``), that conditions go in FILTER."""
+        if tok.kind == "IDENT" and tok.upper not in KEYWORDS:
+            words = set(re.findall(r"\b[A-Z]{2,}\b", expected))
+            if "FILTER" in words:  # after a formula, every clause may come
+                words |= {"PARTITION", "WITHIN", "CONSUME", "LIMIT", "FILTER"}
+            hint = did_you_mean(tok.text, sorted(words), upper=True)
+            if hint:
+                return hint
+        previous = self.tokens[self.i - 1] if self.i else None
+        if (
+            "FILTER" in expected
+            and previous is not None
+            and previous.kind in ("IDENT", "QIDENT")
+            and (self.is_op(".", "[", tok=tok) or tok.kind == "OP" and tok.value in grammar.COMPARISONS)
+        ):
+            end = self.i
+            while end < len(self.tokens) - 1 and end - self.i < 6 and self.tokens[end].upper not in KEYWORDS:
+                end += 1
+            last = self.tokens[end - 1]
+            condition = self.text[previous.offset : last.offset + len(last.text)]
+            return (
+                f" (a condition goes after FILTER: ... FILTER {condition}; "
+                "in a formula AND means both patterns match the same events)"
+            )
+        return ""
 
     def fail(self, message: str, offset: int, expected: str | None = None) -> QuerySyntaxError:
         return QuerySyntaxError(message, self.text, offset, expected)
@@ -402,8 +435,12 @@ class _Parser:
 
     def parse_within(self) -> ast.Within:
         start = self.tok
+        if self.is_time_literal() and start.upper == "INTERVAL":
+            # The SQL spelling (Flink, and ceql's MATCH_RECOGNIZE): WITHIN INTERVAL '10' MINUTES.
+            span = self.parse_time_literal()
+            return ast.Within("time", int(span.value), pos=start.offset)  # type: ignore[arg-type]
         if start.kind not in ("INT", "FLOAT"):
-            raise self.error("a number after WITHIN (n EVENTS, a time span or n [attribute])")
+            raise self.error("a number after WITHIN (n EVENTS, a time span such as 10 MINUTES or INTERVAL '10' MINUTES, or n [attribute])")
         nxt = self.peek()
         if self.is_kw("EVENTS", tok=nxt) or self.is_op("[", tok=nxt):
             if start.kind != "INT":
@@ -885,6 +922,14 @@ class _Parser:
             return inner
         if tok.kind in ("INT", "FLOAT"):
             self.advance()
+            if self.is_kw(*grammar.TIME_UNIT_NAMES):
+                # ``10 MINUTES`` in an expression is the interval of WITHIN's spelling (no
+                # expression is otherwise followed by a word right after a number).
+                unit = self.advance()
+                value = parse_interval(tok.text, unit.text)
+                if isinstance(value, str):
+                    raise self.fail(value, tok.offset, "a duration such as 10 MINUTES")
+                return ast.Literal(value, "interval", pos=tok.offset)
             return ast.Literal(self.number_value(tok, False), pos=tok.offset)
         if tok.kind == "STRING":
             self.advance()

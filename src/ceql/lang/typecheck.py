@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ceql.errors import QueryError
+from ceql.errors import QueryError, did_you_mean
 from ceql.lang import ast
 from ceql.lang.printer import print_cond, print_expr
 from ceql.lang.schema import NUMERIC_TYPES, Schema
@@ -69,7 +69,9 @@ def attribute_type(a: Reporter, attr: ast.Attr, types: set[str], label: str) -> 
             found[type_name] = _value_type(declared.type)
     if not found:
         names = ", ".join(sorted(types))
-        raise a.fail(f"unknown attribute {attr.name} for label {label} (event types: {names})", attr.pos)
+        known = {at.name for t in types for at in a.schema.event_types[t].attributes}
+        hint = did_you_mean(attr.name, sorted(known))
+        raise a.fail(f"unknown attribute {attr.name} for label {label} (event types: {names}){hint}", attr.pos)
     kinds = {kind(t) for t in found.values()}
     if len(kinds) > 1:
         detail = ", ".join(f"{t}.{attr.name} is {kind(k)}" for t, k in found.items())
@@ -136,7 +138,9 @@ class TypeChecker:
             return self.all_labels[label]
         defined = ", ".join(sorted(self.all_labels)) or "none"
         raise self.a.fail(
-            f"label {label} is not defined anywhere in the query", pos, f"a label defined in the query: {defined}"
+            f"label {label} is not defined anywhere in the query{did_you_mean(label, self.all_labels)}",
+            pos,
+            f"a label defined in the query: {defined}",
         )
 
     # ------------------------------------------------------------------ conditions

@@ -143,6 +143,20 @@ class _OrderCheck:
         return time_type(kind, declared_unit(self.catalog.schema, column)).text(ns)
 
 
+def time_text(plan: Any, catalog: Catalog) -> Callable[[int], Any]:
+    """How messages write a time of ``plan``'s window: as the input gives times (looked up
+    when called, once the input has been typed): ISO-8601 text for ISO or timestamp input,
+    integers in their declared unit otherwise."""
+    columns = list(dict.fromkeys(plan.time_attributes.values()))
+
+    def show(ns: int) -> Any:
+        column = columns[0] if columns else ""
+        kind = catalog.time_inputs.get(column)
+        return time_type(kind, declared_unit(catalog.schema, column)).text(ns)
+
+    return show
+
+
 def _value(column: Any, index: int) -> Any:
     if isinstance(column, (pa.Array, pa.ChunkedArray)):
         try:

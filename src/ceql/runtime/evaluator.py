@@ -26,6 +26,7 @@ from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.absence import Absence
 from ceql.runtime.arrow import MatchRows
+from ceql.runtime.bad_rows import time_text
 from ceql.runtime.batches import BatchBuilder, builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
@@ -103,6 +104,7 @@ class Evaluator:
         # This evaluator's typing of its input (a copy of the plan's catalog records how this
         # input gives times: outputs show them so), and its bad-row policy.
         self.builder = own_builder(plan)
+        self.ingest.show_time = time_text(plan, self.builder.catalog)
         self._schema: Any = None
         self._policies: dict[str, Any] = {}
         self._dead_letter = dead_letter

@@ -5,6 +5,7 @@ and the values that registers, measures and outputs need."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,11 @@ from ceql.errors import EventError
 NAN = math.nan  # a missing window measure (one object, so equal keys stay equal)
 
 
-def out_of_order(position: int, value: Any, previous: Any) -> EventError:
-    """The error for an event whose time is before the previous one's (time windows)."""
+def out_of_order(position: int, value: Any, previous: Any, show: Callable[[int], Any] | None = None) -> EventError:
+    """The error for an event whose time is before the previous one's (time windows); ``show``
+    writes a time as the input gave it (ISO-8601 text for ISO input, not nanoseconds)."""
+    if show is not None:
+        value, previous = show(int(value)), show(int(previous))
     return EventError(
         f"out of order: time {value} after {previous} (a time window needs events in time order; "
         "sort the input or declare CREATE QUARANTINE to reorder late events)",
@@ -55,6 +59,8 @@ class Ingest:
         self.irrelevant = np.zeros(0, dtype=bool)
         self.type_array = pa.array(plan.type_names, pa.string())
         self.last_time: Any = None
+        # How error messages write a time (set by the evaluator from how its input gives times).
+        self.show_time: Callable[[int], Any] | None = None
         self.local_counts: dict[Any, int] = {}  # events seen per partition (sub-stream index)
         self.needs_local = plan.strict_filter
         self.has_registers = plan.registers is not None
@@ -146,7 +152,7 @@ class Ingest:
         self.last_time = array[-1].item()
 
     def _out_of_order(self, row: int, value, previous) -> EventError:
-        return out_of_order(self.base + row, value, previous)
+        return out_of_order(self.base + row, value, previous, self.show_time)
 
     # ------------------------------------------------------------------ keys and values
 

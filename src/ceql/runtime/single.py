@@ -238,7 +238,7 @@ class EventStep:
             raise EventError("time value is NaN (the query's window needs it)", pos)
         last = ingest.last_time
         if last is not None and value < last:
-            raise out_of_order(pos, value, last)
+            raise out_of_order(pos, value, last, ingest.show_time)
         ingest.last_time = value
 
     # ------------------------------------------------------------------ the compiled kernel
@@ -268,7 +268,7 @@ class EventStep:
                     raise EventError("missing time value (the query's window needs it)", pos)
                 last = runner.last_time
                 if last is not None and measure < last:
-                    raise out_of_order(pos, measure, last)
+                    raise out_of_order(pos, measure, last, self.evaluator.ingest.show_time)
                 runner.last_time = measure
         runner.position = pos + 1
         if irrelevant:
