@@ -136,3 +136,196 @@ def test_out_of_order_keeps_integers_for_integer_input(schema):
     events = [{"event_type": "view", "id": 1, "price": 1.0, "ts": 20}, {"event_type": "buy", "id": 1, "price": 1.0, "ts": 10}]
     with pytest.raises(EventError, match="time 10 after 20"):
         list(query.run(events))
+
+
+# ---------------------------------------------------------------------- 3. pandas and polars
+
+FUNNEL = (
+    "SELECT v, b, b.ts - v.ts AS wait, b.price AS paid, v.ts AS seen FROM S "
+    "WHERE view AS v ; buy AS b PARTITION BY [id] WITHIN 10 MINUTES"
+)
+
+
+def test_pandas_output_is_flat(schema):
+    import pandas as pd
+
+    frame = ceql.compile(FUNNEL, schema).run(_events(), output="pandas")
+    assert list(frame.columns) == ["query", "trigger", "positions", "b", "v", "id", "wait", "paid", "seen"]
+    assert frame["positions"].tolist() == [[0, 2]]
+    assert frame["v"].tolist() == [[0]] and frame["b"].tolist() == [[2]]
+    assert frame["id"].tolist() == [1]
+    assert frame["wait"].dtype == "timedelta64[ns]"
+    assert frame["wait"].iloc[0] == pd.Timedelta(minutes=5)
+    assert str(frame["seen"].dtype) == "datetime64[ns, UTC]"
+    assert frame["seen"].iloc[0] == pd.Timestamp("2026-01-01T00:00:00Z")
+    # A groupby on the key needs no unpacking.
+    assert frame.groupby("id")["wait"].max().iloc[0] == pd.Timedelta(minutes=5)
+
+
+def test_pandas_output_matches_the_arrow_contract(schema):
+    query = ceql.compile(FUNNEL, schema)
+    table = query.run(_events(), output="arrow")
+    frame = query.run(_events(), output="pandas")
+    assert frame["trigger"].tolist() == table.column("trigger").to_pylist()
+    assert frame["paid"].tolist() == table.column("paid").to_pylist()
+    assert frame["id"].tolist() == [p["id"] for p in table.column("partition").to_pylist()]
+
+
+def test_integer_times_stay_integers_but_differences_are_durations(schema):
+    import pandas as pd
+
+    events = [dict(e, ts=i * 60 * 10**9) for i, e in enumerate(_events())]
+    frame = ceql.compile(FUNNEL, schema).run(events, output="pandas")
+    assert frame["seen"].dtype == "int64"
+    assert frame["wait"].iloc[0] == pd.Timedelta(minutes=2)
+
+
+def test_pandas_names_clashes_with_their_struct(schema):
+    query = ceql.compile("SELECT v, v.id AS v, b.id AS id FROM S WHERE view AS v ; buy AS b PARTITION BY [id]", schema)
+    frame = query.run(_events(), output="pandas")
+    assert {"labels.v", "partition.id", "v", "id"} <= set(frame.columns)
+
+
+def test_empty_pandas_output_keeps_the_columns(schema):
+    frame = ceql.compile(FUNNEL, schema).run([], output="pandas")
+    assert len(frame) == 0 and "wait" in frame.columns
+
+
+def test_polars_output():
+    polars = pytest.importorskip("polars")
+    frame = ceql.compile(FUNNEL, ceql.declare(DECL)).run(_events(), output="polars")
+    assert isinstance(frame, polars.DataFrame)
+    assert frame["wait"].dtype == polars.Duration("ns")
+
+
+def test_polars_missing_is_a_clear_error(schema, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "polars", None)  # as if not installed
+    with pytest.raises(ceql.CeqlError, match="needs polars"):
+        ceql.compile(FUNNEL, schema).run(_events(), output="polars")
+
+
+def test_unknown_output_names_the_choices(schema):
+    with pytest.raises(ValueError, match="'matches', 'arrow', 'pandas', 'polars'"):
+        ceql.compile(FUNNEL, schema).run(_events(), output="csv")  # type: ignore[call-overload]
+
+
+# ---------------------------------------------------------------------- 4. types
+
+
+def test_run_is_typed_by_output():
+    import typing
+
+    import ceql.api
+
+    names = vars(ceql.api) | _typing_names()
+    overloads = typing.get_overloads(ceql.api.Query.run)
+    hints = [typing.get_type_hints(f, globalns=names) for f in overloads]
+    assert [h["output"] for h in hints] == [
+        typing.Literal["matches"], typing.Literal["arrow"], typing.Literal["pandas"], typing.Literal["polars"]
+    ]
+    assert [h["return"].__name__ for h in hints][:3] == ["Matches", "Table", "DataFrame"]
+    assert "Iterable" in str(hints[0]["events"]) and "DataFrame" in str(hints[0]["events"])
+
+
+def _typing_names() -> dict:
+    import pandas
+    import pyarrow
+
+    names = {"pandas": pandas, "pyarrow": pyarrow}
+    try:
+        import polars
+
+        names["polars"] = polars
+    except ImportError:
+        names["polars"] = type("polars", (), {"DataFrame": object})
+    return names
+
+
+def test_package_ships_py_typed():
+    from importlib import resources
+
+    assert resources.files("ceql").joinpath("py.typed").is_file()
+
+
+# ---------------------------------------------------------------------- 5. the ceql logger
+
+
+def test_logger_has_a_null_handler():
+    import logging
+
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("ceql").handlers)
+
+
+def test_logger_says_why_workers_were_not_used(schema, caplog):
+    import logging
+
+    query = ceql.compile(FUNNEL, schema)
+    with caplog.at_level(logging.INFO, logger="ceql"):
+        list(query.run(_events(), workers=4))
+    assert "workers=4 not used: the input is not an Arrow table or a pandas DataFrame" in caplog.text
+
+
+def test_logger_names_the_engine_and_input_warnings(schema, caplog):
+    import logging
+
+    query = ceql.compile("SELECT * FROM S WHERE view AS v ; buy AS b", schema)
+    events = [dict(e, extra=1) for e in _events()]
+    with caplog.at_level(logging.INFO, logger="ceql"), pytest.warns(ceql.errors.InputWarning):
+        list(query.run(events, engine="compiled"))
+    assert "engine: the compiled kernel" in caplog.text
+    assert "input: column extra is not declared for any event type" in caplog.text
+
+
+def test_logger_is_silent_by_default(schema, capsys):
+    list(ceql.compile(FUNNEL, schema).run(_events(), workers=4))
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+# ---------------------------------------------------------------------- 6. progress
+
+
+def test_api_progress_bar_has_a_total(schema, monkeypatch):
+    import io
+
+    from ceql.io import progress
+
+    err = io.StringIO()
+    err.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(progress.sys, "stderr", err)
+    query = ceql.compile(FUNNEL, schema)
+    found = list(query.run(_events(), progress=True))
+    assert len(found) == 1
+    assert "4/4" in err.getvalue() and "100%" in err.getvalue()
+    frame = query.run(_events(), output="pandas", progress=True)
+    assert len(frame) == 1
+
+
+def test_heartbeat_line_when_not_a_terminal():
+    import io
+
+    from ceql.io.progress import Progress
+
+    out = io.StringIO()
+    done = [0]
+    bar = Progress(lambda: done[0], 1000, interactive=False, stream=out, heartbeat_s=0.0)
+    done[0] = 250
+    bar.tick(matches=7)
+    bar.close()
+    line = out.getvalue().strip()
+    assert line.startswith("ceql run: 250 events, 25% of the input, 7 matches,")
+    assert "s left" in line
+
+
+def test_no_heartbeat_on_short_runs():
+    import io
+
+    from ceql.io.progress import Progress
+
+    out = io.StringIO()
+    bar = Progress(lambda: 5, 10, interactive=False, stream=out)
+    bar.tick()
+    bar.close()
+    assert out.getvalue() == ""

@@ -16,6 +16,7 @@ runs SQL row pattern recognition (``SELECT ... FROM t MATCH_RECOGNIZE (...)``, d
 
 from __future__ import annotations
 
+from ceql import log as _log  # noqa: F401 - the "ceql" logger and its NullHandler
 from ceql import reference, sql  # sql: MATCH_RECOGNIZE (a module you can call: ceql.sql(text, t=table))
 from ceql.api import Query, compile
 from ceql.errors import (

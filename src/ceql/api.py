@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Literal, Union, overload
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.lang import CheckedQuery, Schema, analyze, parse_query
+from ceql.log import logger
 from ceql.match import Match
 from ceql.runtime.evaluator import Evaluator
+
+if TYPE_CHECKING:
+    import pandas
+    import polars
+    import pyarrow
+
+#: What ``Query.run`` takes as events: dicts with ``event_type`` (any iterable, a generator
+#: included), a pandas DataFrame, Arrow data (a table, a record batch, a reader or an iterable
+#: of batches).
+Events = Union[
+    Iterable[Mapping[str, Any]],
+    "pandas.DataFrame",
+    "pyarrow.Table",
+    "pyarrow.RecordBatch",
+    "pyarrow.RecordBatchReader",
+    Iterable["pyarrow.RecordBatch"],
+]
+#: The ``output`` forms of ``Query.run``.
+OUTPUTS = ("matches", "arrow", "pandas", "polars")
+#: Where ``on_error="dead-letter"`` sends rejected rows: a function of each record, a text
+#: stream, or a path.
+DeadLetter = Union[Callable[[dict], Any], IO[str], str, "os.PathLike[str]", None]
 
 
 class Query:
@@ -44,22 +68,89 @@ class Query:
 
         return output_schema(self.plan, name=name, type_labels=type_labels).arrow
 
+    @overload
     def run(
         self,
-        events: Any,
+        events: Events,
         *,
-        output: str = "matches",
+        output: Literal["matches"] = ...,
+        max_matches: int | None = ...,
+        name: str = ...,
+        on_error: str = ...,
+        dead_letter: DeadLetter = ...,
+        workers: int | None = ...,
+        progress: bool = ...,
+        **options: Any,
+    ) -> Matches: ...
+
+    @overload
+    def run(
+        self,
+        events: Events,
+        *,
+        output: Literal["arrow"],
+        max_matches: int | None = ...,
+        name: str = ...,
+        on_error: str = ...,
+        dead_letter: DeadLetter = ...,
+        workers: int | None = ...,
+        progress: bool = ...,
+        **options: Any,
+    ) -> pyarrow.Table: ...
+
+    @overload
+    def run(
+        self,
+        events: Events,
+        *,
+        output: Literal["pandas"],
+        max_matches: int | None = ...,
+        name: str = ...,
+        on_error: str = ...,
+        dead_letter: DeadLetter = ...,
+        workers: int | None = ...,
+        progress: bool = ...,
+        **options: Any,
+    ) -> pandas.DataFrame: ...
+
+    @overload
+    def run(
+        self,
+        events: Events,
+        *,
+        output: Literal["polars"],
+        max_matches: int | None = ...,
+        name: str = ...,
+        on_error: str = ...,
+        dead_letter: DeadLetter = ...,
+        workers: int | None = ...,
+        progress: bool = ...,
+        **options: Any,
+    ) -> polars.DataFrame: ...
+
+    def run(
+        self,
+        events: Events,
+        *,
+        output: Literal["matches", "arrow", "pandas", "polars"] = "matches",
         max_matches: int | None = None,
         name: str = "query",
         on_error: str = "fail",
-        dead_letter: Any = None,
+        dead_letter: DeadLetter = None,
         workers: int | None = None,
+        progress: bool = False,
         **options: Any,
-    ) -> Any:
+    ) -> Matches | pyarrow.Table | pandas.DataFrame | polars.DataFrame:
         """Matches over ``events`` (dicts with ``event_type``, a pandas DataFrame, or Arrow data)
         in trigger order: lazily as ``Match`` objects, or with ``output="arrow"`` as one Arrow
         table of the output schema (``name`` fills its ``query`` column; no Python object per
-        match where the compiled kernel runs the query). Options as for ``evaluator``.
+        match where the compiled kernel runs the query), or with ``output="pandas"`` (or
+        ``"polars"``, if installed) as a flat data frame: labels, partition keys and measures
+        as columns, differences of times as durations (docs/guide.md, "Output"). Options as
+        for ``evaluator``.
+
+        ``progress=True`` shows a progress bar on standard error (tqdm), with a percentage and
+        an ETA when the input's size is known (a list, a data frame, an Arrow table).
 
         Bad input rows (docs/input.md, "Bad rows"): ``on_error="fail"`` raises EventError at
         the first one; ``"skip"`` leaves them out and counts them; ``"dead-letter"`` also hands
@@ -73,10 +164,25 @@ class Query:
         from ceql.compile.limits import limit_matches, too_many_matches
         from ceql.runtime import parallel
 
-        if output not in ("matches", "arrow"):
-            raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}, not {output!r}")
+        if output in ("pandas", "polars"):
+            from ceql.io import frames
+
+            convert = frames.converter(output)  # before the run: a missing polars fails at once
+            table = self.run(
+                events, output="arrow", max_matches=max_matches, name=name, on_error=on_error,
+                dead_letter=dead_letter, workers=workers, progress=progress, **options,
+            )  # fmt: skip
+            return convert(table, self.checked.interval_measures)
+        if progress:
+            return _with_progress(
+                self, events, output=output, max_matches=max_matches, name=name, on_error=on_error,
+                dead_letter=dead_letter, workers=workers, **options,
+            )  # fmt: skip
         sink, opened = _dead_letter_sink(on_error, dead_letter)
         evaluator = self.evaluator(on_error=on_error, dead_letter=sink, **options)
+        _log_workers(self.plan, events, workers, on_error, options)
         if on_error == "fail" and parallel.use_workers(self.plan, events, workers, options):
             runner = parallel.ParallelKernel(self.plan, workers or 1, evaluator=evaluator)
             if output == "arrow":
@@ -133,6 +239,25 @@ class Matches:
                 self._opened = None
             raise
 
+    def _close_with(self, closer: Any) -> None:
+        """Also close ``closer`` (with ``close(finished)``) when the matches end or fail: the
+        progress bar of ``run(..., progress=True)``."""
+        inner = self._matches
+
+        def closing() -> Iterator[Match]:
+            finished = False
+            count = 0
+            try:
+                for match in inner:
+                    count += 1
+                    closer.matches = count
+                    yield match
+                finished = True
+            finally:
+                closer.close(matches=count, finished=finished)
+
+        self._matches = closing()
+
     @property
     def rejected(self) -> int:
         """Input rows left out as bad, so far."""
@@ -146,6 +271,50 @@ class Matches:
     def summary(self) -> str:
         """``0 rejected``, or ``3 rejected (1 bad value, 2 out of order)`` as ``ceql run`` says."""
         return self._evaluator.errors.summary()
+
+
+def _log_workers(plan: Plan, events: Any, workers: int | None, on_error: str, options: dict) -> None:
+    """Say on the ``ceql`` logger why ``workers=N`` was not used, when it was not."""
+    if workers is not None and workers > 1 and logger.isEnabledFor(logging.INFO):
+        from ceql.log import workers_declined
+
+        reason = workers_declined(plan, events, workers, on_error, options)
+        if reason is not None:
+            logger.info("workers=%d not used: %s; the run takes one core", workers, reason)
+
+
+def _with_progress(query: Query, events: Any, *, output: str, **run: Any) -> Any:
+    """``Query.run`` with a progress bar on standard error: the events the evaluator has taken
+    (polled from a thread, as the run has no other place to report), against the input's size
+    where known."""
+    from ceql.io.progress import Progress, input_size
+
+    total = input_size(events)
+    evaluators: list[Evaluator] = []
+    original = query.evaluator
+
+    def evaluator(**options: Any) -> Evaluator:  # the run's own evaluator, whose position we read
+        made = original(**options)
+        evaluators.append(made)
+        return made
+
+    # The run builds its evaluator through ``query.evaluator``: shadowed for this call only
+    # (on the workers path the position moves at the end; the bar then jumps to it).
+    query.evaluator = evaluator  # type: ignore[method-assign]
+    try:
+        bar = Progress(lambda: evaluators[0].position if evaluators else 0, total, desc="ceql", poll=True)
+        try:
+            result = query.run(events, output=output, **run)  # type: ignore[call-overload]
+        except BaseException:
+            bar.close(finished=False)
+            raise
+    finally:
+        del query.evaluator  # back to the method
+    if isinstance(result, Matches):
+        result._close_with(bar)
+    else:
+        bar.close(matches=result.num_rows)
+    return result
 
 
 def _dead_letter_sink(on_error: str, dead_letter: Any) -> tuple[Any, Any]:

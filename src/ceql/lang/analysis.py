@@ -50,6 +50,8 @@ class CheckedQuery:
             hold several events under that label.
         measure_types: measure name -> its type: int, double, string, boolean, timestamp, or
             ``list<T>`` for ``x.a`` on a label that may hold several events.
+        interval_measures: the measures typed int that are spans of time in nanoseconds
+            (``b.ts - a.ts``): ``output="pandas"`` shows them as durations.
         features: the language extensions the query uses (measures, aggregates, PREV, NOT over a
             condition, free labels, PARTITION BY over labels / inside a formula, quantifiers,
             START, renaming, PROJECT), for engines that do not evaluate all of them yet.
@@ -75,6 +77,7 @@ class CheckedQuery:
     reported_labels: frozenset[str] = frozenset()
     label_multiplicity: dict[str, str] = field(default_factory=dict)
     measure_types: dict[str, str] = field(default_factory=dict)
+    interval_measures: frozenset[str] = frozenset()
     features: frozenset[str] = frozenset()
     warnings: tuple[str, ...] = ()
     absence: CheckedQuery | None = None
@@ -187,6 +190,7 @@ class _Analyzer:
             reported_labels=frozenset(reported),
             label_multiplicity={label: multiplicity.get(label, "one") for label in sorted(all_labels)},
             measure_types=measure_types,
+            interval_measures=frozenset(types.interval_measures),
             features=_features(query, checker),
             warnings=tuple(types.warnings),
         )

@@ -118,6 +118,7 @@ class TypeChecker:
         self.a = analyzer
         self.all_labels = all_labels
         self.warnings: list[str] = []
+        self.interval_measures: set[str] = set()  # differences of times (pandas: durations)
         # Expressions whose type came from warned arithmetic (not warned about again).
         self._warned: set[int] = set()
 
@@ -197,6 +198,8 @@ class TypeChecker:
             typer = _ExprTyper(self, reported, "measure", multiplicity)
             kind = typer.visit(measure.expr)
             out[measure.name] = "int" if kind == "interval" else kind  # intervals: nanoseconds
+            if kind == "interval":
+                self.interval_measures.add(measure.name)
         return out
 
 

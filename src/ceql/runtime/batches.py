@@ -29,6 +29,7 @@ from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.compile.conversion import Target, convert
 from ceql.errors import EventError, InputWarning
 from ceql.lang.schema import Schema
+from ceql.log import logger
 
 DEFAULT_BATCH = 65_536
 _ABSENT = object()  # a key a dict does not have
@@ -48,6 +49,7 @@ class Notices:
             return
         self.seen.add(key)
         self.messages.append(message)
+        logger.warning("input: %s", message)
         if self.emit is not None:
             self.emit(message)
 

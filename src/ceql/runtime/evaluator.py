@@ -22,6 +22,7 @@ import pyarrow as pa
 from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
 from ceql.errors import EventError
+from ceql.log import logger
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.absence import Absence
@@ -537,7 +538,9 @@ def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
     """The compiled kernel for this plan, or None when it stays on the Python path."""
     from ceql.runtime import kernel
 
-    return kernel.PlanKernel(plan, max_nodes=max_nodes) if kernel.unsupported(plan) is None else None
+    reason = kernel.unsupported(plan)
+    logger.info("engine: %s", "the compiled kernel" if reason is None else f"the Python evaluator ({reason})")
+    return kernel.PlanKernel(plan, max_nodes=max_nodes) if reason is None else None
 
 
 def _import(evaluator: Evaluator, blob: bytes) -> None:
