@@ -329,3 +329,60 @@ def test_no_heartbeat_on_short_runs():
     bar.tick()
     bar.close()
     assert out.getvalue() == ""
+
+
+def _cli_files(tmp_path, rows: int):
+    decl = tmp_path / "decl.ceql"
+    decl.write_text(DECL)
+    lines = ["event_type,id,price,ts"]
+    for i in range(rows):
+        kind = "view" if i % 2 == 0 else "buy"
+        lines.append(f"{kind},{i // 2},1.5,2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z")
+    events = tmp_path / "events.csv"
+    events.write_text("\n".join(lines) + "\n")
+    return decl, events
+
+
+def test_cli_bar_has_total_percentage_and_eta(tmp_path, monkeypatch, capsys):
+    import io
+
+    from ceql import cli
+    from ceql.io import progress
+
+    decl, events = _cli_files(tmp_path, 2000)
+    err = io.StringIO()
+    err.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(progress, "BAR_MIN_BYTES", 0)
+    monkeypatch.setattr(progress.sys, "stderr", err)
+    query = "SELECT * FROM S WHERE view AS v ; buy AS b PARTITION BY [id] WITHIN 1 MINUTES"
+    status = cli.main(["run", "-d", str(decl), "-q", query, "-i", str(events), "-o", str(tmp_path / "out.jsonl")])
+    assert status == 0
+    shown = err.getvalue().split("\r")[-1]
+    size = events.stat().st_size
+    assert shown.startswith("ceql run: 100%")
+    assert f"/{size / 1024:.1f}k" in shown  # the total: the file's size
+    assert "<00:00" in shown  # the ETA
+    assert "matches=1000" in shown
+
+
+def test_cli_heartbeat_when_redirected(tmp_path, monkeypatch):
+    import io
+
+    from ceql import cli
+    from ceql.io import progress
+
+    decl, events = _cli_files(tmp_path, 200)
+    err = io.StringIO()  # not a terminal
+    monkeypatch.setattr(progress.sys, "stderr", err)
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)
+    query = "SELECT * FROM S WHERE view AS v ; buy AS b PARTITION BY [id]"
+    original = progress.Progress.__init__
+
+    def immediate(self, *args, **kwargs):  # every tick is "30 s later"
+        kwargs["heartbeat_s"] = 0.0
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(progress.Progress, "__init__", immediate)
+    assert cli.main(["run", "-d", str(decl), "-q", query, "-i", str(events), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert "ceql run: 200 events, 100% of the input, 100 matches," in err.getvalue()
+    assert "\r" not in err.getvalue()

@@ -135,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     from ceql.io.errors import ErrorPolicy
     from ceql.io.ordering import Orderer
     from ceql.io.outputs import STDOUT, Outputs
+    from ceql.io.progress import run_progress
     from ceql.io.readers import EventReader, resolve_inputs
     from ceql.io.writers import CoreTextWriter
 
@@ -185,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         orderer = Orderer(schema, policy, sort=args.sort, times=catalog.time_inputs)
         chunks = orderer.order(reader.read(paths, args.input_format))
         evaluators = [(name, query.evaluator(**_engine_options(args))) for name, query in queries]
-        progress = _progress(args, paths)
+        progress = run_progress(paths, quiet=args.quiet)  # io/progress.py: bar or heartbeat
         started = time.perf_counter()
         accepted = 0
         limit = args.max_matches or None
@@ -203,8 +204,7 @@ def _run(args: argparse.Namespace) -> int:
                     sink.write(name, batch)
             accepted += chunk.table.num_rows
             if progress is not None:
-                progress.update(chunk.table.num_rows)
-                progress.set_postfix(matches=sink.written, refresh=False)
+                progress.tick(sink.written, events=accepted + policy.rejected)
         for name, evaluator in evaluators:  # the end of the input: NOT FOLLOWED BY's last matches
             for batch in sink.finished(name, evaluator):
                 if limit is not None and sink.written + batch.num_rows > limit:
@@ -221,7 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         files.close()
         outputs.commit()
         if progress is not None:
-            progress.close()
+            progress.close(sink.written)
         elapsed = time.perf_counter() - started
         if not args.quiet:
             total = accepted + policy.rejected
@@ -489,18 +489,6 @@ def _too_many(args: argparse.Namespace, to_stdout: bool):
         else "; no output was written"
     )
     return too_many_matches(args.max_matches, "--max-matches", where)
-
-
-def _progress(args: argparse.Namespace, paths: list[str]):
-    """A progress bar on stderr for long inputs (not with --quiet, not when stderr is no terminal)."""
-    if args.quiet or not sys.stderr.isatty():
-        return None
-    size = sum(os.path.getsize(p) for p in paths if p != "-")
-    if size < 8 << 20:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(unit=" events", unit_scale=True, file=sys.stderr, desc="ceql run")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -71,6 +71,7 @@ class Progress:
         self.started = time.monotonic()
         self.last_beat = self.started
         self.matches = 0
+        self.done_events = 0  # as ``tick`` last said
         self.bar: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -92,10 +93,13 @@ class Progress:
             self._thread = threading.Thread(target=self._poll, name="ceql-progress", daemon=True)
             self._thread.start()
 
-    def tick(self, matches: int | None = None) -> None:
-        """The run moved on: redraw the bar, or print a heartbeat if one is due."""
+    def tick(self, matches: int | None = None, events: int | None = None) -> None:
+        """The run moved on (``matches`` written, ``events`` read so far): redraw the bar, or
+        print a heartbeat if one is due."""
         if matches is not None:
             self.matches = matches
+        if events is not None:
+            self.done_events = events
         with self._lock:
             done = self.measure()
             if self.bar is not None:
@@ -110,7 +114,7 @@ class Progress:
 
     def heartbeat(self, done: int, elapsed: float) -> str:
         """One line: ``ceql run: 1,200,000 events, 41% of the input, 310 matches, 30 s, about 43 s left``."""
-        events = self.events() if self.events is not None else done
+        events = self.events() if self.events is not None else (self.done_events or done)
         parts = [f"{self.desc}: {events:,} events"]
         if self.total:
             share = min(done / self.total, 1.0)
@@ -159,3 +163,43 @@ def input_size(events: Any) -> int | None:
     if isinstance(events, (list, tuple)) or type(events).__module__.split(".")[0] in ("pandas", "polars"):
         return len(events)
     return None
+
+
+#: ``ceql run`` draws a bar only for inputs of at least this many bytes (short runs stay quiet).
+BAR_MIN_BYTES = 8 << 20
+
+
+def run_progress(paths: list[str], *, quiet: bool, stream: TextIO | None = None) -> Progress | None:
+    """The progress of ``ceql run`` over input ``paths`` (``-``: standard input), or None.
+
+    The total is the size of the input: the rows of Parquet files (from their metadata), else
+    the bytes of the files, compared with the bytes the readers have read (``INPUT_BYTES``);
+    standard input has no size (the bar counts events). On a terminal, a bar for inputs of
+    ``BAR_MIN_BYTES`` or more; elsewhere a heartbeat line every ``HEARTBEAT_S`` seconds of a
+    long run. ``--quiet``: nothing."""
+    import os
+
+    if quiet:
+        return None
+    stream = stream if stream is not None else sys.stderr
+    files = [p for p in paths if p != "-"]
+    size = sum(os.path.getsize(p) for p in files)
+    interactive = _isatty(stream) and size >= BAR_MIN_BYTES
+    parquet = bool(files) and all(p.lower().endswith((".parquet", ".pq")) for p in files)
+    if "-" in paths or parquet:
+        total = _parquet_rows(files) if parquet and "-" not in paths else None
+        box: list[Progress] = []
+        progress = Progress(lambda: box[0].done_events if box else 0, total, interactive=interactive, stream=stream)
+        box.append(progress)
+        return progress
+    start = INPUT_BYTES.value
+    return Progress(lambda: INPUT_BYTES.value - start, size, unit="B", interactive=interactive, stream=stream)
+
+
+def _parquet_rows(files: list[str]) -> int | None:
+    try:
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+    except Exception:  # noqa: BLE001 - an unreadable file is the reader's error to report
+        return None

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ceql.io.errors import RowError
+from ceql.io.progress import INPUT_BYTES
 
 BOM = b"\xef\xbb\xbf"
 
@@ -123,7 +124,9 @@ class PushbackStream:
         if self.pending:
             data, self.pending = self.pending[:size], self.pending[size:]
             return data
-        return self.stream.read(size)
+        data = self.stream.read(size)
+        INPUT_BYTES.add(len(data))  # ceql run's progress: bytes read against the files' size
+        return data
 
     def unread(self, data: bytes) -> None:
         self.pending = data + self.pending
