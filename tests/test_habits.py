@@ -386,3 +386,44 @@ def test_cli_heartbeat_when_redirected(tmp_path, monkeypatch):
     assert cli.main(["run", "-d", str(decl), "-q", query, "-i", str(events), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert "ceql run: 200 events, 100% of the input, 100 matches," in err.getvalue()
     assert "\r" not in err.getvalue()
+
+
+# ---------------------------------------------------------------------- 7. the explain picture
+
+
+def test_dot_shows_window_key_and_conditions(schema):
+    query = ceql.compile(
+        "SELECT * FROM S WHERE view AS v ; view+ AS w ; buy AS b FILTER b.price > v.price "
+        "PARTITION BY [id] WITHIN 10 MINUTES",
+        schema,
+    )
+    dot = query.explain(dot=True)
+    assert "window: WITHIN 10 MINUTES: the last event's time minus the first's is under 10 minutes" in dot
+    assert "partition key: [id]: this automaton runs once per key value" in dot
+    assert "c0: b.price > v.price (decided " in dot
+    assert "c0.v" in dot and "cN.x: condition cN reads this event as x" in dot
+    assert "#0" not in dot
+
+
+def test_dot_self_loops_share_one_label(schema):
+    query = ceql.compile("SELECT * FROM S WHERE view AS v ; view+ AS w ; buy AS b", schema)
+    dot = query.explain(dot=True)
+    edges = [line.split("[")[0].strip() for line in dot.splitlines() if "->" in line and "start" not in line]
+    assert len(edges) == len(set(edges))  # one edge (one label) per pair of states
+    assert 'label="any event (skipped)\\ntype=view / {view, w}"' in dot
+
+
+def test_dot_text_is_valid_graphviz_when_dot_is_installed(schema, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    query = ceql.compile("SELECT * FROM S WHERE view AS v ; buy AS b FILTER v.price = 'it''s \\\\ \"x\"'", schema)
+    done = subprocess.run(["dot", "-Tsvg"], input=query.explain(dot=True), text=True, capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_text_explain_shows_the_window_as_written(schema):
+    text = ceql.compile("SELECT * FROM S WHERE view ; buy WITHIN INTERVAL '90' SECONDS", schema).explain()
+    assert "  window: WITHIN 1 MINUTE 30 SECONDS; expired partial matches are pruned" in text

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ceql.compile import guards
 from ceql.errors import UnsupportedQueryError
-from ceql.lang.printer import print_formula, print_query
+from ceql.lang.printer import print_formula, print_query, print_within
 
 if TYPE_CHECKING:
     from ceql.api import Query
@@ -71,7 +71,7 @@ def explain(query: Query, dot: bool = False) -> str:
     """Text (default) or Graphviz DOT description of a compiled query."""
     states, edges, initial, final = automaton_graph(query)
     if dot:
-        return _dot(states, edges, initial, final)
+        return _dot(states, edges, initial, final, legend(query))
     plan = query.plan
     checked = query.checked
     lines = ["query:", _indent(print_query(checked.query)), ""]
@@ -99,11 +99,7 @@ def explain(query: Query, dot: bool = False) -> str:
         lines.append("  window: none (partial matches are kept for the whole stream)")
     else:
         how = "expired partial matches are pruned" if plan.monotone else "exact, not pruned"
-        lines.append(
-            f"  window: {within.kind} {within.value}"
-            + (f" [{within.attribute}]" if within.attribute else "")
-            + f"; {how}"
-        )
+        lines.append(f"  window: WITHIN {print_within(within)}; {how}")
     if plan.partition_groups:
         groups = ", ".join("[" + ", ".join(g) + "]" for g in plan.partition_groups)
         lines.append(
@@ -144,7 +140,51 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def _dot(states, edges, initial, final) -> str:
+def legend(query: Query) -> list[str]:
+    """What the picture cannot show on its edges, one line each: the query, its window, its
+    partition key, its conditions across events (``cN``: the tag ``cN.x`` on an edge means
+    condition N reads that event as x), and the other private tags that occur."""
+    checked = query.checked
+    plan = query.plan
+    lines = [" ".join(print_query(checked.query).split())]
+    within = checked.query.within
+    if within is not None:
+        span = print_within(within)
+        if within.kind == "time":
+            lines.append(f"window: WITHIN {span}: the last event's time minus the first's is under {span.lower()}")
+        elif within.kind == "events":
+            lines.append(f"window: WITHIN {span}: a match spans fewer than {within.value} positions")
+        else:
+            lines.append(f"window: WITHIN {span}: the last event's {within.attribute} minus the first's is under {within.value}")
+    if plan.partition_groups:
+        keys = " or ".join("[" + ", ".join(g) + "]" for g in plan.partition_groups)
+        lines.append(f"partition key: {keys}: this automaton runs once per key value")
+    for site in plan.compiled.sites:
+        lines.append(f"c{site.index}: {site.text}" + (f" (decided {site.where})" if site.where else ""))
+    return lines
+
+
+def _readable(tag: str) -> str:
+    """A private tag as the picture shows it: ``#N.x`` -> ``cN.x`` (see the legend)."""
+    return "c" + tag[1:] if tag.startswith("#") else tag
+
+
+_TAG_NOTES = {
+    "c": "cN.x: condition cN reads this event as x (cN.*: every event; cN.end: where an instance of it ends)",
+    "@": "@N.x: event x of scope N (PARTITION BY or START inside the formula)",
+    "U": "UN.start/tick/rep/end: bookkeeping of the N-th UNLESS",
+}
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _dot(states, edges, initial, final, notes: list[str] | None = None) -> str:
+    """Graphviz DOT of the automaton. Transitions between the same two states share one edge
+    with a line each (so the labels of several self-loops cannot overlap); a skip loop (any
+    event, no label) reads "any event (skipped)"; the legend under the picture names the
+    window, the partition key and the conditions across events."""
     out = [
         "digraph ceql {",
         "  rankdir=LR;",
@@ -157,9 +197,23 @@ def _dot(states, edges, initial, final) -> str:
         out.append(f'  q{state} [shape={shape}, label="q{state}"];')
     for state in sorted(initial):
         out.append(f"  start -> q{state};")
+    grouped: dict[tuple[int, int], list[str]] = {}
+    tags: set[str] = set()
     for source, guard, labels, target in edges:
-        mark = "{" + ", ".join(labels) + "}" if labels else "-"
-        label = f"{guard} / {mark}".replace("\\", "\\\\").replace('"', '\\"')
+        shown = [_readable(label) for label in labels]
+        tags.update(label[0] for label in shown if label[0] in "c@U" and "." in label)
+        if guard == "TRUE" and not labels:
+            line = "any event (skipped)"
+        else:
+            line = f"{guard} / " + ("{" + ", ".join(shown) + "}" if shown else "-")
+        grouped.setdefault((source, target), []).append(line)
+    for (source, target), lines in grouped.items():
+        label = "\\n".join(_escape(line) for line in lines)
         out.append(f'  q{source} -> q{target} [label="{label}"];')
+    legend = list(notes or []) + [_TAG_NOTES[t] for t in "c@U" if t in tags]
+    if legend:
+        text = "".join(_escape(line) + "\\l" for line in legend)
+        out.append(f'  label="{text}";')
+        out.append('  labelloc=b; labeljust=l; fontname="Helvetica"; fontsize=10;')
     out.append("}")
     return "\n".join(out)
