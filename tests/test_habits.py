@@ -419,7 +419,10 @@ def test_dot_text_is_valid_graphviz_when_dot_is_installed(schema, tmp_path):
 
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed")
-    query = ceql.compile("SELECT * FROM S WHERE view AS v ; buy AS b FILTER v.price = 'it''s \\\\ \"x\"'", schema)
+    texts = ceql.declare("CREATE STREAM T { EVENT A { s:string }, EVENT B { s:string } }")
+    query = ceql.compile(
+        "SELECT * FROM T WHERE A AS a ; A+ AS r ; B AS b FILTER a[s = 'it''s \\\\ \"x\"'] AND b.s = a.s", texts
+    )
     done = subprocess.run(["dot", "-Tsvg"], input=query.explain(dot=True), text=True, capture_output=True)
     assert done.returncode == 0, done.stderr
 

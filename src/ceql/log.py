@@ -41,4 +41,14 @@ def workers_declined(plan: Any, events: Any, workers: int | None, on_error: str,
         return "the input is not an Arrow table or a pandas DataFrame (its size is unknown)"
     if rows < parallel.MIN_ROWS:
         return f"the input has {rows:,} events, fewer than {parallel.MIN_ROWS:,}"
-    return "the plan splits neither by partition key nor by time window (docs/kernel.md, 'Every core')"
+    from ceql.runtime.kernel import unsupported
+
+    reason = unsupported(plan)
+    if reason is not None:
+        return f"the compiled kernel does not evaluate {reason}"
+    # split_of's other rules: conditions across events and measures, the key's type, CONSUME BY,
+    # the window (docs/kernel.md, "Every core").
+    return (
+        "the plan cannot be split across workers (conditions across events or measures, a key "
+        "that is not one integer attribute, CONSUME BY, or no time window; docs/kernel.md, 'Every core')"
+    )

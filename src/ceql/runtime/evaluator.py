@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -141,6 +142,7 @@ class Evaluator:
             if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
                 self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
+        self._log_engine(kernel)
         for table in iter_tables(events, self._typing(on_error)):
             schema = self.output_schema()
             if kernel is not None:
@@ -161,6 +163,7 @@ class Evaluator:
             if self.engine == "compiled" or _prefer_kernel(self.plan, events, arrow=True):
                 self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
+        self._log_engine(kernel)
         batches = []
         for table in iter_tables(events, self._typing(on_error)):
             schema = self.output_schema(name)
@@ -185,6 +188,7 @@ class Evaluator:
             if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
                 self._kernel = _kernel_for(self.plan, self.max_nodes)
         kernel = self._kernel
+        self._log_engine(kernel)
         for table in iter_tables(events, self._typing(None)):
             schema = self.output_schema()
             if kernel is not None:
@@ -231,6 +235,24 @@ class Evaluator:
             return self._kernel.last_time
         last = self.ingest.last_time
         return int(last) if last is not None else None
+
+    def _log_engine(self, kernel: Any) -> None:
+        """Say once on the ``ceql`` logger which path this evaluator runs, and why."""
+        if self.position or not logger.isEnabledFor(logging.INFO):
+            return
+        if kernel is not None:
+            logger.info("engine: the compiled kernel")
+            return
+        from ceql.runtime.kernel import unsupported
+
+        reason = unsupported(self.plan)
+        if reason is not None:
+            why = f"the compiled kernel does not evaluate {reason}"
+        elif self.engine == "python" or self.type_labels:
+            why = "engine='python' or type_labels=True"
+        else:
+            why = "engine='auto' starts the compiled kernel on large Arrow or pandas inputs"
+        logger.info("engine: the Python evaluator (%s)", why)
 
     def _typing(self, on_error: str | None) -> Any:
         """The batch builder for a bad-row policy: fail raises at the first bad row, the others
@@ -538,9 +560,7 @@ def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
     """The compiled kernel for this plan, or None when it stays on the Python path."""
     from ceql.runtime import kernel
 
-    reason = kernel.unsupported(plan)
-    logger.info("engine: %s", "the compiled kernel" if reason is None else f"the Python evaluator ({reason})")
-    return kernel.PlanKernel(plan, max_nodes=max_nodes) if reason is None else None
+    return kernel.PlanKernel(plan, max_nodes=max_nodes) if kernel.unsupported(plan) is None else None
 
 
 def _import(evaluator: Evaluator, blob: bytes) -> None:
