@@ -140,13 +140,13 @@ def did_you_mean(word: str, candidates: Iterable[str], *, upper: bool = False) -
     names = [str(c) for c in candidates]
     if upper:
         lookup = {n.upper(): n for n in names}
-        found = difflib.get_close_matches(word.upper(), list(lookup), n=1, cutoff=0.75)
+        found = difflib.get_close_matches(word.upper(), list(lookup), n=1, cutoff=0.6)
         found = [lookup[f] for f in found]
     else:
-        found = difflib.get_close_matches(word, names, n=1, cutoff=0.75)
+        found = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
         if not found:  # a name in another case (``buy`` for ``BUY``)
             lookup = {n.lower(): n for n in names}
-            found = [lookup[f] for f in difflib.get_close_matches(word.lower(), list(lookup), n=1, cutoff=0.75)]
+            found = [lookup[f] for f in difflib.get_close_matches(word.lower(), list(lookup), n=1, cutoff=0.6)]
     if not found or found[0] == word:
         return ""
     return f" (did you mean {found[0]}?)"
