@@ -119,16 +119,18 @@ def test_double_quoted_string_hint(schema):
     assert "strings take single quotes: 'text'; back-quote a name: `name`" in str(caught.value)
 
 
-@pytest.mark.parametrize("engine", ["auto", "python"])
+@pytest.mark.parametrize("engine", ["auto", "python", "compiled"])
 def test_out_of_order_names_iso_times(schema, engine):
     query = ceql.compile("SELECT * FROM S WHERE view AS v ; buy AS b WITHIN 10 MINUTES", schema)
     events = [_events()[1], _events()[0]]
     with pytest.raises(EventError, match="time 2026-01-01T00:00:00Z after 2026-01-01T00:02:00Z"):
         list(query.run(events, engine=engine))
     with pytest.raises(EventError, match="time 2026-01-01T00:00:00Z after 2026-01-01T00:02:00Z"):
-        evaluator = query.evaluator()
+        evaluator = query.evaluator(engine=engine)
         for event in events:
             evaluator.push(event)
+    with pytest.raises(EventError, match="time 2026-01-01T00:00:00Z after 2026-01-01T00:02:00Z"):
+        query.evaluator(engine=engine).push_batch(events)
 
 
 def test_out_of_order_keeps_integers_for_integer_input(schema):

@@ -237,7 +237,10 @@ class Evaluator:
         return int(last) if last is not None else None
 
     def _log_engine(self, kernel: Any) -> None:
-        """Say once on the ``ceql`` logger which path this evaluator runs, and why."""
+        """Say once on the ``ceql`` logger which path this evaluator runs, and why; the kernel
+        writes times in its errors as this evaluator's input gives them."""
+        if kernel is not None:
+            kernel.show_time = self.ingest.show_time
         if self.position or not logger.isEnabledFor(logging.INFO):
             return
         if kernel is not None:

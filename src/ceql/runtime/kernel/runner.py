@@ -32,6 +32,7 @@ from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.columns import (
     Conditions,
     Frame,
@@ -332,6 +333,7 @@ class PlanKernel:
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
         self.last_time: int | None = None
+        self.show_time: Any = None  # how messages write a time (the evaluator's: runtime/ingest.py)
         self._counts: np.ndarray | None = None  # events per partition code (STRICT)
         # Types the input (an evaluator gives its own, which records how its input gave times).
         self.builder = builder_for(plan)
@@ -563,11 +565,7 @@ class PlanKernel:
         bad = values < previous
         if bad.any():
             k = int(np.argmax(bad))
-            raise EventError(
-                f"out of order: time {int(values[k])} after {int(previous[k])} (a time window needs events in "
-                "time order; sort the input or declare CREATE QUARANTINE to reorder late events)",
-                at(int(rows[k])),
-            )
+            raise out_of_order(at(int(rows[k])), int(values[k]), int(previous[k]), self.show_time)
         self.last_time = int(values[-1])
 
     # ------------------------------------------------------------------ state
