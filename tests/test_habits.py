@@ -376,7 +376,6 @@ def test_cli_heartbeat_when_redirected(tmp_path, monkeypatch):
     decl, events = _cli_files(tmp_path, 200)
     err = io.StringIO()  # not a terminal
     monkeypatch.setattr(progress.sys, "stderr", err)
-    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)
     query = "SELECT * FROM S WHERE view AS v ; buy AS b PARTITION BY [id]"
     original = progress.Progress.__init__
 
