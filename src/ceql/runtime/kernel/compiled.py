@@ -848,3 +848,73 @@ def _strict_subset(offsets, positions, a, b):
             return False
         j += 1
     return True
+
+
+# ====================================================================== window keys (issue 34)
+# Integer partition keys whose codes are recycled once their partition holds no live run, so
+# that the key table, the codes and the partition slots stay bounded by the window (keys.py's
+# WindowCodes). The table layout is hash_codes's; ``keys[code]`` is the key a code stands for.
+
+
+@njit(cache=True, nogil=True)
+def window_codes(values, valid, table, bits, keys, free, counts, out):  # pragma: no cover - compiled
+    """Codes for int64 keys, as ``hash_codes``, except that a new key takes a recycled code
+    from the stack ``free`` (``counts[1]`` of them) before a fresh one (``counts[0]``: the next
+    fresh code), and its code's key is recorded in ``keys`` (the caller sizes ``keys`` for
+    ``counts[0] + len(values)`` codes and the table for the result to be at most half full)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    next_code = counts[0]
+    nfree = counts[1]
+    for i in range(len(values)):
+        if not valid[i]:
+            out[i] = -1
+            continue
+        v = values[i]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while True:
+            c = table[2 * j + 1]
+            if c < 0:
+                if nfree > 0:
+                    nfree -= 1
+                    code = free[nfree]
+                else:
+                    code = next_code
+                    next_code += 1
+                table[2 * j] = v
+                table[2 * j + 1] = code
+                keys[code] = v
+                out[i] = code
+                break
+            if table[2 * j] == v:
+                out[i] = c
+                break
+            j = (j + 1) & mask
+    counts[0] = next_code
+    counts[1] = nfree
+
+
+@njit(cache=True, nogil=True)
+def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cover - compiled
+    """Rebuild the key table of ``window_codes`` with the codes whose partition is live
+    (``slot_of[code] >= 0``); every other code below ``n_codes`` goes on the stack ``free``.
+    Returns (live codes, free codes)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for s in range(len(table) // 2):
+        table[2 * s + 1] = -1
+    live = 0
+    nfree = 0
+    for code in range(n_codes):
+        if code < len(slot_of) and slot_of[code] >= 0:
+            v = keys[code]
+            j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+            while table[2 * j + 1] >= 0:
+                j = (j + 1) & mask
+            table[2 * j] = v
+            table[2 * j + 1] = code
+            live += 1
+        else:
+            free[nfree] = code
+            nfree += 1
+    return live, nfree

@@ -48,7 +48,7 @@ from ceql.runtime.kernel.compiled import (
     select_supports,
 )
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.keys import IntCodes
+from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
@@ -264,6 +264,74 @@ class KeyCodes:
         return found
 
 
+# ------------------------------------------------------------------ window keys (issue 34)
+
+
+class WindowKeyCodes(KeyCodes):
+    """Codes for integer keys that no output reports (the routing of equalities between labels,
+    compile/autopartition.py), recycled once their partition holds no live run
+    (``keys.WindowCodes``): memory bounded by the keys of the window, not by every id seen."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(plan)
+        self.window = WindowCodes()
+
+    @staticmethod
+    def fits(plan: Plan) -> bool:
+        """Whether the plan's keys are routed equalities over integer attributes only."""
+        types = plan.catalog.arrow_types
+        return (
+            plan.auto_partition is not None
+            and bool(plan.partition_groups)
+            and all(len(group) == 1 and types.get(group[0]) == pa.int64() for group in plan.partition_groups)
+        )
+
+    @property
+    def count(self) -> int:  # type: ignore[override]
+        return self.window.count if hasattr(self, "window") else 0
+
+    @count.setter
+    def count(self, value: int) -> None:
+        pass  # (KeyCodes.__init__ sets it; the window's counter is the one used)
+
+    @property
+    def keys(self) -> list[tuple]:  # type: ignore[override]
+        """code -> key tuple (recycled codes keep their last key; ``live_keys`` gives the keys of
+        live partitions)."""
+        return [(v,) for v in self.window.keys[: self.window.count].tolist()]
+
+    @keys.setter
+    def keys(self, keys: list[tuple]) -> None:
+        self.window.load([key[0] for key in keys])
+
+    def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """The key code of each of ``rows`` (-1: no key: the event type has none, or a null)."""
+        n = len(rows)
+        values = np.zeros(n, dtype=np.int64)
+        valid = np.zeros(n, dtype=bool)
+        row_groups = self._group_of[types[rows]]
+        whole = n == table.num_rows
+        for g, (group, _) in enumerate(self.groups):
+            column = table.column(group[0])
+            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            data = np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+            ok = column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else None
+            if not whole:
+                data = data[rows]
+                ok = ok[rows] if ok is not None else None
+            mine = row_groups == g
+            if len(self.groups) == 1 and mine.all():
+                values, valid = data, (ok if ok is not None else mine)
+            else:
+                values = np.where(mine, data, values)
+                valid |= mine if ok is None else mine & ok
+        return self.window.encode(values, valid)
+
+    def recycle(self, slot_of: np.ndarray) -> None:
+        """Give back the codes of partitions without a live run (after each batch)."""
+        self.window.recycle(slot_of)
+
+
 class PlanKernel:
     """Incremental evaluation of one plan with the compiled kernel."""
 
@@ -327,7 +395,7 @@ class PlanKernel:
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
         )
-        self.keys = KeyCodes(plan) if self.partitioned else None
+        self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
         # Matches name their partition unless the key was derived from an equality.
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
@@ -370,6 +438,8 @@ class PlanKernel:
             yield chunk
         if self.kept is not None:
             self._prune_kept()
+        if isinstance(self.keys, WindowKeyCodes):
+            self.keys.recycle(self.kernel.slot_of)
 
     def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
         """Values the checks read that are not attributes: each event's index in its
@@ -582,6 +652,10 @@ class PlanKernel:
         state["position"] = np.array([self.position])
         state["last_time"] = np.array([] if self.last_time is None else [self.last_time], dtype=np.int64)
         state["partition_keys"] = list(self.keys.keys) if self.keys is not None else []
+        if isinstance(self.keys, WindowKeyCodes):  # recycled codes: renumber the live ones 0..n-1
+            codes = np.asarray(state["partition_code"], dtype=np.int64)
+            state["partition_keys"] = [state["partition_keys"][c] for c in codes.tolist()]
+            state["partition_code"] = np.arange(len(codes), dtype=np.int64)
         state["query"] = self.plan.checked.text
         return state
 
