@@ -48,6 +48,7 @@ from ceql.runtime.kernel.compiled import (
     select_supports,
 )
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
+from ceql.runtime.kernel.joins import EqualityJoin, int_keys, join_shape
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
@@ -396,6 +397,11 @@ class PlanKernel:
             max_nodes=self.max_nodes,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
+        # Equality correlation of single events: a hash join in the window (joins.py, issue 34).
+        shape = join_shape(plan, self.post, self.measures)
+        self.join = EqualityJoin(shape, int(within.value)) if shape is not None and within is not None else None
+        if self.join is not None and not self.join.shape.int_keys:
+            self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
         # Matches name their partition unless the key was derived from an equality.
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
@@ -415,6 +421,9 @@ class PlanKernel:
         """Complex events of one normalised table (BatchBuilder output), in chunks.
         ``positions``: the stream positions of the table's rows when they are not the next
         ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
+        if self.join is not None:
+            yield from self._join_table(table, positions)
+            return
         plan = self.plan
         n = table.num_rows
         base = self.position
@@ -440,6 +449,39 @@ class PlanKernel:
             self._prune_kept()
         if isinstance(self.keys, WindowKeyCodes):
             self.keys.recycle(self.kernel.slot_of)
+
+    def _join_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+        """``process_table`` for a join plan (joins.py): types, measures and keys column-wise,
+        then the compiled hash join."""
+        join, keys = self.join, self.keys
+        assert join is not None and keys is not None
+        n = table.num_rows
+        base = self.position
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        measures, missing = self._measures(table, types, base, positions)
+        if self.plan.ordered_time:
+            self._check_order(types, measures, missing, base, positions)
+        rows = np.arange(n)
+        if join.shape.int_keys:
+            values, valid = int_keys(table, rows, types, keys._group_of, [group for group, _ in keys.groups])
+        else:
+            values = keys.encode(table, rows, types)
+            valid = values >= 0
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
+        at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions
+        roles = join.roles
+        label_ids = np.array([self.kernel.tables.label_id((label,)) for label in join.shape.labels], dtype=np.int64)
+        for triggers, flat in join.process(types, at, measures, values, valid):
+            m = len(triggers)
+            yield KernelMatches(
+                triggers,
+                np.zeros(m, dtype=np.int64),
+                np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
+                flat,
+                np.tile(label_ids, m),
+                self.kernel.label_sets,
+            )
 
     def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
         """Values the checks read that are not attributes: each event's index in its
