@@ -53,8 +53,8 @@ STOCK_V = (
 STOCK_V_SQL = """
 SELECT * FROM S MATCH_RECOGNIZE (
   PARTITION BY sym ORDER BY seq
-  MEASURES FIRST(seq) AS p0, LAST(seq) AS p3
-  ALL ROWS PER MATCH
+  MEASURES s.seq AS p0, d.seq AS p1, b.seq AS p2, u.seq AS p3
+  ONE ROW PER MATCH
   AFTER MATCH SKIP TO NEXT ROW
   PATTERN (s d b u)
   DEFINE d AS d.price < PREV(d.price), b AS b.price < PREV(b.price), u AS u.price > PREV(u.price)
@@ -173,16 +173,11 @@ def polars_stock(frame) -> np.ndarray:
 
 
 def sql_stock(table: pa.Table) -> np.ndarray:
-    """ceql.sql's MATCH_RECOGNIZE (ALL ROWS PER MATCH: one row per event of a match)."""
-    from ceql import sql
+    """ceql.sql's MATCH_RECOGNIZE (one row per match, the four positions as measures)."""
+    import ceql.sql
 
-    out = sql.query(STOCK_V_SQL, S=table)
-    out = out if isinstance(out, pa.Table) else pa.table(out)
-    first = out.column("p0").to_numpy()
-    seqs = out.column("seq").to_numpy()
-    rows = seqs.reshape(-1, 4)
-    assert (rows[:, 0] == first[::4]).all()
-    return _positions([rows[:, i] for i in range(4)])
+    out = ceql.sql.run(STOCK_V_SQL, {"S": table})
+    return _positions([out.column(f"p{i}").to_numpy() for i in range(4)])
 
 
 def _available(module: str) -> bool:

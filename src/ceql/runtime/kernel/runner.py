@@ -48,6 +48,7 @@ from ceql.runtime.kernel.compiled import (
     select_supports,
 )
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
+from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
 from ceql.runtime.kernel.joins import EqualityJoin, int_keys, join_shape
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
@@ -402,6 +403,9 @@ class PlanKernel:
         self.join = EqualityJoin(shape, int(within.value)) if shape is not None and within is not None else None
         if self.join is not None and not self.join.shape.int_keys:
             self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
+        # Conditions between consecutive events, column-wise (contiguous.py, issue 34).
+        chain = chain_shape(self.source, plan, self.post, self.measures)
+        self.chain = ContiguousChain(chain, None if within is None else int(within.value)) if chain else None
         # Matches name their partition unless the key was derived from an equality.
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
@@ -423,6 +427,9 @@ class PlanKernel:
         ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
         if self.join is not None:
             yield from self._join_table(table, positions)
+            return
+        if self.chain is not None:
+            yield from self._chain_table(table, positions)
             return
         plan = self.plan
         n = table.num_rows
@@ -450,6 +457,42 @@ class PlanKernel:
         if isinstance(self.keys, WindowKeyCodes):
             self.keys.recycle(self.kernel.slot_of)
 
+    def _role_labels(self, roles: tuple[int, ...], labels: tuple[str, ...]) -> np.ndarray:
+        """The label-set id of each role's events: its event type and its label (the labels the
+        automaton reports, less the compiler's own, which no output shows)."""
+        names = self.plan.type_names
+        return np.array(
+            [self.kernel.tables.label_id(tuple(sorted({names[t], label}))) for t, label in zip(roles, labels)],
+            dtype=np.int64,
+        )
+
+    def _chain_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
+        chain = self.chain
+        assert chain is not None
+        n = table.num_rows
+        base = self.position
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        measures, missing = self._measures(table, types, base, positions)
+        if self.plan.ordered_time:
+            self._check_order(types, measures, missing, base, positions)
+        rows = np.arange(n)
+        codes = self.keys.encode(table, rows, types) if self.keys is not None else np.zeros(n, dtype=np.int64)
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
+        at = np.arange(base, base + n, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        triggers, keys, matrix = chain.process(table, types, at, measures, missing, codes)
+        m, k = matrix.shape
+        if m:
+            yield KernelMatches(
+                triggers,
+                keys,
+                np.arange(0, (m + 1) * k, k, dtype=np.int64),
+                matrix.ravel(),
+                np.tile(self._role_labels(chain.shape.types, chain.shape.labels), m),
+                self.kernel.label_sets,
+            )
+
     def _join_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
         """``process_table`` for a join plan (joins.py): types, measures and keys column-wise,
         then the compiled hash join."""
@@ -471,7 +514,7 @@ class PlanKernel:
         self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions
         roles = join.roles
-        label_ids = np.array([self.kernel.tables.label_id((label,)) for label in join.shape.labels], dtype=np.int64)
+        label_ids = self._role_labels(join.shape.types, join.shape.labels)
         for triggers, flat in join.process(types, at, measures, values, valid):
             m = len(triggers)
             yield KernelMatches(
