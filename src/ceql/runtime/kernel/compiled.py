@@ -1075,3 +1075,53 @@ def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev)
         _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
     js[J_ENTRIES] = n - cut
     return n - cut
+
+
+# ====================================================================== contiguous chains (issue 34)
+
+
+@njit(cache=True, nogil=True)
+def group_by_code(codes, n_codes, counts, out):  # pragma: no cover - compiled
+    """A stable counting sort: the rows with a code >= 0 (all below ``n_codes``), grouped by
+    code, each code's rows in their order (``counts``: ``n_codes + 1`` zeros). Returns how many."""
+    for i in range(len(codes)):
+        c = codes[i]
+        if c >= 0:
+            counts[c + 1] += 1
+    for c in range(n_codes):
+        counts[c + 1] += counts[c]
+    for i in range(len(codes)):
+        c = codes[i]
+        if c >= 0:
+            out[counts[c]] = i
+            counts[c] += 1
+    return counts[n_codes - 1] if n_codes > 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def chain_starts(rows, codes, kinds, measures, gone, role_type, first, window, out):  # pragma: no cover
+    """The indexes j into ``rows`` (a key's rows consecutive, in stream order) where k =
+    len(role_type) consecutive rows of one key have the roles' types, end at a row >= ``first``
+    and, with ``window`` >= 0, span less than it (no missing measure at either end). Returns
+    how many."""
+    k = len(role_type)
+    n = 0
+    for j in range(len(rows) - k + 1):
+        last = rows[j + k - 1]
+        if last < first:
+            continue
+        start = rows[j]
+        c = codes[start]
+        ok = True
+        for q in range(k):
+            r = rows[j + q]
+            if codes[r] != c or kinds[r] != role_type[q]:
+                ok = False
+                break
+        if not ok:
+            continue
+        if window >= 0 and (gone[start] or gone[last] or measures[last] - measures[start] >= window):
+            continue
+        out[n] = j
+        n += 1
+    return n

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan
 from ceql.lang import ast
+from ceql.runtime.kernel.compiled import chain_starts, group_by_code
 
 _OPS: dict[str, Callable] = {
     "<": operator.lt,
@@ -174,36 +175,24 @@ class ContiguousChain:
                 np.concatenate([carry[f"value.{name}"], data]),
                 np.concatenate([carry[f"valid.{name}"], valid]),
             )
-        rows = np.flatnonzero(code >= 0)  # events of no sub-stream are in no complex event
-        if len(rows) and code[rows].min() != code[rows].max():
-            rows = rows[np.argsort(code[rows], kind="stable")]  # each key's events, in stream order
-        count = len(rows) - (k - 1)
-        if count > 0:
-            shifted = [rows[q : q + count] for q in range(k)]
-            ok = (shifted[-1] >= first) & (kind[shifted[0]] == self.role_type[0])
-            for q in range(1, k):
-                ok &= code[shifted[q]] == code[shifted[0]]
-                ok &= kind[shifted[q]] == self.role_type[q]
-            if self.window is not None:
-                start, end = shifted[0], shifted[-1]
-                # last - first < window (measures lie in [-2**62, 2**62]: no overflow)
-                ok &= ~gone[start] & ~gone[end] & (measure[end] - measure[start] < self.window)
-            for op, (ra, a), (rb, b) in self.shape.compares:
-                candidates = np.flatnonzero(ok)
-                if not len(candidates):
-                    break
-                left, right = shifted[ra][candidates], shifted[rb][candidates]
-                va, ma = values[a]
-                vb, mb = values[b]
-                holds = _OPS[op](va[left], vb[right]) & ma[left] & mb[right]
-                ok[candidates] = holds
-            chosen = np.flatnonzero(ok)
-            matrix = np.column_stack([pos[s[chosen]] for s in shifted])
-            keys = code[shifted[0][chosen]]
-            order = np.argsort(matrix[:, -1], kind="stable")
-            matrix, keys = matrix[order], keys[order]
-        else:
-            matrix, keys = np.zeros((0, k), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        rows = _grouped(code)  # each key's events together, in stream order
+        starts = np.empty(max(len(rows) - (k - 1), 0), dtype=np.int64)
+        count = chain_starts(
+            rows, code, kind, measure, gone, self.role_type, first, -1 if self.window is None else self.window, starts
+        )
+        starts = starts[:count]
+        for op, (ra, a), (rb, b) in self.shape.compares:
+            if not len(starts):
+                break
+            left, right = rows[starts + ra], rows[starts + rb]
+            va, ma = values[a]
+            vb, mb = values[b]
+            starts = starts[_OPS[op](va[left], vb[right]) & ma[left] & mb[right]]
+        # One complex event per trigger: in trigger order.
+        order = np.argsort(rows[starts + (k - 1)])
+        starts = starts[order]
+        matrix = np.column_stack([pos[rows[starts + q]] for q in range(k)]) if len(starts) else np.zeros((0, k), np.int64)
+        keys = code[rows[starts]]
         self._carry_over(rows, code, pos, kind, measure, values)
         return matrix[:, -1].copy(), keys, matrix
 
@@ -234,6 +223,23 @@ class ContiguousChain:
 
     def load(self, state: dict) -> None:
         self.carry = {name: np.asarray(state[f"chain.{name}"]) for name in self.carry}
+
+
+def _grouped(code: np.ndarray) -> np.ndarray:
+    """The rows with a key (code >= 0), grouped by key, each key's rows in stream order."""
+    n = len(code)
+    present = code[code >= 0]
+    if not len(present):
+        return np.zeros(0, dtype=np.int64)
+    top = int(present.max()) + 1
+    if present.min() == top - 1:  # one key (or none: an unpartitioned query)
+        return np.flatnonzero(code >= 0)
+    if top <= 4 * n + 1024:  # a counting sort, linear
+        out = np.empty(len(present), dtype=np.int64)
+        group_by_code(np.require(code, np.int64, ["C", "W"]), top, np.zeros(top + 1, dtype=np.int64), out)
+        return out
+    rows = np.flatnonzero(code >= 0)
+    return rows[np.argsort(code[rows], kind="stable")]
 
 
 def _numbers(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
