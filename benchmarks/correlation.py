@@ -188,10 +188,10 @@ def _available(module: str) -> bool:
     return True
 
 
-def _timed(function: Callable[[], np.ndarray]) -> tuple[float, float, np.ndarray]:
+def _timed(function: Callable, data: object) -> tuple[float, float, np.ndarray]:
     gc.collect()
     cpu, wall = time.process_time(), time.perf_counter()
-    result = function()
+    result = function(data)
     return time.process_time() - cpu, time.perf_counter() - wall, result
 
 
@@ -242,7 +242,7 @@ def rows(sizes: list[int], only: str | None = None) -> list[dict]:
                     import polars as pl
 
                     data = pl.from_arrow(table)
-                cpu, wall, result = _timed(lambda: function(data))
+                cpu, wall, result = _timed(function, data)
                 entry = {"cpu": cpu, "wall": wall, "complex_events": len(result)}
                 if reference is None:
                     reference = result

@@ -42,6 +42,9 @@ _OPS: dict[str, Callable] = {
 }
 
 
+STATE_PREFIX = "chain."  # saved state: the carried events
+
+
 @dataclass(frozen=True)
 class ChainShape:
     """Roles (event type index, label) in sequence order and the comparisons between them:
@@ -136,9 +139,9 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
 
 class ContiguousChain:
     """The state between batches: the last k-1 events of each key (position, key code, type,
-    window measure and the compared attributes)."""
+    window measure and the compared attributes; ``storages``: attribute -> "int" or "double")."""
 
-    def __init__(self, shape: ChainShape, window: int | None) -> None:
+    def __init__(self, shape: ChainShape, window: int | None, storages: dict[str, str]) -> None:
         self.shape = shape
         self.window = window
         self.k = len(shape.types)
@@ -146,7 +149,7 @@ class ContiguousChain:
         empty = np.zeros(0, dtype=np.int64)
         self.carry: dict[str, np.ndarray] = {"position": empty, "code": empty, "type": empty, "measure": empty}
         for name in shape.attributes:
-            self.carry[f"value.{name}"] = np.zeros(0)
+            self.carry[f"value.{name}"] = np.zeros(0, dtype=np.float64 if storages[name] == "double" else np.int64)
             self.carry[f"valid.{name}"] = np.zeros(0, dtype=bool)
 
     def process(
@@ -219,10 +222,12 @@ class ContiguousChain:
     # ------------------------------------------------------------------ state
 
     def export(self) -> dict[str, np.ndarray]:
-        return {f"chain.{name}": array.copy() for name, array in self.carry.items()}
+        """The carried events (saved.py validates them)."""
+        return {f"{STATE_PREFIX}{name}": array.copy() for name, array in self.carry.items()}
 
     def load(self, state: dict) -> None:
-        self.carry = {name: np.asarray(state[f"chain.{name}"]) for name in self.carry}
+        """Restore ``export``'s arrays (checked by saved.check_state)."""
+        self.carry = {name: np.asarray(state[f"{STATE_PREFIX}{name}"]) for name in self.carry}
 
 
 def _grouped(code: np.ndarray) -> np.ndarray:
@@ -251,6 +256,7 @@ def _numbers(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray
     else:
         valid = np.ones(len(column), dtype=bool)
     data = column.to_numpy(zero_copy_only=False)
+    data = data.astype(np.float64 if data.dtype.kind == "f" else np.int64, copy=False)
     if data.dtype.kind == "f":
         valid = valid & ~np.isnan(data)
     return data, valid

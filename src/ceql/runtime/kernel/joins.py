@@ -33,6 +33,8 @@ from ceql.runtime.kernel import compiled as k
 INITIAL_ENTRIES = 1 << 12
 INITIAL_MATCHES = 1 << 12
 MAX_CHUNK_MATCHES = 1 << 18  # complex events per output chunk
+STATE_PREFIX = "join."  # saved state: the live entries (saved.py validates them)
+STATE_FIELDS = ("position", "measure", "key", "role", "now")
 _ARGS = ["C", "W"]
 
 
@@ -183,26 +185,24 @@ class EqualityJoin:
         """The live entries (oldest first) and the last measure."""
         n = self.compact()
         return {
-            "join_position": self.e_pos[:n].copy(),
-            "join_measure": self.e_meas[:n].copy(),
-            "join_key": self.e_key[:n].copy(),
-            "join_role": self.e_role[:n].copy(),
-            "join_now": np.array([self.js[k.J_NOW]], dtype=np.int64),
+            f"{STATE_PREFIX}position": self.e_pos[:n].copy(),
+            f"{STATE_PREFIX}measure": self.e_meas[:n].copy(),
+            f"{STATE_PREFIX}key": self.e_key[:n].copy(),
+            f"{STATE_PREFIX}role": self.e_role[:n].copy(),
+            f"{STATE_PREFIX}now": np.array([self.js[k.J_NOW]], dtype=np.int64),
         }
 
     def load(self, state: dict) -> None:
         """Restore ``export``'s arrays (checked by saved.check_state)."""
-        n = len(state["join_position"])
+        n = len(state[f"{STATE_PREFIX}position"])
         capacity = INITIAL_ENTRIES
         while capacity < 2 * n + 2:
             capacity *= 2
         self.js[:] = 0
-        self.js[k.J_NOW] = int(state["join_now"][0])
+        self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
         self._allocate(capacity)
-        self.e_pos[:n] = state["join_position"]
-        self.e_meas[:n] = state["join_measure"]
-        self.e_key[:n] = state["join_key"]
-        self.e_role[:n] = state["join_role"]
+        for name, array in (("position", self.e_pos), ("measure", self.e_meas), ("key", self.e_key), ("role", self.e_role)):
+            array[:n] = state[f"{STATE_PREFIX}{name}"]
         self.js[k.J_ENTRIES] = n
         self.compact()
 

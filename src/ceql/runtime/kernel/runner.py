@@ -47,8 +47,8 @@ from ceql.runtime.kernel.compiled import (
     SELECT_NEXT,
     select_supports,
 )
-from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
+from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.joins import EqualityJoin, int_keys, join_shape
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
@@ -405,7 +405,15 @@ class PlanKernel:
             self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
         # Conditions between consecutive events, column-wise (contiguous.py, issue 34).
         chain = chain_shape(self.source, plan, self.post, self.measures)
-        self.chain = ContiguousChain(chain, None if within is None else int(within.value)) if chain else None
+        self.chain = (
+            ContiguousChain(
+                chain,
+                None if within is None else int(within.value),
+                {name: plan.catalog.columns[name].storage for name in chain.attributes},
+            )
+            if chain
+            else None
+        )
         # Matches name their partition unless the key was derived from an equality.
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
@@ -742,6 +750,10 @@ class PlanKernel:
             state["partition_keys"] = [state["partition_keys"][c] for c in codes.tolist()]
             state["partition_code"] = np.arange(len(codes), dtype=np.int64)
         state["query"] = self.plan.checked.text
+        if self.join is not None:
+            state.update(self.join.export())
+        if self.chain is not None:
+            state.update(self.chain.export())
         return state
 
     def import_state(self, state: dict) -> None:
@@ -759,6 +771,10 @@ class PlanKernel:
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
+        if self.join is not None:
+            self.join.load(state)
+        if self.chain is not None:
+            self.chain.load(state)
         counts = state.get("sub_stream_counts")
         if counts is not None and self.post is not None and self.post.strict and self.keys is not None:
             counts = np.asarray(counts, dtype=np.int64)
