@@ -230,7 +230,11 @@ class KeyCodes:
                 combined = np.full(len(both), -1, dtype=np.int64)
                 combined[present] = inverse
             assert combined is not None
-            lookup = np.array([self._code(key) for key in uniques] + [-1], dtype=np.int64)
+            # A NaN is no key (its rows are -1 already): give it no code, which a saved state
+            # could not list.
+            lookup = np.array(
+                [-1 if any(v != v for v in key) else self._code(key) for key in uniques] + [-1], dtype=np.int64
+            )
             if selected is None:
                 out = lookup[combined]
             else:
