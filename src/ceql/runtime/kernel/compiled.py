@@ -1037,6 +1037,15 @@ def join_run(
                 while f >= 0 and e_pos[f] >= bound:
                     f = e_prev[f]
                 cur[r] = f
+            # Oldest first, as the automaton's enumeration gives them (the walk is newest first).
+            lo, hi = first_match, n - 1
+            while lo < hi:
+                for q in range(k):
+                    a = out_pos[lo * k + q]
+                    out_pos[lo * k + q] = out_pos[hi * k + q]
+                    out_pos[hi * k + q] = a
+                lo += 1
+                hi -= 1
             js[J_NMATCH] = n
         # The event joins the chains of every role but the last it plays.
         for r in range(last):

@@ -232,3 +232,27 @@ def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.
             values = np.where(mine, data, values)
             valid |= mine if ok is None else mine & ok
     return values, valid
+
+
+def fixed_columns(matches, projection, width: int):
+    """``output.project`` for complex events of ``width`` events each, one per role, every
+    complex event with the same label set per role (joins and chains): whole columns of the
+    (n, width) position matrix, without per-event label work. A projection that may merge
+    complex events (``projection.merges``) goes through ``project``."""
+    from ceql.runtime.arrow import MatchColumns
+
+    n = len(matches.trigger)
+    matrix = matches.positions.reshape(n, width)
+    sets = [matches.label_sets[int(i)] for i in matches.labels[:width]] if n else []
+    roles = [projection.event(labels) for labels in sets]
+    kept = [q for q, (keep, _) in enumerate(roles) if keep]
+    positions = matrix[:, kept].ravel() if len(kept) < width else matches.positions
+    offsets = np.arange(0, (n + 1) * len(kept), max(len(kept), 1), dtype=np.int64)[: n + 1]
+    labels = {}
+    for name in projection.output_labels:
+        mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
+        labels[name] = (
+            np.arange(0, (n + 1) * len(mine), max(len(mine), 1), dtype=np.int64)[: n + 1],
+            matrix[:, mine].ravel(),
+        )
+    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})

@@ -49,7 +49,7 @@ from ceql.runtime.kernel.compiled import (
 )
 from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.joins import EqualityJoin, int_keys, join_shape
+from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
@@ -621,7 +621,11 @@ class PlanKernel:
         views) take. Measures computed in the kernel's output pass go in
         ``MatchColumns.measures`` (name -> one raw value per match as an Arrow array, or a list
         when some values fit no column; times as int64 nanoseconds): both type and show them."""
-        columns = project(chunk, self.projection, chunk.measures)
+        if (self.join is not None or self.chain is not None) and not self.projection.merges:
+            width = self.join.roles if self.join is not None else self.chain.k  # type: ignore[union-attr]
+            columns = fixed_columns(chunk, self.projection, width)
+        else:
+            columns = project(chunk, self.projection, chunk.measures)
         if self.limit is not None:
             columns = limit_projected(columns, self.limit)
         if self.reports_partition and self.keys is not None:
