@@ -191,9 +191,12 @@ class ContiguousChain:
             va, ma = values[a]
             vb, mb = values[b]
             starts = starts[_OPS[op](va[left], vb[right]) & ma[left] & mb[right]]
-        # One complex event per trigger: in trigger order.
-        order = np.argsort(rows[starts + (k - 1)])
-        starts = starts[order]
+        # One complex event per trigger: in trigger order (rows are in stream order, so marking
+        # each start at its last row and reading the marks in row order sorts them, in O(n)).
+        if len(starts) > 1:
+            mark = np.full(len(pos), -1, dtype=np.int64)
+            mark[rows[starts + (k - 1)]] = starts
+            starts = mark[mark >= 0]
         matrix = np.column_stack([pos[rows[starts + q]] for q in range(k)]) if len(starts) else np.zeros((0, k), np.int64)
         keys = code[rows[starts]]
         self._carry_over(rows, code, pos, kind, measure, values)
