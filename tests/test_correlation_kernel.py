@@ -237,3 +237,21 @@ def test_saved_chain_state_is_validated() -> None:
         broken[name] = value
         with pytest.raises(StateError):
             check_state(kernel, broken)
+
+
+def test_correlation_benchmark_engines_agree() -> None:
+    """benchmarks.correlation's engines find the same complex events (peers that are not
+    installed are reported as skipped, not failed)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import correlation
+
+    results = correlation.rows([3_000], repeat=1)
+    assert {row["workload"] for row in results} == {"(a) W=1,000", "(a) W=20,000", "(d) stock V"}
+    for row in results:
+        assert row["engines"]["ceql"]["complex_events"] > 0, row["workload"]
+        for engine, entry in row["engines"].items():
+            assert "skipped" in entry or entry.get("same", True), (row["workload"], engine)
+    assert "| (d) stock V | 3,000 |" in correlation.table(results)
