@@ -95,7 +95,7 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     types: list[int] = []
     labels: list[str] = []
     for part in formula.parts:
-        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)):
+        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
             return None
         if part.body.name not in plan.type_names:
             return None

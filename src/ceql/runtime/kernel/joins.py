@@ -70,7 +70,7 @@ def join_shape(plan: Plan, post: object | None, measures: object | None) -> Join
     types: list[int] = []
     labels: list[str] = []
     for part in formula.parts:
-        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)):
+        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
             return None
         name = part.body.name
         if name not in plan.type_names or name not in plan.partition_types:
