@@ -94,6 +94,10 @@ def check(text: str, schema, events: list[dict], cuts: list[int], path: str) -> 
     for saved in (False, True):
         got = by_trigger(run_in_pieces(compiled.plan, events, cuts, saved))
         assert got == expected, (text, saved)
+    if events:  # the same table as the automaton's, in the same order
+        automaton = PlanKernel(compiled.plan)
+        setattr(automaton, path, None)
+        assert kernel.arrow(events).equals(automaton.arrow(events)), text
 
 
 cuts = st.lists(st.integers(1, 29), max_size=3)
@@ -255,3 +259,14 @@ def test_correlation_benchmark_engines_agree() -> None:
         for engine, entry in row["engines"].items():
             assert "skipped" in entry or entry.get("same", True), (row["workload"], engine)
     assert "| (d) stock V | 3,000 |" in correlation.table(results)
+
+
+def test_no_complex_event_is_an_empty_table() -> None:
+    """An input where a join or a chain finds nothing gives the output schema's empty table."""
+    events = [{"event_type": "U", "id": 1, "v": 0.0, "t": 0}]
+    for text, path in ((JOINS[0].format(w=3), "join"), (CHAINS[0], "chain")):
+        compiled = ceql.compile(text, INT_KEYS)
+        kernel = PlanKernel(compiled.plan)
+        assert getattr(kernel, path) is not None
+        out = kernel.arrow(events)
+        assert out.num_rows == 0 and out.schema == compiled.run(events, output="arrow").schema

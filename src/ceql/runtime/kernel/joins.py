@@ -247,12 +247,9 @@ def fixed_columns(matches, projection, width: int):
     roles = [projection.event(labels) for labels in sets]
     kept = [q for q, (keep, _) in enumerate(roles) if keep]
     positions = matrix[:, kept].ravel() if len(kept) < width else matches.positions
-    offsets = np.arange(0, (n + 1) * len(kept), max(len(kept), 1), dtype=np.int64)[: n + 1]
+    offsets = np.arange(n + 1, dtype=np.int64) * len(kept)
     labels = {}
     for name in projection.output_labels:
         mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
-        labels[name] = (
-            np.arange(0, (n + 1) * len(mine), max(len(mine), 1), dtype=np.int64)[: n + 1],
-            matrix[:, mine].ravel(),
-        )
+        labels[name] = (np.arange(n + 1, dtype=np.int64) * len(mine), matrix[:, mine].ravel())
     return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})
