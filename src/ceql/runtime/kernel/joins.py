@@ -163,10 +163,12 @@ class EqualityJoin:
         self.out_trigger, self.out_pos = trigger, pos
 
     def _make_room(self) -> None:
-        """Drop the expired entries; grow when the live ones fill more than half."""
+        """Drop the expired entries; grow when the live ones fill more than a quarter (each
+        compaction clears the tables: at most a quarter live, it runs once per 3/4 of the
+        capacity appended, so its cost per entry stays small; memory is 4 windows at most)."""
         live = self.compact()
         capacity = len(self.e_pos)
-        if 2 * (live + self.roles) > capacity:
+        if 4 * (live + self.roles) > capacity:
             self._allocate(2 * capacity, keep=live)
             self.compact()  # rebuild the larger tables
 
@@ -207,14 +209,21 @@ class EqualityJoin:
         self.compact()
 
 
+def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:
+    """The label-set id of every event of ``count`` complex events of one event per role."""
+    out = np.empty(count * len(label_ids), dtype=np.int64)
+    out.reshape(count, len(label_ids))[:] = label_ids
+    return out
+
+
 def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.ndarray, groups) -> tuple:
     """The int64 key of each of ``rows`` and whether it has one (its type has a key attribute
     and the value is not null), read from the integer key columns as they are."""
     n = len(rows)
     values = np.zeros(n, dtype=np.int64)
     valid = np.zeros(n, dtype=bool)
-    row_groups = group_of[types[rows]]
     whole = n == table.num_rows
+    row_groups = group_of[types if whole else types[rows]]
     for g, group in enumerate(groups):
         column = table.column(group[0])
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column

@@ -49,7 +49,7 @@ from ceql.runtime.kernel.compiled import (
 )
 from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape
+from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape, role_labels
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
@@ -501,7 +501,7 @@ class PlanKernel:
                 keys,
                 np.arange(0, (m + 1) * k, k, dtype=np.int64),
                 matrix.ravel(),
-                np.tile(self._role_labels(chain.shape.types, chain.shape.labels), m),
+                role_labels(self._role_labels(chain.shape.types, chain.shape.labels), m),
                 self.kernel.label_sets,
             )
 
@@ -534,7 +534,7 @@ class PlanKernel:
                 np.zeros(m, dtype=np.int64),
                 np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
                 flat,
-                np.tile(label_ids, m),
+                role_labels(label_ids, m),
                 self.kernel.label_sets,
             )
 
