@@ -302,8 +302,8 @@ class WindowKeyCodes(KeyCodes):
 
     @property
     def keys(self) -> list[tuple]:  # type: ignore[override]
-        """code -> key tuple (recycled codes keep their last key; ``live_keys`` gives the keys of
-        live partitions)."""
+        """code -> key tuple (a recycled code keeps its last key until it is given again; a
+        saved state lists the keys of live partitions only, ``PlanKernel.export_state``)."""
         return [(v,) for v in self.window.keys[: self.window.count].tolist()]
 
     @keys.setter
@@ -312,25 +312,7 @@ class WindowKeyCodes(KeyCodes):
 
     def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
         """The key code of each of ``rows`` (-1: no key: the event type has none, or a null)."""
-        n = len(rows)
-        values = np.zeros(n, dtype=np.int64)
-        valid = np.zeros(n, dtype=bool)
-        row_groups = self._group_of[types[rows]]
-        whole = n == table.num_rows
-        for g, (group, _) in enumerate(self.groups):
-            column = table.column(group[0])
-            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            data = np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-            ok = column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else None
-            if not whole:
-                data = data[rows]
-                ok = ok[rows] if ok is not None else None
-            mine = row_groups == g
-            if len(self.groups) == 1 and mine.all():
-                values, valid = data, (ok if ok is not None else mine)
-            else:
-                values = np.where(mine, data, values)
-                valid |= mine if ok is None else mine & ok
+        values, valid = int_keys(table, rows, types, self._group_of, [group for group, _ in self.groups])
         return self.window.encode(values, valid)
 
     def recycle(self, slot_of: np.ndarray) -> None:
