@@ -104,7 +104,9 @@ def record_batch(
     """The record batch of ``schema`` holding ``columns`` (``events`` and ``ids``: the
     columns of that name, built by the caller, when the schema has them)."""
     n = len(columns)
-    arrays: list[pa.Array] = [pa.array([schema.name] * n, pa.string()) if n else pa.array([], pa.string())]
+    # The query name on every row: one Arrow repeat (a Python list of n names cost more than
+    # the rest of the batch on large outputs; issue 34).
+    arrays: list[pa.Array] = [pa.repeat(pa.scalar(schema.name, pa.string()), n)]
     if schema.positions:
         arrays.append(pa.array(columns.trigger, pa.int64()))
         arrays.append(list_array(columns.offsets, columns.positions))

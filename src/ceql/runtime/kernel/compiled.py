@@ -848,3 +848,289 @@ def _strict_subset(offsets, positions, a, b):
             return False
         j += 1
     return True
+
+
+# ====================================================================== window keys (issue 34)
+# Integer partition keys whose codes are recycled once their partition holds no live run, so
+# that the key table, the codes and the partition slots stay bounded by the window (keys.py's
+# WindowCodes). The table layout is hash_codes's; ``keys[code]`` is the key a code stands for.
+
+
+@njit(cache=True, nogil=True)
+def window_codes(values, valid, table, bits, keys, free, counts, out):  # pragma: no cover - compiled
+    """Codes for int64 keys, as ``hash_codes``, except that a new key takes a recycled code
+    from the stack ``free`` (``counts[1]`` of them) before a fresh one (``counts[0]``: the next
+    fresh code), and its code's key is recorded in ``keys`` (the caller sizes ``keys`` for
+    ``counts[0] + len(values)`` codes and the table for the result to be at most half full)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    next_code = counts[0]
+    nfree = counts[1]
+    for i in range(len(values)):
+        if not valid[i]:
+            out[i] = -1
+            continue
+        v = values[i]
+        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+        while True:
+            c = table[2 * j + 1]
+            if c < 0:
+                if nfree > 0:
+                    nfree -= 1
+                    code = free[nfree]
+                else:
+                    code = next_code
+                    next_code += 1
+                table[2 * j] = v
+                table[2 * j + 1] = code
+                keys[code] = v
+                out[i] = code
+                break
+            if table[2 * j] == v:
+                out[i] = c
+                break
+            j = (j + 1) & mask
+    counts[0] = next_code
+    counts[1] = nfree
+
+
+@njit(cache=True, nogil=True)
+def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cover - compiled
+    """Rebuild the key table of ``window_codes`` with the codes whose partition is live
+    (``slot_of[code] >= 0``); every other code below ``n_codes`` goes on the stack ``free``.
+    Returns (live codes, free codes)."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    for s in range(len(table) // 2):
+        table[2 * s + 1] = -1
+    live = 0
+    nfree = 0
+    for code in range(n_codes):
+        if code < len(slot_of) and slot_of[code] >= 0:
+            v = keys[code]
+            j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
+            while table[2 * j + 1] >= 0:
+                j = (j + 1) & mask
+            table[2 * j] = v
+            table[2 * j + 1] = code
+            live += 1
+        else:
+            free[nfree] = code
+            nfree += 1
+    return live, nfree
+
+
+# ====================================================================== equality joins (issue 34)
+# A sequence of single labelled events linked by key equalities inside a window
+# (``T AS x ; R AS y FILTER x.id = y.id WITHIN n``), evaluated as a hash join (joins.py): per
+# role, a hash table key -> the role's latest event with that key, and per stored event the
+# previous one of its role and key (a chain, newest first). An event of the last role walks
+# the chains of the roles before it, back to the window's edge; every event then joins the
+# chains of the roles its type plays. Entries are appended in stream order, so the expired
+# ones are a prefix: ``join_compact`` drops it and rebuilds the tables.
+# Join entry scalars (js):
+J_ENTRIES = 0  # entries in use
+J_NMATCH = 1  # complex events in the output buffer
+J_NOW = 2  # the last window measure seen (MISSING before any)
+J_SIZE = 4
+
+JOIN_DONE = 0
+JOIN_OUTPUT_FULL = 1  # the output buffer cannot take the current trigger's complex events
+JOIN_ENTRIES_FULL = 2  # the entry arrays or the tables need room
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _join_head(tables, r, bits, key):
+    """The latest entry of role ``r`` with ``key`` (-1: none)."""
+    mask = (1 << bits) - 1
+    j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
+    while True:
+        e = tables[r, 2 * j + 1]
+        if e < 0:
+            return -1
+        if tables[r, 2 * j] == key:
+            return e
+        j = (j + 1) & mask
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _join_push(tables, r, bits, key, entry, prev):
+    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to ``prev``."""
+    mask = (1 << bits) - 1
+    j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
+    while True:
+        e = tables[r, 2 * j + 1]
+        if e < 0:
+            tables[r, 2 * j] = key
+            tables[r, 2 * j + 1] = entry
+            prev[entry] = -1
+            return
+        if tables[r, 2 * j] == key:
+            prev[entry] = e
+            tables[r, 2 * j + 1] = entry
+            return
+        j = (j + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def join_run(
+    types, poss, meas, keys, valid, start, stop, role_type, window, js, tables, bits, e_pos, e_meas,
+    e_key, e_role, e_prev, cur, out_trigger, out_pos,
+):  # fmt: skip
+    """Process events ``start..stop``; returns (status, event index). ``role_type[r]``: the event
+    type of role r (the last role triggers). Complex events go to ``out_trigger`` (the trigger's
+    position) and ``out_pos`` (k positions each, ascending). JOIN_OUTPUT_FULL and
+    JOIN_ENTRIES_FULL leave the event at the returned index unapplied (its complex events
+    withdrawn), so the call resumes there once Python made room."""
+    k = len(role_type)
+    last = k - 1
+    cap_out = len(out_trigger)
+    for i in range(start, stop):
+        if not valid[i]:
+            continue  # no key: the event is in no complex event
+        t = types[i]
+        plays = 0
+        for r in range(k):
+            if role_type[r] == t:
+                plays += 1
+        if plays == 0:
+            continue
+        if js[J_ENTRIES] + plays > len(e_pos) or 2 * (js[J_ENTRIES] + plays) > (1 << bits):
+            return JOIN_ENTRIES_FULL, i
+        key = keys[i]
+        m = meas[i]
+        p = poss[i]
+        lowest = _lowest_first(m, window)
+        if role_type[last] == t:
+            first_match = js[J_NMATCH]
+            n = first_match
+            # Depth-first over the roles last-1 .. 0, each candidate strictly before the one
+            # chosen for the next role and inside the window (chains are newest first).
+            r = last - 1
+            bound = p
+            e = _join_head(tables, r, bits, key)
+            while e >= 0 and e_pos[e] >= bound:
+                e = e_prev[e]
+            cur[r] = e
+            while True:
+                e = cur[r]
+                if e < 0 or e_meas[e] < lowest:
+                    r += 1
+                    if r >= last:
+                        break
+                    cur[r] = e_prev[cur[r]]
+                    continue
+                if r == 0:
+                    if n >= cap_out:
+                        js[J_NMATCH] = first_match
+                        return JOIN_OUTPUT_FULL, i
+                    out_trigger[n] = p
+                    for q in range(last):
+                        out_pos[n * k + q] = e_pos[cur[q]]
+                    out_pos[n * k + last] = p
+                    n += 1
+                    cur[0] = e_prev[e]
+                    continue
+                r -= 1
+                bound = e_pos[e]
+                f = _join_head(tables, r, bits, key)
+                while f >= 0 and e_pos[f] >= bound:
+                    f = e_prev[f]
+                cur[r] = f
+            # Oldest first, as the automaton's enumeration gives them (the walk is newest first).
+            lo, hi = first_match, n - 1
+            while lo < hi:
+                for q in range(k):
+                    a = out_pos[lo * k + q]
+                    out_pos[lo * k + q] = out_pos[hi * k + q]
+                    out_pos[hi * k + q] = a
+                lo += 1
+                hi -= 1
+            js[J_NMATCH] = n
+        # The event joins the chains of every role but the last it plays.
+        for r in range(last):
+            if role_type[r] == t:
+                x = js[J_ENTRIES]
+                e_pos[x] = p
+                e_meas[x] = m
+                e_key[x] = key
+                e_role[x] = r
+                _join_push(tables, r, bits, key, x, e_prev)
+                js[J_ENTRIES] = x + 1
+        js[J_NOW] = m
+    return JOIN_DONE, stop
+
+
+@njit(cache=True, nogil=True)
+def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev):  # pragma: no cover
+    """Drop the entries outside the window of the last measure (a prefix: measures never
+    decrease) and rebuild the tables (``bits`` may be new) from the rest, oldest first, so
+    that each key's chain is rebuilt in order. Returns the entries kept."""
+    n = js[J_ENTRIES]
+    cut = 0
+    if js[J_NOW] != MISSING:
+        lowest = _lowest_first(js[J_NOW], window)
+        while cut < n and e_meas[cut] < lowest:
+            cut += 1
+    for r in range(tables.shape[0]):
+        for s in range(tables.shape[1] // 2):
+            tables[r, 2 * s + 1] = -1
+    for x in range(cut, n):
+        y = x - cut
+        e_pos[y] = e_pos[x]
+        e_meas[y] = e_meas[x]
+        e_key[y] = e_key[x]
+        e_role[y] = e_role[x]
+        _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
+    js[J_ENTRIES] = n - cut
+    return n - cut
+
+
+# ====================================================================== contiguous chains (issue 34)
+
+
+@njit(cache=True, nogil=True)
+def group_by_code(codes, n_codes, counts, out):  # pragma: no cover - compiled
+    """A stable counting sort: the rows with a code >= 0 (all below ``n_codes``), grouped by
+    code, each code's rows in their order (``counts``: ``n_codes + 1`` zeros). Returns how many."""
+    for i in range(len(codes)):
+        c = codes[i]
+        if c >= 0:
+            counts[c + 1] += 1
+    for c in range(n_codes):
+        counts[c + 1] += counts[c]
+    for i in range(len(codes)):
+        c = codes[i]
+        if c >= 0:
+            out[counts[c]] = i
+            counts[c] += 1
+    return counts[n_codes - 1] if n_codes > 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def chain_starts(rows, codes, kinds, measures, gone, role_type, first, window, out):  # pragma: no cover
+    """The indexes j into ``rows`` (a key's rows consecutive, in stream order) where k =
+    len(role_type) consecutive rows of one key have the roles' types, end at a row >= ``first``
+    and, with ``window`` >= 0, span less than it (no missing measure at either end). Returns
+    how many."""
+    k = len(role_type)
+    n = 0
+    for j in range(len(rows) - k + 1):
+        last = rows[j + k - 1]
+        if last < first:
+            continue
+        start = rows[j]
+        c = codes[start]
+        ok = True
+        for q in range(k):
+            r = rows[j + q]
+            if codes[r] != c or kinds[r] != role_type[q]:
+                ok = False
+                break
+        if not ok:
+            continue
+        if window >= 0 and (gone[start] or gone[last] or measures[last] - measures[start] >= window):
+            continue
+        out[n] = j
+        n += 1
+    return n

@@ -334,7 +334,11 @@ class KernelEvaluator:
             now if prune else 0,
             limits,
         )
-        out = np.empty((max(INITIAL["nodes"], 2, 2 * size), k.NODE_FIELDS), dtype=np.int64)
+        # Room up to the next compaction (issue 34): growing by doubling from 2 * size to the
+        # next compaction point copied the live tECS several times per cycle.
+        # (The arrays reach that size before every compaction anyway: the peak is unchanged.)
+        rows = max(INITIAL["nodes"], 2, max(COMPACT_MIN, 2 * size + 2) + 1024)
+        out = np.empty((rows, k.NODE_FIELDS), dtype=np.int64)
         k.compact_build(
             self.nodes, self.st, self.cfg, self.act, self.slot_of, self.slot_info, self.free, limits,
             np.empty(n, dtype=np.int64), out,

@@ -85,3 +85,82 @@ class IntCodes:
             from ceql.runtime.kernel.compiled import hash_insert
 
             hash_insert(old, self.table, bits)
+
+
+class WindowCodes:
+    """int64 key -> code, where the code of a key whose partition holds no live run is given
+    back (``recycle``) and reused for another key: the table, the codes and the kernel's
+    partition slots stay bounded by the keys live in the window, not by every key ever seen
+    (a stream of ids that never repeat far apart). Only for keys no output reports."""
+
+    def __init__(self, bits: int = 10) -> None:
+        self.bits = bits
+        self.table = _empty(bits)
+        self.keys = np.zeros(1 << bits, dtype=np.int64)  # code -> key
+        self.free = np.zeros(1 << bits, dtype=np.int64)  # recycled codes (a stack)
+        self.counts = np.zeros(2, dtype=np.int64)  # [next fresh code, recycled codes on the stack]
+        self.live = 0  # keys in the table
+
+    @property
+    def count(self) -> int:
+        """Codes given so far (the high-water mark: every code is below it)."""
+        return int(self.counts[0])
+
+    def encode(self, values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+        """The codes of ``values`` (-1 where not ``valid``)."""
+        from ceql.runtime.kernel.compiled import window_codes
+
+        values = np.require(values, np.int64, ["C", "W"])
+        n = len(values)
+        if valid is None:
+            valid = np.ones(n, dtype=bool)
+        self._reserve(self.live + n)
+        need = self.count + n
+        if need > len(self.keys):
+            self.keys = _grown(self.keys, need)
+            self.free = _grown(self.free, need)
+        out = np.empty(n, dtype=np.int64)
+        before = self.count - int(self.counts[1])
+        window_codes(values, np.require(valid, np.bool_, ["C", "W"]), self.table, self.bits, self.keys, self.free, self.counts, out)
+        self.live += self.count - int(self.counts[1]) - before
+        return out
+
+    def _reserve(self, size: int) -> None:
+        """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""
+        if 2 * size <= (1 << self.bits):
+            return
+        bits = self.bits
+        while 2 * size > (1 << bits):
+            bits += 1
+        old = self.table
+        self.bits = bits
+        self.table = _empty(bits)
+        if self.live:
+            from ceql.runtime.kernel.compiled import hash_insert
+
+            hash_insert(old, self.table, bits)
+
+    def recycle(self, slot_of: np.ndarray) -> None:
+        """Give back the codes whose partition has no slot in ``slot_of`` (the kernel's code ->
+        slot array, -1: none)."""
+        from ceql.runtime.kernel.compiled import recycle_codes
+
+        live, nfree = recycle_codes(self.table, self.bits, self.keys, slot_of, self.count, self.free)
+        self.live = int(live)
+        self.counts[1] = nfree
+
+    def load(self, keys: list[int]) -> None:
+        """Start over with ``keys[code]`` for codes 0..len(keys)-1, all live."""
+        self.__init__(self.bits)  # type: ignore[misc]
+        values = np.array(keys, dtype=np.int64)
+        codes = self.encode(values, None)
+        assert (codes == np.arange(len(keys))).all(), "keys must be distinct"
+
+
+def _grown(array: np.ndarray, needed: int) -> np.ndarray:
+    size = max(len(array), 1)
+    while size < needed:
+        size *= 2
+    out = np.zeros(size, dtype=array.dtype)
+    out[: len(array)] = array
+    return out

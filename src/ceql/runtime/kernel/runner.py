@@ -48,8 +48,10 @@ from ceql.runtime.kernel.compiled import (
     SELECT_NEXT,
     select_supports,
 )
+from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.keys import IntCodes
+from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape, role_labels
+from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
@@ -229,7 +231,11 @@ class KeyCodes:
                 combined = np.full(len(both), -1, dtype=np.int64)
                 combined[present] = inverse
             assert combined is not None
-            lookup = np.array([self._code(key) for key in uniques] + [-1], dtype=np.int64)
+            # A NaN is no key (its rows are -1 already): give it no code, which a saved state
+            # could not list.
+            lookup = np.array(
+                [-1 if any(v != v for v in key) else self._code(key) for key in uniques] + [-1], dtype=np.int64
+            )
             if selected is None:
                 out = lookup[combined]
             else:
@@ -263,6 +269,56 @@ class KeyCodes:
             self.codes[key] = found
             self._segments.append(key)
         return found
+
+
+# ------------------------------------------------------------------ window keys (issue 34)
+
+
+class WindowKeyCodes(KeyCodes):
+    """Codes for integer keys that no output reports (the routing of equalities between labels,
+    compile/autopartition.py), recycled once their partition holds no live run
+    (``keys.WindowCodes``): memory bounded by the keys of the window, not by every id seen."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(plan)
+        self.window = WindowCodes()
+
+    @staticmethod
+    def fits(plan: Plan) -> bool:
+        """Whether the plan's keys are routed equalities over integer attributes only."""
+        types = plan.catalog.arrow_types
+        return (
+            plan.auto_partition is not None
+            and bool(plan.partition_groups)
+            and all(len(group) == 1 and types.get(group[0]) == pa.int64() for group in plan.partition_groups)
+        )
+
+    @property
+    def count(self) -> int:  # type: ignore[override]
+        return self.window.count if hasattr(self, "window") else 0
+
+    @count.setter
+    def count(self, value: int) -> None:
+        pass  # (KeyCodes.__init__ sets it; the window's counter is the one used)
+
+    @property
+    def keys(self) -> list[tuple]:  # type: ignore[override]
+        """code -> key tuple (a recycled code keeps its last key until it is given again; a
+        saved state lists the keys of live partitions only, ``PlanKernel.export_state``)."""
+        return [(v,) for v in self.window.keys[: self.window.count].tolist()]
+
+    @keys.setter
+    def keys(self, keys: list[tuple]) -> None:
+        self.window.load([key[0] for key in keys])
+
+    def encode(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """The key code of each of ``rows`` (-1: no key: the event type has none, or a null)."""
+        values, valid = int_keys(table, rows, types, self._group_of, [group for group, _ in self.groups])
+        return self.window.encode(values, valid)
+
+    def recycle(self, slot_of: np.ndarray) -> None:
+        """Give back the codes of partitions without a live run (after each batch)."""
+        self.window.recycle(slot_of)
 
 
 class PlanKernel:
@@ -328,7 +384,23 @@ class PlanKernel:
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
         )
-        self.keys = KeyCodes(plan) if self.partitioned else None
+        self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
+        # Equality correlation of single events: a hash join in the window (joins.py, issue 34).
+        shape = join_shape(plan, self.post, self.measures)
+        self.join = EqualityJoin(shape, int(within.value)) if shape is not None and within is not None else None
+        if self.join is not None and not self.join.shape.int_keys:
+            self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
+        # Conditions between consecutive events, column-wise (contiguous.py, issue 34).
+        chain = chain_shape(self.source, plan, self.post, self.measures)
+        self.chain = (
+            ContiguousChain(
+                chain,
+                None if within is None else int(within.value),
+                {name: plan.catalog.columns[name].storage for name in chain.attributes},
+            )
+            if chain
+            else None
+        )
         # Matches name their partition unless the key was derived from an equality.
         self.reports_partition = self.partitioned and plan.auto_partition is None
         self.position = 0
@@ -349,6 +421,12 @@ class PlanKernel:
         """Complex events of one normalised table (BatchBuilder output), in chunks.
         ``positions``: the stream positions of the table's rows when they are not the next
         ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
+        if self.join is not None:
+            yield from self._join_table(table, positions)
+            return
+        if self.chain is not None:
+            yield from self._chain_table(table, positions)
+            return
         plan = self.plan
         n = table.num_rows
         base = self.position
@@ -372,6 +450,77 @@ class PlanKernel:
             yield chunk
         if self.kept is not None:
             self._prune_kept()
+        if isinstance(self.keys, WindowKeyCodes):
+            self.keys.recycle(self.kernel.slot_of)
+
+    def _role_labels(self, roles: tuple[int, ...], labels: tuple[str, ...]) -> np.ndarray:
+        """The label-set id of each role's events: its event type and its label (the labels the
+        automaton reports, less the compiler's own, which no output shows)."""
+        names = self.plan.type_names
+        return np.array(
+            [self.kernel.tables.label_id(tuple(sorted({names[t], label}))) for t, label in zip(roles, labels)],
+            dtype=np.int64,
+        )
+
+    def _chain_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
+        chain = self.chain
+        assert chain is not None
+        n = table.num_rows
+        base = self.position
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        measures, missing = self._measures(table, types, base, positions)
+        if self.plan.ordered_time:
+            self._check_order(types, measures, missing, base, positions)
+        rows = np.arange(n)
+        codes = self.keys.encode(table, rows, types) if self.keys is not None else np.zeros(n, dtype=np.int64)
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
+        at = np.arange(base, base + n, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        triggers, keys, matrix = chain.process(table, types, at, measures, missing, codes)
+        m, k = matrix.shape
+        if m:
+            yield KernelMatches(
+                triggers,
+                keys,
+                np.arange(0, (m + 1) * k, k, dtype=np.int64),
+                matrix.ravel(),
+                role_labels(self._role_labels(chain.shape.types, chain.shape.labels), m),
+                self.kernel.label_sets,
+            )
+
+    def _join_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+        """``process_table`` for a join plan (joins.py): types, measures and keys column-wise,
+        then the compiled hash join."""
+        join, keys = self.join, self.keys
+        assert join is not None and keys is not None
+        n = table.num_rows
+        base = self.position
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        measures, missing = self._measures(table, types, base, positions)
+        if self.plan.ordered_time:
+            self._check_order(types, measures, missing, base, positions)
+        rows = np.arange(n)
+        if join.shape.int_keys:
+            values, valid = int_keys(table, rows, types, keys._group_of, [group for group, _ in keys.groups])
+        else:
+            values = keys.encode(table, rows, types)
+            valid = values >= 0
+        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
+        at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions
+        roles = join.roles
+        label_ids = self._role_labels(join.shape.types, join.shape.labels)
+        for triggers, flat in join.process(types, at, measures, values, valid):
+            m = len(triggers)
+            yield KernelMatches(
+                triggers,
+                np.zeros(m, dtype=np.int64),
+                np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
+                flat,
+                role_labels(label_ids, m),
+                self.kernel.label_sets,
+            )
 
     def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
         """Values the checks read that are not attributes: each event's index in its
@@ -456,7 +605,11 @@ class PlanKernel:
         views) take. Measures computed in the kernel's output pass go in
         ``MatchColumns.measures`` (name -> one raw value per match as an Arrow array, or a list
         when some values fit no column; times as int64 nanoseconds): both type and show them."""
-        columns = project(chunk, self.projection, chunk.measures)
+        if (self.join is not None or self.chain is not None) and not self.projection.merges:
+            width = self.join.roles if self.join is not None else self.chain.k  # type: ignore[union-attr]
+            columns = fixed_columns(chunk, self.projection, width)
+        else:
+            columns = project(chunk, self.projection, chunk.measures)
         if self.limit is not None:
             columns = limit_projected(columns, self.limit)
         if self.reports_partition and self.keys is not None:
@@ -580,7 +733,15 @@ class PlanKernel:
         state["position"] = np.array([self.position])
         state["last_time"] = np.array([] if self.last_time is None else [self.last_time], dtype=np.int64)
         state["partition_keys"] = list(self.keys.keys) if self.keys is not None else []
+        if isinstance(self.keys, WindowKeyCodes):  # recycled codes: renumber the live ones 0..n-1
+            codes = np.asarray(state["partition_code"], dtype=np.int64)
+            state["partition_keys"] = [state["partition_keys"][c] for c in codes.tolist()]
+            state["partition_code"] = np.arange(len(codes), dtype=np.int64)
         state["query"] = self.plan.checked.text
+        if self.join is not None:
+            state.update(self.join.export())
+        if self.chain is not None:
+            state.update(self.chain.export())
         return state
 
     def import_state(self, state: dict) -> None:
@@ -598,6 +759,10 @@ class PlanKernel:
         self.last_time = int(state["last_time"][0]) if len(state["last_time"]) else None
         if self.keys is not None:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
+        if self.join is not None:
+            self.join.load(state)
+        if self.chain is not None:
+            self.chain.load(state)
         counts = state.get("sub_stream_counts")
         if counts is not None and self.post is not None and self.post.strict and self.keys is not None:
             counts = np.asarray(counts, dtype=np.int64)

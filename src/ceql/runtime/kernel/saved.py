@@ -27,7 +27,10 @@ import numpy as np
 from numba import njit
 
 from ceql.runtime.kernel import compiled as k
+from ceql.runtime.kernel.contiguous import STATE_PREFIX as CHAIN_PREFIX
 from ceql.runtime.kernel.engine import STATE_VERSION
+from ceql.runtime.kernel.joins import STATE_FIELDS as JOIN_FIELDS
+from ceql.runtime.kernel.joins import STATE_PREFIX as JOIN_PREFIX
 from ceql.runtime.kernel.values import STATE_PREFIX as KEPT_PREFIX
 from ceql.runtime.state import (
     MAX_BYTES,
@@ -126,7 +129,7 @@ def import_json(runner: PlanKernel, blob: Any) -> None:
 def _encode_extra(state: dict) -> dict:
     extra: dict = {}
     for name, value in state.items():
-        if not (name.startswith(KEPT_PREFIX) or name == COUNTS):
+        if not (name.startswith((KEPT_PREFIX, JOIN_PREFIX, CHAIN_PREFIX)) or name == COUNTS):
             continue
         if isinstance(value, np.ndarray):
             dtype = "bool" if value.dtype == np.bool_ else "float64" if value.dtype.kind == "f" else "int64"
@@ -329,6 +332,8 @@ def check_state(runner: PlanKernel, state: dict) -> None:
     if max(len(codes), 16) * max(width, 8) * 16 > MAX_BYTES:
         raise StateError("saved kernel state's partition table would exceed the 1 GiB bound")
     _check_extra(runner, state, position)
+    _check_join(runner, state, position)
+    _check_chain(runner, state, position)
     del kernel  # (the kernel's arrays are replaced by import_state only after these checks)
 
 
@@ -385,6 +390,89 @@ def _check_extra(runner: PlanKernel, state: dict, position: int) -> None:
             or (len(counts) and (counts.min() < 0 or counts.max() > position))
         ):
             raise StateError("saved kernel state has impossible per-partition event counts")
+
+
+def _int_arrays(state: dict, prefix: str, names: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name in names:
+        array = state.get(f"{prefix}{name}")
+        if not isinstance(array, np.ndarray) or array.dtype != np.int64:
+            raise StateError(f"saved kernel state has malformed {what}")
+        arrays[name] = array
+    return arrays
+
+
+def _check_join(runner: PlanKernel, state: dict, position: int) -> None:
+    """An equality join's entries (joins.py): the events of the window that later events may
+    join, oldest first, each in a role before the last, keyed as this query keys them."""
+    names = {name for name in state if name.startswith(JOIN_PREFIX)}
+    join = runner.join
+    if join is None:
+        if names:
+            raise StateError("saved kernel state has join entries, but this query is not a join")
+        return
+    if names != {f"{JOIN_PREFIX}{name}" for name in JOIN_FIELDS}:
+        raise StateError("saved kernel state of a join lacks its entries")
+    arrays = _int_arrays(state, JOIN_PREFIX, JOIN_FIELDS, "join entries")
+    pos, meas, key, role, now = (arrays[name] for name in JOIN_FIELDS)
+    n = len(pos)
+    if len(meas) != n or len(key) != n or len(role) != n or len(now) != 1:
+        raise StateError("saved kernel state has join entries of different lengths")
+    if n * 48 > MAX_BYTES:
+        raise StateError("saved kernel state's join entries would exceed the 1 GiB bound")
+    if n and (pos[0] < 0 or pos[-1] >= position or np.any(np.diff(pos) < 0)):
+        raise StateError("saved kernel state has join entries at impossible positions")
+    if n and (role.min() < 0 or role.max() >= join.roles - 1):
+        raise StateError("saved kernel state has a join entry in a role it cannot have")
+    if n and np.any(np.diff(meas) < 0):
+        raise StateError("saved kernel state has join entries whose measures decrease")
+    if runner.plan.window_kind == "events" and np.any(meas != pos):
+        raise StateError("saved kernel state has a join entry whose measure is not its position")
+    if n and (int(now[0]) == k.MISSING or int(now[0]) < int(meas[-1])):
+        raise StateError("saved kernel state has an impossible last measure for its join entries")
+    if not join.shape.int_keys and n and (key.min() < 0 or key.max() >= len(state["partition_keys"])):
+        raise StateError("saved kernel state has a join entry whose key is not listed")
+    if n and len(np.unique(np.stack([pos, role]), axis=1)[0]) != n:
+        raise StateError("saved kernel state has a join entry twice")
+
+
+def _check_chain(runner: PlanKernel, state: dict, position: int) -> None:
+    """A contiguous chain's carried events (contiguous.py): at most k - 1 per key, in stream
+    order, of the query's event types, with the compared values of the right storage."""
+    names = {name for name in state if name.startswith(CHAIN_PREFIX)}
+    chain = runner.chain
+    if chain is None:
+        if names:
+            raise StateError("saved kernel state carries chain events, but this query has no chain")
+        return
+    expected = {f"{CHAIN_PREFIX}{name}" for name in chain.carry}
+    if names != expected:
+        raise StateError("saved kernel state of a chain lacks its carried events")
+    arrays = _int_arrays(state, CHAIN_PREFIX, ("position", "code", "type", "measure"), "chain events")
+    pos, code = arrays["position"], arrays["code"]
+    n = len(pos)
+    if any(len(array) != n for array in arrays.values()):
+        raise StateError("saved kernel state has chain events of different lengths")
+    if n and (pos[0] < 0 or pos[-1] >= position or np.any(np.diff(pos) <= 0)):
+        raise StateError("saved kernel state has chain events at impossible positions")
+    keys = len(state["partition_keys"])
+    if n and (code.min() < 0 or (code.max() >= keys if runner.partitioned else code.max() != 0)):
+        raise StateError("saved kernel state has a chain event whose key is not listed")
+    if n and np.bincount(code).max() > chain.k - 1:
+        raise StateError("saved kernel state carries more chain events per key than the chain needs")
+    if n and (arrays["type"].min() < 0 or arrays["type"].max() >= len(runner.plan.type_names)):
+        raise StateError("saved kernel state has a chain event of an unknown type")
+    if runner.plan.window_kind == "events" and np.any(arrays["measure"] != pos):
+        raise StateError("saved kernel state has a chain event whose measure is not its position")
+    storages = runner.plan.catalog.columns
+    for attribute in chain.shape.attributes:
+        data = state[f"{CHAIN_PREFIX}value.{attribute}"]
+        valid = state[f"{CHAIN_PREFIX}valid.{attribute}"]
+        wanted = np.float64 if storages[attribute].storage == "double" else np.int64
+        if not isinstance(data, np.ndarray) or data.dtype != wanted or len(data) != n:
+            raise StateError(f"saved kernel state carries values of {attribute[:40]!r} of the wrong type")
+        if not isinstance(valid, np.ndarray) or valid.dtype != np.bool_ or len(valid) != n:
+            raise StateError(f"saved kernel state carries malformed values of {attribute[:40]!r}")
 
 
 _NODE_ERRORS = {

@@ -1,0 +1,264 @@
+"""Equality correlation as a hash join inside the window (issue 34).
+
+A plan whose pattern is a sequence of single labelled events, ``A AS x ; B AS y ; ...``, with
+every label linked to the others by key equalities (``FILTER x.id = y.id``, or ``PARTITION BY``
+over the labels: compile/autopartition.py turns them into a key per event type), inside a
+window over never-decreasing measures (events, time), with ALL, no CONSUME BY, LIMIT,
+projection, measures or checks, has exactly these complex events: one event per role, roles in
+stream order, the same key, the first and the last within the window. The automaton keeps a
+partition per key for it (created, grown and dropped as ids come and go); here the compiled
+loop (``compiled.join_run``) keeps, per role, a hash table key -> the latest event of that role
+and key, and per event the previous one of its role and key. An event of the last role walks
+those chains back to the window's edge and reports each combination; memory is the events of
+the window (``join_compact`` drops the expired prefix), and the work per event is a hash probe
+plus the complex events it reports, whatever the window's size.
+
+Integer keys are hashed as they are (no dictionary of every id seen); other keys (strings,
+doubles, several attributes) take the dense codes of ``KeyCodes``, which equate a double with
+the int it equals and give a null or NaN no code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ceql.compile.plan import Plan
+from ceql.lang import ast
+from ceql.runtime.kernel import compiled as k
+
+INITIAL_ENTRIES = 1 << 12
+INITIAL_MATCHES = 1 << 12
+MAX_CHUNK_MATCHES = 1 << 18  # complex events per output chunk
+STATE_PREFIX = "join."  # saved state: the live entries (saved.py validates them)
+STATE_FIELDS = ("position", "measure", "key", "role", "now")
+_ARGS = ["C", "W"]
+
+
+@dataclass(frozen=True)
+class JoinShape:
+    """The roles of a join plan: event type index and label of each, in sequence order."""
+
+    types: tuple[int, ...]
+    labels: tuple[str, ...]
+    int_keys: bool  # every key attribute is an integer column (hashed as it is)
+
+
+def join_shape(plan: Plan, post: object | None, measures: object | None) -> JoinShape | None:
+    """The join this plan is, or None when it needs the automaton."""
+    within = plan.checked.query.within
+    if (
+        plan.auto_partition is None
+        or post is not None
+        or measures is not None
+        or within is None
+        or plan.window_kind not in ("events", "time")
+        or not plan.monotone
+        or int(within.value) < 1
+        or plan.strategy != "ALL"
+        or plan.consume != "NONE"
+        or plan.limit is not None
+        or (plan.projection is not None and plan.projection.kind != "star")
+    ):
+        return None
+    formula = plan.formula
+    if not isinstance(formula, ast.Sequence) or formula.contiguous or len(formula.parts) < 2:
+        return None
+    types: list[int] = []
+    labels: list[str] = []
+    for part in formula.parts:
+        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
+            return None
+        name = part.body.name
+        if name not in plan.type_names or name not in plan.partition_types:
+            return None
+        types.append(plan.type_names.index(name))
+        labels.append(part.label)
+    arrow_types = plan.catalog.arrow_types
+    int_keys = all(
+        len(group) == 1 and arrow_types.get(group[0]) == pa.int64() for group in plan.partition_groups
+    )
+    return JoinShape(tuple(types), tuple(labels), int_keys)
+
+
+class EqualityJoin:
+    """The state and the compiled loop of one join plan: entries of the window (position,
+    measure, key, role, previous entry of the same role and key) and one hash table per role."""
+
+    def __init__(self, shape: JoinShape, window: int) -> None:
+        self.shape = shape
+        self.window = window
+        self.role_type = np.array(shape.types, dtype=np.int64)
+        self.roles = len(shape.types)
+        self.js = np.zeros(k.J_SIZE, dtype=np.int64)
+        self.js[k.J_NOW] = k.MISSING
+        self._allocate(INITIAL_ENTRIES)
+        self.out_trigger = np.zeros(INITIAL_MATCHES, dtype=np.int64)
+        self.out_pos = np.zeros(INITIAL_MATCHES * self.roles, dtype=np.int64)
+        self.cur = np.zeros(self.roles, dtype=np.int64)
+        self.compact_at = INITIAL_ENTRIES
+
+    def _allocate(self, capacity: int, keep: int = 0) -> None:
+        """Entry arrays of ``capacity`` (the first ``keep`` entries copied) and tables of twice
+        that many slots per role (rebuilt by ``join_compact``)."""
+        old = getattr(self, "e_pos", None)
+        arrays = []
+        for name in ("e_pos", "e_meas", "e_key", "e_role", "e_prev"):
+            array = np.zeros(capacity, dtype=np.int64)
+            if old is not None and keep:
+                array[:keep] = getattr(self, name)[:keep]
+            arrays.append(array)
+        self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev = arrays
+        self.bits = max(4, int(2 * capacity - 1).bit_length())
+        self.tables = np.full((max(self.roles - 1, 1), 2 << self.bits), -1, dtype=np.int64)
+
+    @property
+    def entries(self) -> int:
+        return int(self.js[k.J_ENTRIES])
+
+    def process(
+        self, types: np.ndarray, positions: np.ndarray, measures: np.ndarray, keys: np.ndarray, valid: np.ndarray
+    ):
+        """Complex events of a batch: yields (triggers, positions (n, roles)) chunks."""
+        n = len(types)
+        types = np.require(types, np.int64, _ARGS)
+        positions = np.require(positions, np.int64, _ARGS)
+        measures = np.require(measures, np.int64, _ARGS)
+        keys = np.require(keys, np.int64, _ARGS)
+        valid = np.require(valid, np.bool_, _ARGS)
+        index = 0
+        while True:
+            status, index = k.join_run(
+                types, positions, measures, keys, valid, index, n, self.role_type, self.window, self.js,
+                self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev,
+                self.cur, self.out_trigger, self.out_pos,
+            )  # fmt: skip
+            if status == k.JOIN_DONE:
+                break
+            if status == k.JOIN_ENTRIES_FULL:
+                self._make_room()
+            else:  # JOIN_OUTPUT_FULL
+                if self.js[k.J_NMATCH] and len(self.out_trigger) >= MAX_CHUNK_MATCHES:
+                    yield self._take()
+                else:
+                    self._grow_output()
+        if self.js[k.J_NMATCH]:
+            yield self._take()
+
+    def _take(self) -> tuple[np.ndarray, np.ndarray]:
+        m = int(self.js[k.J_NMATCH])
+        self.js[k.J_NMATCH] = 0
+        return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
+
+    def _grow_output(self) -> None:
+        size = 2 * len(self.out_trigger)
+        m = int(self.js[k.J_NMATCH])
+        trigger = np.zeros(size, dtype=np.int64)
+        trigger[:m] = self.out_trigger[:m]
+        pos = np.zeros(size * self.roles, dtype=np.int64)
+        pos[: m * self.roles] = self.out_pos[: m * self.roles]
+        self.out_trigger, self.out_pos = trigger, pos
+
+    def _make_room(self) -> None:
+        """Drop the expired entries; grow when the live ones fill more than a quarter (each
+        compaction clears the tables: at most a quarter live, it runs once per 3/4 of the
+        capacity appended, so its cost per entry stays small; memory is 4 windows at most)."""
+        live = self.compact()
+        capacity = len(self.e_pos)
+        if 4 * (live + self.roles) > capacity:
+            self._allocate(2 * capacity, keep=live)
+            self.compact()  # rebuild the larger tables
+
+    def compact(self) -> int:
+        """Drop the entries outside the window; returns the entries kept."""
+        return int(
+            k.join_compact(
+                self.js, self.window, self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role,
+                self.e_prev,
+            )
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ state
+
+    def export(self) -> dict[str, np.ndarray]:
+        """The live entries (oldest first) and the last measure."""
+        n = self.compact()
+        return {
+            f"{STATE_PREFIX}position": self.e_pos[:n].copy(),
+            f"{STATE_PREFIX}measure": self.e_meas[:n].copy(),
+            f"{STATE_PREFIX}key": self.e_key[:n].copy(),
+            f"{STATE_PREFIX}role": self.e_role[:n].copy(),
+            f"{STATE_PREFIX}now": np.array([self.js[k.J_NOW]], dtype=np.int64),
+        }
+
+    def load(self, state: dict) -> None:
+        """Restore ``export``'s arrays (checked by saved.check_state)."""
+        n = len(state[f"{STATE_PREFIX}position"])
+        capacity = INITIAL_ENTRIES
+        while capacity < 2 * n + 2:
+            capacity *= 2
+        self.js[:] = 0
+        self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
+        self._allocate(capacity)
+        for name, array in (("position", self.e_pos), ("measure", self.e_meas), ("key", self.e_key), ("role", self.e_role)):
+            array[:n] = state[f"{STATE_PREFIX}{name}"]
+        self.js[k.J_ENTRIES] = n
+        self.compact()
+
+
+def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:
+    """The label-set id of every event of ``count`` complex events of one event per role."""
+    out = np.empty(count * len(label_ids), dtype=np.int64)
+    out.reshape(count, len(label_ids))[:] = label_ids
+    return out
+
+
+def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.ndarray, groups) -> tuple:
+    """The int64 key of each of ``rows`` and whether it has one (its type has a key attribute
+    and the value is not null), read from the integer key columns as they are."""
+    n = len(rows)
+    values = np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    whole = n == table.num_rows
+    row_groups = group_of[types if whole else types[rows]]
+    for g, group in enumerate(groups):
+        column = table.column(group[0])
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        nulls = column.null_count
+        data = np.asarray((pc.fill_null(column, 0) if nulls else column).to_numpy(zero_copy_only=False), dtype=np.int64)
+        ok = column.is_valid().to_numpy(zero_copy_only=False) if nulls else None
+        if not whole:
+            data = data[rows]
+            ok = ok[rows] if ok is not None else None
+        mine = row_groups == g
+        if len(groups) == 1:
+            values = data
+            valid = mine if ok is None else mine & ok
+        else:
+            values = np.where(mine, data, values)
+            valid |= mine if ok is None else mine & ok
+    return values, valid
+
+
+def fixed_columns(matches, projection, width: int):
+    """``output.project`` for complex events of ``width`` events each, one per role, every
+    complex event with the same label set per role (joins and chains): whole columns of the
+    (n, width) position matrix, without per-event label work. A projection that may merge
+    complex events (``projection.merges``) goes through ``project``."""
+    from ceql.runtime.arrow import MatchColumns
+
+    n = len(matches.trigger)
+    matrix = matches.positions.reshape(n, width)
+    sets = [matches.label_sets[int(i)] for i in matches.labels[:width]] if n else []
+    roles = [projection.event(labels) for labels in sets]
+    kept = [q for q, (keep, _) in enumerate(roles) if keep]
+    positions = matrix[:, kept].ravel() if len(kept) < width else matches.positions
+    offsets = np.arange(n + 1, dtype=np.int64) * len(kept)
+    labels = {}
+    for name in projection.output_labels:
+        mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
+        labels[name] = (np.arange(n + 1, dtype=np.int64) * len(mine), matrix[:, mine].ravel())
+    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})
