@@ -309,9 +309,11 @@ class _Context:
         return rows[loc.offset] if loc.func == "FIRST" else rows[len(rows) - 1 - loc.offset]
 
     def classifier(self, position: int, final: bool) -> str | None:
-        """The variable a row is mapped to, if the row is in the part of the match visible to
-        the locator that found it (the rows so far; all of them for FINAL)."""
-        for p, var, _ in self.visible(final):
+        """The variable a row is mapped to, if the row is in the match (in DEFINE: the match so
+        far). RUNNING does not hide the rows after the current one: a row located by NEXT has
+        its variable, as in Trino (``final`` is kept for the callers' symmetry)."""
+        del final
+        for p, var, _ in self.path:
             if p == position:
                 return var
         return None

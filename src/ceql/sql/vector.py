@@ -241,7 +241,7 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
     if op == "not":
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
-        return Vec(_compare(op, args[0], args[1]), valid, err)
+        return Vec(_compare(op, args[0], args[1], n), valid, err)
     kind = node.type.kind
     if op == "cast":
         return _cast(args[0], node.args[0].type, node.type, valid, err)
@@ -313,10 +313,13 @@ def _double(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.fmod(a, b)
 
 
-def _compare(op: str, left: Vec, right: Vec) -> np.ndarray:
-    if isinstance(left.values, (pa.Array, pa.ChunkedArray)) or isinstance(right.values, (pa.Array, pa.ChunkedArray)):
+def _compare(op: str, left: Vec, right: Vec, n: int) -> np.ndarray:
+    arrow = (pa.Array, pa.ChunkedArray, pa.Scalar)  # strings: arrays, or scalars for constants
+    if isinstance(left.values, arrow) or isinstance(right.values, arrow):
         func = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}[op]
         result = func(left.values, right.values)
+        if isinstance(result, pa.Scalar):  # two constants: the same answer on every row
+            return np.full(n, bool(result.as_py()), dtype=np.bool_)
         return np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
     a = np.asarray(left.values)
     b = np.asarray(right.values)
