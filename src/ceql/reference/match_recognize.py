@@ -25,6 +25,7 @@ import pyarrow as pa
 from ceql.errors import EventError
 from ceql.sql import ast, ir
 from ceql.sql.analysis import Checked
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.values import arrow_values, python_values
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -47,6 +48,7 @@ class _Match:
     number: int
 
 
+@allows_deep_expressions
 def run(checked: Checked, table: pa.Table) -> pa.Table:
     """The result of the checked query over ``table`` (its input), as an Arrow table."""
     return _Reference(checked, table).run()

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ceql.errors import QueryError, UnsupportedQueryError
 from ceql.sql import ast, ir
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.types import (
     BOOL,
     DOUBLE,
@@ -95,6 +96,7 @@ def _arrow_of(t: SqlType, checked: Checked, expr: ir.Node) -> pa.DataType:
     return t.arrow()
 
 
+@allows_deep_expressions
 def analyze(query: ast.Query, schema: pa.Schema) -> Checked:
     """Resolve and type ``query`` against the columns of its input (``schema``)."""
     return _Analyzer(query, schema).run()

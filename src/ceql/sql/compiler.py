@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ceql.sql import ir, vm
 from ceql.sql.analysis import Checked
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.program import Program, compile_pattern
 from ceql.sql.types import SqlType
 from ceql.sql.vector import Shift
@@ -70,6 +71,7 @@ class Compiled:
         return [i for i, node in enumerate(self.vcols) if is_float(node.type)]
 
 
+@allows_deep_expressions
 def compile_query(checked: Checked) -> Compiled:
     """Compile a checked query (see the module docstring)."""
     return _Compiler(checked).run()

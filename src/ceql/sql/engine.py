@@ -23,6 +23,7 @@ from ceql.errors import EventError, LimitError
 from ceql.sql import ir, vector, vm
 from ceql.sql.analysis import Checked
 from ceql.sql.compiler import Compiled
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.values import python_values
 from ceql.sql.vector import Env, Shift, Vec
 
@@ -42,6 +43,7 @@ _OVERFLOW = {
 }
 
 
+@allows_deep_expressions
 def run(compiled: Compiled, table: pa.Table, *, max_steps: int = MAX_STEPS) -> pa.Table:
     """The query's result over ``table`` (the input it was checked against)."""
     prepared = Prepared(compiled, table)
@@ -53,6 +55,7 @@ def run(compiled: Compiled, table: pa.Table, *, max_steps: int = MAX_STEPS) -> p
 class Prepared:
     """The input grouped and sorted, with the matcher's arrays built (see the module doc)."""
 
+    @allows_deep_expressions
     def __init__(self, compiled: Compiled, table: pa.Table) -> None:
         self.c = compiled
         self.q: Checked = compiled.checked
@@ -287,10 +290,17 @@ class Prepared:
         if code == vm.ERR_CAST:
             return EventError(f"CAST of {payload} to BIGINT is out of range", row=original)
         if code == vm.ERR_STEPS:
+            from ceql.sql.plan import why_no_memo
+
+            if self.c.memo:
+                why = "failed search states are remembered, but the input is long or the partitions too long to"
+                why += " remember them"
+            else:  # say why, without blaming conditions that do not read the match
+                why = f"failed search states cannot be remembered: {why_no_memo(self.c)}; such a pattern can"
+                why += " need exponential backtracking"
             return LimitError(
-                f"MATCH_RECOGNIZE stopped after {max_steps} matching steps (a pattern whose conditions depend on "
-                "the match so far can need exponential backtracking); raise max_steps (0: no bound) if the "
-                "query is meant to be this hard",
+                f"MATCH_RECOGNIZE stopped after {max_steps} matching steps ({why}); raise max_steps (0: no bound)"
+                " if the query is meant to be this hard",
                 "max_steps",
                 max_steps,
             )
@@ -316,6 +326,7 @@ class Prepared:
 
     # ------------------------------------------------------------------ the result
 
+    @allows_deep_expressions
     def result(self, found) -> pa.Table:
         out_row, out_null, out_i, out_f, out_n = found[:5]
         q = self.q

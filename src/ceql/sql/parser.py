@@ -8,9 +8,14 @@ never with a RecursionError.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
+import sys
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
 from ceql.sql import ast
@@ -18,6 +23,11 @@ from ceql.sql.lexer import RESERVED, Token, tokenize
 
 MAX_DEPTH = 100
 MAX_TOKENS = 100_000
+#: Levels of an expression's tree (a chain ``a + b + c`` is one level per operator: SQL's left
+#: associativity decides where integer arithmetic overflows, so it is kept). AND, OR and IN lists
+#: are built balanced (the same evaluation order, logarithmic depth). The analysis, compiler and
+#: evaluators recurse on the tree under ``deep_recursion``, which allows this depth.
+MAX_EXPR_DEPTH = 1_000
 INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
@@ -59,7 +69,73 @@ _UNSUPPORTED_AFTER_FROM = {
 
 def parse_sql(text: str) -> ast.Query:
     """Parse one ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query into its syntax tree."""
-    return _Parser(text).query()
+    query = _Parser(text).query()
+    _check_depth(query)
+    return query
+
+
+def _balanced(op: str, pos: int, items: list[ast.Expr]) -> ast.Expr:
+    """``items[0] op items[1] op ...`` for an associative ``op`` (AND, OR) as a balanced tree:
+    the same operands in the same order, so the same value and the same left-to-right
+    short-circuit, at logarithmic depth. Iterative: pairs are joined level by level."""
+    level = list(items)
+    while len(level) > 1:
+        pairs = [ast.Binary(pos, op, level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = pairs + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def _check_depth(query: ast.Query) -> None:
+    """QuerySyntaxError if an expression's tree is deeper than MAX_EXPR_DEPTH (walked
+    iteratively, so the check itself cannot overflow the stack)."""
+    stack: list[tuple[object, int]] = [(query, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EXPR_DEPTH:
+            pos = getattr(node, "pos", 0)
+            raise QuerySyntaxError(
+                f"expression too deep (more than {MAX_EXPR_DEPTH} levels of operators; split it into measures "
+                "or shorter conditions)",
+                query.text,
+                pos if isinstance(pos, int) else 0,
+            )
+        if isinstance(node, (tuple, list)):
+            stack.extend((item, depth) for item in node)
+        elif isinstance(node, ast.Expr) or hasattr(node, "__dataclass_fields__"):
+            step = 1 if isinstance(node, ast.Expr) else 0
+            for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+                child = getattr(node, name)
+                if isinstance(child, (tuple, list)) or hasattr(child, "__dataclass_fields__"):
+                    stack.append((child, depth + step))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def allows_deep_expressions(func: F) -> F:
+    """Run ``func`` under ``deep_recursion`` (for the passes that recurse on expressions)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with deep_recursion():
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room on Python's stack for the recursive passes over an expression of MAX_EXPR_DEPTH
+    levels (a few frames per level). Python 3.11+ frames do not use the C stack."""
+    old = sys.getrecursionlimit()
+    needed = 8 * MAX_EXPR_DEPTH + 2_000
+    if old < needed:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        if old < needed:
+            sys.setrecursionlimit(old)
 
 
 class _Parser:
@@ -491,19 +567,21 @@ class _Parser:
 
     def expr(self) -> ast.Expr:
         self.enter()
-        left = self.and_expr()
+        items = [self.and_expr()]
+        pos = self.tok.offset
         while self.is_kw("OR"):
-            tok = self.advance()
-            left = ast.Binary(tok.offset, "OR", left, self.and_expr())
+            self.advance()
+            items.append(self.and_expr())
         self.leave()
-        return left
+        return _balanced("OR", pos, items)
 
     def and_expr(self) -> ast.Expr:
-        left = self.not_expr()
+        items = [self.not_expr()]
+        pos = self.tok.offset
         while self.is_kw("AND"):
-            tok = self.advance()
-            left = ast.Binary(tok.offset, "AND", left, self.not_expr())
-        return left
+            self.advance()
+            items.append(self.not_expr())
+        return _balanced("AND", pos, items)
 
     def not_expr(self) -> ast.Expr:
         if self.is_kw("NOT"):
@@ -565,9 +643,7 @@ class _Parser:
                 self.advance()
                 values.append(self.concat_expr())
             self.expect_op(")", "',' or ')'")
-            result: ast.Expr = ast.Binary(tok.offset, "=", left, values[0])
-            for value in values[1:]:
-                result = ast.Binary(tok.offset, "OR", result, ast.Binary(tok.offset, "=", left, value))
+            result = _balanced("OR", tok.offset, [ast.Binary(tok.offset, "=", left, value) for value in values])
             return ast.Unary(tok.offset, "NOT", result) if negated else result
         if self.is_kw("LIKE"):
             raise self.unsupported("LIKE", tok.offset, "compare with = or <>")

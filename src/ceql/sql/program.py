@@ -89,6 +89,7 @@ def first_variables(node: ast.Pattern) -> frozenset[str]:
 def compile_pattern(pattern: ast.Pattern, variables: list[str]) -> Program:
     """The matcher program of ``pattern`` (variables numbered as in ``variables``)."""
     builder = _Builder({v: i for i, v in enumerate(variables)})
+    pattern = simplify(pattern)
     builder.emit_pattern(pattern)
     builder.add(vm.P_DONE)
     return Program(
@@ -97,6 +98,35 @@ def compile_pattern(pattern: ast.Pattern, variables: list[str]) -> Program:
         nullable(pattern),
         first_variables(pattern),
     )
+
+
+# ?, *, + as (low, high): the quantifiers whose nestings collapse into one
+_SIMPLE = {(0, 1), (0, None), (1, None)}
+
+
+def simplify(node: ast.Pattern) -> ast.Pattern:
+    """``node`` with nested ?, * and + of the same greediness collapsed: ``(A*)*`` is ``A*``,
+    ``(A+)?`` is ``A*``, ``(A+)+`` is ``A+``. They match the same rows in the same order of
+    preference (an extra iteration of the outer quantifier only continues what the inner one
+    would have), but the nested form needs ITER_BEGIN/ITER_END (its body can map no row), which
+    rules out remembering failed states, and it reaches every match in exponentially many ways."""
+    if isinstance(node, ast.PQuant):
+        body = simplify(node.body)
+        if (
+            isinstance(body, ast.PQuant)
+            and body.greedy == node.greedy
+            and (node.low, node.high) in _SIMPLE
+            and (body.low, body.high) in _SIMPLE
+        ):
+            high = None if node.high is None or body.high is None else 1
+            return ast.PQuant(node.pos, body.body, node.low * body.low, high, node.greedy)
+        return node if body is node.body else ast.PQuant(node.pos, body, node.low, node.high, node.greedy)
+    if isinstance(node, (ast.PConcat, ast.PAlt, ast.PPermute)):
+        items = tuple(simplify(item) for item in node.items)
+        return type(node)(node.pos, items)
+    if isinstance(node, ast.PExclude):
+        return ast.PExclude(node.pos, simplify(node.body))
+    return node
 
 
 class _Builder:
