@@ -40,11 +40,32 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
     """``sql`` with the tables as a dict (and the matcher's step bound, see engine.MAX_STEPS)."""
     from ceql.sql import engine
 
-    query = parse_sql(text)
+    try:
+        query = parse_sql(text)
+    except QueryError as error:
+        if _needs_outer_engine(text, error):
+            from ceql.sql import outer
+
+            return outer.run(text, tables, max_steps=max_steps)
+        raise
     table = as_table(_table(query, tables), query.table.text)
     compiled = _compile(text, table.schema)
     options = {} if max_steps is None else {"max_steps": max_steps}
     return engine.run(compiled, table, **options)
+
+
+def _needs_outer_engine(text: str, error: QueryError) -> bool:
+    """Whether ``error`` (from ceql's parser) is about the SQL around MATCH_RECOGNIZE: it is
+    outside the first ``MATCH_RECOGNIZE ( ... )``, which then runs on ceql, the rest on DuckDB
+    (``ceql.sql.outer``). An error inside the clause is ceql's to report."""
+    from ceql.sql import outer
+
+    span = outer.clause_span(text)
+    if span is None or error.line is None or error.column is None:
+        return False
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: error.line - 1]) + error.column - 1
+    return not span[0] <= offset < span[1]
 
 
 def check(text: str, table_or_schema: Any) -> Checked:
