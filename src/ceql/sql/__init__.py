@@ -63,6 +63,8 @@ def _needs_outer_engine(text: str, error: QueryError) -> bool:
     span = outer.clause_span(text)
     if span is None or error.line is None or error.column is None:
         return False
+    if outer.has_subquery(text, *span):  # evaluated first by the outer engine
+        return True
     lines = text.split("\n")
     offset = sum(len(line) + 1 for line in lines[: error.line - 1]) + error.column - 1
     return not span[0] <= offset < span[1]

@@ -18,7 +18,7 @@ query the same way and runs the rest with Spark SQL (``split``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -87,6 +87,115 @@ def clause_span(text: str) -> tuple[int, int] | None:
     return None
 
 
+def has_subquery(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` (a MATCH_RECOGNIZE clause) holds a ``(SELECT ...)``."""
+    try:
+        tokens = tokenize(text)
+    except QueryError:
+        return False
+    return any(
+        _is_op(tok, "(") and tokens[i + 1].upper in ("SELECT", "WITH", "VALUES") and start <= tok.offset < end
+        for i, tok in enumerate(tokens[:-1])
+    )
+
+
+def bare_values(text: str) -> str:
+    """``text`` with Trino's unparenthesized VALUES rows (``VALUES 1, 2``) written as rows
+    (``VALUES (1), (2)``), which other engines require. Other text is unchanged."""
+    tokens = tokenize(text)
+    inserts: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.upper != "VALUES" or _is_op(tokens[i + 1], "("):
+            continue
+        depth = 0
+        start = tokens[i + 1].offset
+        j = i + 1
+        while j < len(tokens) and tokens[j].kind != "EOF":
+            t = tokens[j]
+            if _is_op(t, "("):
+                depth += 1
+            elif _is_op(t, ")"):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and (_is_op(t, ",") or t.upper in _AFTER_VALUES or _is_op(t, ";")):
+                inserts += [(start, "("), (t.offset, ")")]
+                if not _is_op(t, ","):
+                    start = -1
+                    break
+                start = tokens[j + 1].offset
+            j += 1
+        if start >= 0:
+            inserts += [(start, "("), (tokens[j].offset if j < len(tokens) else len(text), ")")]
+    out = []
+    at = 0
+    for offset, piece in sorted(inserts, key=lambda x: x[0]):
+        out.append(text[at:offset])
+        out.append(piece)
+        at = offset
+    out.append(text[at:])
+    return "".join(out)
+
+
+_AFTER_VALUES = {"ORDER", "LIMIT", "OFFSET", "FETCH", "UNION", "EXCEPT", "INTERSECT", "WHERE", "AS"}
+
+
+def constant_subqueries(clause_text: str, run_query: Any) -> str:
+    """``clause_text`` (a MATCH_RECOGNIZE clause) with each uncorrelated subquery replaced by
+    its value, computed once by ``run_query`` (text to Arrow table): ``(SELECT 'x')`` by
+    ``'x'``, ``IN (SELECT ...)`` by the list of values, ``EXISTS (SELECT ...)`` by TRUE or
+    FALSE. A subquery that reads the row (correlated) fails in ``run_query``."""
+    tokens = tokenize(clause_text)
+    out = []
+    at = 0
+    i = 0
+    while i < len(tokens) - 1:
+        tok = tokens[i]
+        if _is_op(tok, "(") and tokens[i + 1].upper in ("SELECT", "WITH", "VALUES"):
+            close = _closing(tokens, i)
+            if close is None:
+                break
+            inner = clause_text[tokens[i + 1].offset : tokens[close].offset]
+            start = tok.offset
+            before = tokens[i - 1] if i > 0 else None
+            table = run_query(inner)
+            if before is not None and before.upper == "EXISTS":
+                start = before.offset
+                value = "TRUE" if table.num_rows else "FALSE"
+            elif before is not None and before.upper == "IN":
+                values = table.column(0).to_pylist() if table.num_columns else []
+                value = "(" + (", ".join(_literal(v) for v in values) or "NULL") + ")"
+            else:
+                if table.num_columns != 1 or table.num_rows > 1:
+                    raise UnsupportedQueryError(
+                        "a scalar subquery must give one column and at most one row", clause_text, tok.offset
+                    )
+                value = "(" + _literal(table.column(0)[0].as_py() if table.num_rows else None) + ")"
+            out.append(clause_text[at:start])
+            out.append(value)
+            at = tokens[close].offset + 1
+            i = close + 1
+            continue
+        i += 1
+    out.append(clause_text[at:])
+    return "".join(out)
+
+
+def _literal(value: Any) -> str:
+    """A Python value as a SQL literal ceql parses."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and abs(value) != float("inf") else "CAST(NULL AS DOUBLE)"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise UnsupportedQueryError(f"a subquery's value {value!r} (type {type(value).__name__}) cannot be a constant")
+
+
 def split(text: str) -> Split:
     """Find the MATCH_RECOGNIZE clauses of ``text`` and their inputs."""
     tokens = tokenize(text)
@@ -112,6 +221,8 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
     from ceql import sql as ceql_sql
 
     duckdb = _duckdb()
+    shown = text
+    text = bare_values(text)
     parts = split(text)
     con = duckdb.connect()
     try:
@@ -123,10 +234,15 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
             source = _given(arrow_tables, clause)
             if source is None:
                 source = _outer(con, parts.input_query(clause), text, clause.input_start)
+            clause_text = constant_subqueries(
+                clause.clause_text, lambda query: _outer(con, parts.with_text + query, text, clause.end)
+            )
+            if clause_text != clause.clause_text:
+                clause = replace(clause, clause_text=clause_text)
             try:
                 result = ceql_sql.run(parts.mr_query(clause), {INPUT_NAME: source}, max_steps=max_steps)
             except QueryError as error:
-                raise _moved(error, text, clause, parts.mr_query(clause)) from None
+                raise _moved(error, shown if shown == text else text, clause, parts.mr_query(clause)) from None
             name = f"{RESULT_NAME}_{k}"
             con.register(name, result)
             names.append(name)
