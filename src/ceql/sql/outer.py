@@ -235,7 +235,7 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
             if source is None:
                 source = _outer(con, parts.input_query(clause), text, clause.input_start)
             clause_text = constant_subqueries(
-                clause.clause_text, lambda query: _outer(con, parts.with_text + query, text, clause.end)
+                clause.clause_text, lambda query, at=clause.end: _outer(con, parts.with_text + query, text, at)
             )
             if clause_text != clause.clause_text:
                 clause = replace(clause, clause_text=clause_text)
@@ -300,8 +300,8 @@ def _moved(error: QueryError, text: str, clause: Clause, inner: str) -> QueryErr
     prefix = len(inner) - len(clause.clause_text)
     if offset < prefix:
         return error
-    moved = type(error)(error.message, text, clause.end - len(clause.clause_text) + (offset - prefix), error.expected)
-    return moved
+    message = error.message.replace(INPUT_NAME, clause.input_text.strip())
+    return type(error)(message, text, clause.end - len(clause.clause_text) + (offset - prefix), error.expected)
 
 
 def _is_op(tok: Token, op: str) -> bool:
