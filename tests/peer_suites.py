@@ -5,12 +5,15 @@ the error the peer expects."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 import ceql
 from ceql.errors import CeqlError
@@ -30,6 +33,10 @@ def _value(v: Any) -> Any:
         v = Decimal(v["decimal"])
     if isinstance(v, (list, tuple)):
         return tuple(_value(x) for x in v)
+    if isinstance(v, dt.datetime):  # as the data files write times: ISO text, UTC, milliseconds
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return v.isoformat(timespec="milliseconds")
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return v
     if isinstance(v, float) and math.isnan(v):
@@ -45,8 +52,35 @@ def rows_of(table: Any) -> list[tuple]:
     return [tuple(_value(c[r]) for c in columns) for r in range(table.num_rows)]
 
 
+_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "string": pa.string(),
+    "double": pa.float64(),
+    "timestamp[ms]": pa.timestamp("ms"),
+    "timestamp[ms, UTC]": pa.timestamp("ms", tz="UTC"),
+}
+
+
+def input_tables(case: dict[str, Any]) -> dict[str, pa.Table]:
+    """The case's input tables (Flink's cases give them as rows; Trino's are VALUES in the query)."""
+    out = {}
+    for name, spec in case.get("tables", {}).items():
+        arrays = []
+        for k, (column, kind) in enumerate(spec["columns"]):
+            values = [row[k] for row in spec["rows"]]
+            if kind.startswith("timestamp"):
+                values = [None if v is None else dt.datetime.fromisoformat(v) for v in values]
+                if "UTC" in kind:
+                    values = [None if v is None else v.replace(tzinfo=dt.timezone.utc) for v in values]
+            arrays.append(pa.array(values, _TYPES[kind]))
+        out[name] = pa.table(arrays, names=[c for c, _ in spec["columns"]])
+    return out
+
+
 def check(case: dict[str, Any], tables: dict[str, Any] | None = None) -> None:
     """Run one case; AssertionError when ceql's answer is not the peer's."""
+    tables = {**input_tables(case), **(tables or {})}
     if "error" in case:
         try:
             ceql.sql.run(case["query"], dict(tables or {}))
