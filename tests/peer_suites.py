@@ -67,7 +67,7 @@ def input_tables(case: dict[str, Any]) -> dict[str, pa.Table]:
     out = {}
     for name, spec in case.get("tables", {}).items():
         arrays = []
-        for k, (column, kind) in enumerate(spec["columns"]):
+        for k, (_column, kind) in enumerate(spec["columns"]):
             values = [row[k] for row in spec["rows"]]
             if kind.startswith("timestamp"):
                 values = [None if v is None else dt.datetime.fromisoformat(v) for v in values]
