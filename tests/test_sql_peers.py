@@ -19,8 +19,10 @@ KNOWN = {
         "to the rows so far, as the standard does",
         "testOutputLayout-3": "ORDER BY id ASC, id DESC: Trino's ALL ROWS PER MATCH output has the column twice; "
         "ceql refuses two result columns of one name",
-        "testScalarFunctions-1": "lower() and || (string functions) are not implemented in MEASURES",
-        "testInPredicateWithoutSubquery-2": "lower() (string functions) is not implemented in MEASURES",
+        "testScalarFunctions-1": "lower(CLASSIFIER()) and || are not implemented (string functions apply to "
+        "a row's columns)",
+        "testInPredicateWithoutSubquery-2": "lower(CLASSIFIER()) is not implemented (string functions apply to a "
+        "row's columns)",
     },
     "trino_aggregations_in_row_pattern_matching.json": {
         "testSimpleQuery-2": ARRAY_AGG,
@@ -43,7 +45,6 @@ KNOWN = {
         "testMultipleAggregationArguments-1": "max_by is not implemented",
     },
     "flink_match_recognize_itcase.json": {
-        "testCodeSplitsAreProperlyGenerated-1": "LIKE is not implemented in DEFINE",
         "testMatchRecognizeAppliedToWindowedGrouping-1": "the input is a Flink group window (TUMBLE, TUMBLE_ROWTIME), "
         "which the outer engine does not have",
         "testWindowedGroupingAppliedToMatchRecognize-1": "MATCH_ROWTIME() and group windows (TUMBLE) are Flink's",

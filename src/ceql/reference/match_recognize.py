@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
@@ -436,6 +437,13 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         return None
     if op == "not":
         return not args[0]
+    if op == "like":  # SQL LIKE: % any text, _ one character, the rest literally
+        regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in args[1])
+        return re.fullmatch(regex, args[0], re.DOTALL) is not None
+    if op == "lower":
+        return args[0].lower()
+    if op == "upper":
+        return args[0].upper()
     if op in ("=", "<>", "<", "<=", ">", ">="):
         a, b = args
         if op == "=":

@@ -391,6 +391,11 @@ class _Analyzer:
             if e.name == "ABS":
                 self._need(args[0], ("int", "double"), "ABS", e.pos)
                 return ir.Op(args[0].type, "abs", (args[0],))
+            if e.name in ("LOWER", "UPPER"):
+                if len(args) != 1:
+                    raise self.error(f"{e.name} takes one argument", e.pos)
+                self._need(args[0], ("string",), e.name, e.pos)
+                return ir.Op(STRING, e.name.lower(), (args[0],))
             t = args[0].type
             for a, source in zip(args[1:], e.args[1:]):
                 u = unify(t, a.type)
@@ -477,6 +482,9 @@ class _Analyzer:
         if op == "||":
             raise self.unsupported("string concatenation (||)", e.pos)
         lt, rt = left.type, right.type
+        if op == "LIKE":
+            self._need(left, ("string",), "LIKE", e.left.pos)
+            return ir.Op(BOOL, "like", (left, right))
         if op in COMPARISONS:
             if lt.kind == "null" or rt.kind == "null":
                 return ir.Op(BOOL, op, (left, right))

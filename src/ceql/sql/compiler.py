@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ceql.errors import UnsupportedQueryError
 from ceql.sql import ir, vm
 from ceql.sql.analysis import Checked
 from ceql.sql.parser import allows_deep_expressions
@@ -32,7 +33,11 @@ from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
 _ARITH = {"+": vm.A_ADD, "-": vm.A_SUB, "*": vm.A_MUL, "/": vm.A_DIV, "%": vm.A_MOD}
-_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce"}
+_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper"}
+#: String functions: computed column-wise only (the VM holds strings as codes of a dictionary
+#: built before matching), on a row's columns; of a value only the VM has (CLASSIFIER(), an
+#: aggregate) they are refused.
+_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER"}
 STACK_SIZE = 512
 
 
@@ -325,6 +330,11 @@ class _Compiler:
             for at in ends:
                 self.code[at + 1] = len(self.code)
             return
+        if op in _STRING_OPS:
+            raise UnsupportedQueryError(
+                f"{_STRING_OPS[op]} of a value computed while matching (CLASSIFIER(), an aggregate, a navigation "
+                f"of several rows) is not supported; {_STRING_OPS[op]} of a row's columns is"
+            )
         for arg in args if op != "scale" else args[:1]:
             self.expr(arg, row)
         if op == "not":
@@ -394,7 +404,7 @@ def _conjuncts(node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
-_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale"}
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper"}
 
 
 def _hoist(node: ir.Node) -> ir.At | None:

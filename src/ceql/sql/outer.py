@@ -243,6 +243,13 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
                 result = ceql_sql.run(parts.mr_query(clause), {INPUT_NAME: source}, max_steps=max_steps)
             except QueryError as error:
                 raise _moved(error, shown if shown == text else text, clause, parts.mr_query(clause)) from None
+            if result.num_columns == 0:  # no PARTITION BY, no MEASURES, ONE ROW PER MATCH
+                raise UnsupportedQueryError(
+                    "this MATCH_RECOGNIZE gives rows without columns (no PARTITION BY, no MEASURES): the query around "
+                    "it has nothing to read (add a measure, such as MATCH_NUMBER() AS n)",
+                    text,
+                    clause.end - len(clause.clause_text),
+                )
             name = f"{RESULT_NAME}_{k}"
             con.register(name, result)
             names.append(name)

@@ -32,7 +32,7 @@ INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
-SCALARS = {"ABS", "COALESCE"}
+SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER"}
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -646,7 +646,15 @@ class _Parser:
             result = _balanced("OR", tok.offset, [ast.Binary(tok.offset, "=", left, value) for value in values])
             return ast.Unary(tok.offset, "NOT", result) if negated else result
         if self.is_kw("LIKE"):
-            raise self.unsupported("LIKE", tok.offset, "compare with = or <>")
+            self.advance()
+            pattern = self.tok
+            if pattern.kind != "STRING":
+                raise self.error("a string literal (the LIKE pattern: % any text, _ one character)")
+            self.advance()
+            if self.is_kw("ESCAPE"):
+                raise self.unsupported("LIKE ... ESCAPE", self.tok.offset)
+            like = ast.Binary(tok.offset, "LIKE", left, ast.Literal(pattern.offset, pattern.value, "string"))
+            return ast.Unary(tok.offset, "NOT", like) if negated else like
         return left
 
     def concat_expr(self) -> ast.Expr:

@@ -296,8 +296,11 @@ def _text(node: ir.Node) -> str:  # noqa: C901
             return f"({args[0]} {node.op.upper()} {args[1]})"
         if node.op == "not":
             return f"NOT {args[0]}"
-        if node.op in ("neg", "abs", "coalesce", "cast", "scale"):
-            name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE"}
+        if node.op == "like":
+            return f"{args[0]} LIKE {args[1]}"
+        if node.op in ("neg", "abs", "coalesce", "cast", "scale", "lower", "upper"):
+            name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE",
+                    "lower": "LOWER", "upper": "UPPER"}
             return f"{name[node.op]}({', '.join(args)})"
         return f"{args[0]} {node.op} {args[1]}"
     return repr(node)

@@ -242,6 +242,8 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
         return Vec(_compare(op, args[0], args[1], n), valid, err)
+    if op in ("like", "lower", "upper"):
+        return _string_function(op, node, args, valid, err, n)
     kind = node.type.kind
     if op == "cast":
         return _cast(args[0], node.args[0].type, node.type, valid, err)
@@ -311,6 +313,21 @@ def _double(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if op == "/":
             return a / b  # numpy follows IEEE 754 (x/0 is inf or nan)
         return np.fmod(a, b)
+
+
+def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, err, n: int) -> Vec:
+    """LIKE (SQL's: % any text, _ one character, case-sensitive), LOWER, UPPER on strings."""
+    values = args[0].values
+    if not isinstance(values, (pa.Array, pa.ChunkedArray, pa.Scalar)):
+        values = pa.array(np.broadcast_to(np.asarray(values, dtype=object), n), pa.string())
+    if isinstance(values, pa.Scalar):
+        values = dense(Vec(values, valid), n).values
+    if op == "like":
+        pattern = str(node.args[1].value)  # type: ignore[attr-defined]
+        result = pc.match_like(values, pattern)
+        return Vec(np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_), valid, err)
+    result = pc.utf8_lower(values) if op == "lower" else pc.utf8_upper(values)
+    return Vec(result, valid, err)
 
 
 def _compare(op: str, left: Vec, right: Vec, n: int) -> np.ndarray:
