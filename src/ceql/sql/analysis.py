@@ -264,6 +264,8 @@ class _Analyzer:
 
     def value_column(self, name: ast.Name) -> tuple[str, SqlType]:
         found, t = self.column(name)
+        if t is None and pa.types.is_null(self.schema.field(found).type):
+            return found, NULL
         if t is None:
             raise self.unsupported(
                 f"column {found} has type {self.schema.field(found).type}, which MATCH_RECOGNIZE expressions "
@@ -343,13 +345,17 @@ class _Analyzer:
     def _expr(self, e: ast.Expr, row: _RowScope | None) -> ir.Node:  # noqa: C901 - one case per node
         if isinstance(e, ast.Literal):
             return ir.Const({"int": INT, "double": DOUBLE, "string": STRING, "bool": BOOL, "null": NULL}[e.kind], e.value)
-        if isinstance(e, ast.TimestampLiteral):
-            return ir.Const(SqlType("timestamp", "ns", None), e.nanos)
+        if isinstance(e, ast.TimestampLiteral):  # with a zone written: an instant, shown in UTC
+            return ir.Const(SqlType("timestamp", "ns", "UTC" if e.zoned else None), e.nanos)
         if isinstance(e, ast.IntervalLiteral):
             return ir.Const(INTERVAL, e.nanos)
         if isinstance(e, ast.Column):
             cls = self._class_of(e.var)
             name, t = self.value_column(e.name)
+            if t.kind == "null":  # a column of nulls only (Arrow's null type): NULL on every row
+                if row is not None:
+                    row.use(cls, e.pos, self)
+                return ir.Const(NULL, None)
             leaf = ir.RowCol(t, name)
             if row is not None:
                 row.use(cls, e.pos, self)
@@ -534,7 +540,13 @@ class _Analyzer:
             unit = {"s": "ms", "ms": "us", "us": "ns"}[unit]
         t = SqlType("timestamp", unit, lt.tz)
         amount = ir.Const(t, nanos // UNIT_NANOS[unit])
-        return ir.Op(t, e.op, (self._to_unit(left, unit), amount))
+        left = self._to_unit(left, unit)
+        if isinstance(left, ir.Const) and left.value is not None:  # TIMESTAMP '...' - INTERVAL '1' DAY
+            value = int(left.value) + (1 if e.op == "+" else -1) * int(amount.value)  # type: ignore[arg-type]
+            if not -(2**63) <= value < 2**63:
+                raise self.error("the timestamp is beyond the int64 range of times (years 1677 to 2262)", e.pos)
+            return ir.Const(t, value)
+        return ir.Op(t, e.op, (left, amount))
 
     def _to_unit(self, node: ir.Node, unit: str) -> ir.Node:
         t = node.type

@@ -13,11 +13,11 @@ import functools
 import re
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
+from ceql.lang.timetext import parse_timestamp, timestamp_zone
 from ceql.sql import ast
 from ceql.sql.lexer import RESERVED, Token, tokenize
 
@@ -726,7 +726,8 @@ class _Parser:
         if self.is_kw("TIMESTAMP") and self.peek().kind == "STRING":
             self.advance()
             text = str(self.advance().value)
-            return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset))
+            zoned = timestamp_zone(text.strip()) is not None
+            return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset), zoned)
         if self.is_kw("DATE", "TIME") and self.peek().kind == "STRING":
             raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
         if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
@@ -941,23 +942,12 @@ class _Parser:
         return sign * int(total)
 
     def _timestamp(self, text: str, offset: int) -> int:
-        """'YYYY-MM-DD[ HH:MM:SS[.fraction]]' as nanoseconds since the epoch (read as UTC)."""
-        match = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?", text.strip())
-        if not match:
-            raise QuerySyntaxError(
-                f"timestamp '{text}' is not of the form 'YYYY-MM-DD HH:MM:SS[.fraction]'", self.text, offset
-            )
-        year, month, day, hour, minute, second, fraction = match.groups()
-        try:
-            moment = datetime(
-                int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                tzinfo=timezone.utc,
-            )
-        except ValueError as exc:
-            raise QuerySyntaxError(f"timestamp '{text}': {exc}", self.text, offset) from None
-        seconds = (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // _ONE_SECOND
-        nanos = int((fraction or "").ljust(9, "0") or 0)
-        return seconds * 10**9 + nanos
+        """A TIMESTAMP literal's nanoseconds since the epoch, read as CEQL reads one
+        (``ceql.lang.timetext``, shared by both languages): ISO-8601, a space or ``T``, an
+        optional ``Z`` or offset; without one, UTC."""
+        value = parse_timestamp(text.strip())
+        if isinstance(value, str):
+            raise QuerySyntaxError(f"TIMESTAMP {value}", self.text, offset)
+        return value
 
 
-_ONE_SECOND = datetime(1970, 1, 1, 0, 0, 1) - datetime(1970, 1, 1)
