@@ -27,7 +27,6 @@ KNOWN = {
     "trino_aggregations_in_row_pattern_matching.json": {
         "testSimpleQuery-2": ARRAY_AGG,
         "testSimpleQuery-3": ARRAY_AGG + " (nor concat_ws)",
-        "testTentativeLabelMatch-5": "arbitrary() is not implemented",
         "testAggregationArguments-1": ARRAY_AGG,
         "testAggregationArguments-2": ARRAY_AGG,
         "testAggregationArguments-3": ARRAY_AGG,

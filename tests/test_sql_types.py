@@ -99,3 +99,20 @@ def test_string_functions_of_a_value_only_the_matcher_has_are_refused() -> None:
         ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES LOWER(CLASSIFIER()) AS c PATTERN (A))", t=STRINGS)
     with pytest.raises(QuerySyntaxError, match="LIKE pattern"):
         ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS s LIKE s)", t=STRINGS)
+
+
+def test_trino_and_flink_aggregates_that_are_min_max_and_count() -> None:
+    table = pa.table({"t": [1, 2, 3, 4, 5], "v": [3, 1, 4, 1, 5], "b": [True, False, None, True, True]})
+    text = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES BOOL_AND(b) AS ba, BOOL_OR(b) AS bo,
+        EVERY(A.b) AS ev, COUNT_IF(v > 2) AS ci, ARBITRARY(v) AS av ALL ROWS PER MATCH
+        PATTERN (A B*) DEFINE B AS COUNT_IF(v > 2) < 3 AND BOOL_OR(b))"""
+    rows = both(text, table)
+    assert [(r["ba"], r["bo"], r["ci"], r["av"]) for r in rows] == [
+        (True, True, 1, 3),
+        (False, True, 1, 1),
+        (False, True, 2, 1),
+        (False, True, 2, 1),
+        (True, True, 1, 5),
+    ]
+    with pytest.raises(ceql.QueryError, match="BOOL_AND needs bool"):
+        ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES BOOL_AND(v) AS x PATTERN (A))", t=table)

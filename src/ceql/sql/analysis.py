@@ -466,6 +466,17 @@ class _Analyzer:
         t = arg.type
         if e.func == "COUNT":
             return ir.Agg(INT, "COUNT", cls, arg, final)
+        # Trino's and Flink's aggregates that are these five: BOOL_AND is MIN of booleans (FALSE
+        # < TRUE), BOOL_OR MAX, COUNT_IF the count of the rows where it is TRUE, ARBITRARY (any
+        # non-null value) the smallest.
+        if e.func in ("BOOL_AND", "EVERY", "BOOL_OR", "COUNT_IF"):
+            self._need(arg, ("bool",), e.func, e.arg.pos)
+            if e.func == "COUNT_IF":
+                return ir.Agg(INT, "COUNT", cls, ir.Case(INT, ((arg, ir.Const(INT, 1)),), None), final)
+            return ir.Agg(BOOL, "MAX" if e.func == "BOOL_OR" else "MIN", cls, arg, final)
+        if e.func in ("ARBITRARY", "ANY_VALUE"):
+            self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
+            return ir.Agg(t if t.kind != "null" else INT, "MIN", cls, arg, final)
         if e.func in ("SUM", "AVG"):
             self._need(arg, ("int", "double"), e.func, e.arg.pos)
             result = DOUBLE if (e.func == "AVG" or t.kind == "double") else INT

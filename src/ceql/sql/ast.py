@@ -127,7 +127,8 @@ class Navigation(Expr):
 
 @dataclass(frozen=True)
 class Aggregate(Expr):
-    """``COUNT/SUM/AVG/MIN/MAX(arg)`` with ``RUNNING``/``FINAL`` (None if not written)."""
+    """``COUNT/SUM/AVG/MIN/MAX(arg)`` (also BOOL_AND, BOOL_OR, EVERY, COUNT_IF, ARBITRARY,
+    ANY_VALUE) with ``RUNNING``/``FINAL`` (None if not written)."""
 
     func: str
     arg: Expr

@@ -31,7 +31,7 @@ MAX_EXPR_DEPTH = 1_000
 INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
+AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE"}
 SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER"}
 
 # CAST target names -> the type ceql computes with.
