@@ -70,6 +70,14 @@ def check_unicode(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxEr
         )
 
 
+def no_surrogate(text: str, start: int, end: int, error_class: type[QuerySyntaxError] = QuerySyntaxError) -> None:
+    """``check_unicode`` of ``text[start:end]`` (one quoted token), the error placed in ``text``."""
+    found = _SURROGATE.search(text, start, end)
+    if found is not None:
+        shown = _SURROGATE.sub("\ufffd", text)
+        raise error_class(f"{found.group()!r} is not valid Unicode text (a lone surrogate)", shown, found.start())
+
+
 def scan(
     text: str,
     token_re: re.Pattern[str],
