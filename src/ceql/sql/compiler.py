@@ -142,9 +142,10 @@ class _Compiler:
             self.expr(node)
             measure_ranges.append((lo, len(self.code)))
         # Failed states can be remembered only when nothing but the row decides a condition
-        # (and no window ties a state to the match's first row, and no iteration check).
+        # (and no window ties a state to the match's first row); inside an iteration that may map
+        # no row, only once it has mapped one (vm: instruction field 3).
         branches = bool((program.instructions[:, 0] == vm.P_SPLIT).any())  # else nothing is revisited
-        memo = branches and not dynamic and q.within is None and program.slots == 0
+        memo = branches and not dynamic and q.within is None
         return Compiled(
             checked=q,
             program=program,

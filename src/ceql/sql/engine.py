@@ -293,8 +293,8 @@ class Prepared:
             from ceql.sql.plan import why_no_memo
 
             if self.c.memo:
-                why = "failed search states are remembered, but the input is long or the partitions too long to"
-                why += " remember them"
+                why = "failed search states are remembered, each explored once, but the partitions are long (past"
+                why += " 2^24 states none are remembered) or the pattern large"
             else:  # say why, without blaming conditions that do not read the match
                 why = f"failed search states cannot be remembered: {why_no_memo(self.c)}; such a pattern can"
                 why += " need exponential backtracking"

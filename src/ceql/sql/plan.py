@@ -80,7 +80,7 @@ def why_no_memo(compiled: Compiled) -> str:
         return f"the conditions of {', '.join(sorted(compiled.dynamic))} read the match so far"
     if q.within is not None:
         return "WITHIN ties a state to the match's first row"
-    return "a quantified group can map no row in an iteration (ITER_BEGIN/ITER_END)"
+    return "the matcher was compiled without it"  # pragma: no cover - every other case remembers
 
 
 # ---------------------------------------------------------------------------- CEQL equivalent

@@ -92,12 +92,30 @@ def compile_pattern(pattern: ast.Pattern, variables: list[str]) -> Program:
     pattern = simplify(pattern)
     builder.emit_pattern(pattern)
     builder.add(vm.P_DONE)
+    _mark_iterations(builder.code)
     return Program(
         np.array(builder.code, dtype=np.int64).reshape(-1, 4),
         builder.slots,
         nullable(pattern),
         first_variables(pattern),
     )
+
+
+def _mark_iterations(code: list[list[int]]) -> None:
+    """Field 3 of each instruction: 1 + the slot of the innermost ITER_BEGIN/ITER_END bracket
+    around it (the ITER_END included), 0 outside every bracket; the matcher remembers failed
+    states inside a bracket only once its iteration has mapped a row. Brackets are contiguous
+    and nested (``checked_body``)."""
+    open_slots: list[int] = []
+    for instruction in code:
+        op, slot = instruction[0], instruction[1]
+        if op == vm.P_ITER_BEGIN:
+            instruction[3] = open_slots[-1] + 1 if open_slots else 0
+            open_slots.append(slot)
+            continue
+        instruction[3] = open_slots[-1] + 1 if open_slots else 0
+        if op == vm.P_ITER_END:
+            open_slots.pop()
 
 
 # ?, *, + as (low, high): the quantifiers whose nestings collapse into one

@@ -602,7 +602,10 @@ def _run(
                     status = F_STEPS
                     break
                 fail = False
-                if memo_ok:
+                # A state inside an iteration that may map no row (ITER_BEGIN/ITER_END) is
+                # remembered only once that iteration has mapped a row: then no ITER_END check
+                # ahead can see its start again, and (instruction, row) decides the outcome.
+                if memo_ok and (K[prog + 4 * pc + 3] == 0 or W[slots + K[prog + 4 * pc + 3] - 1] < pos):
                     idx = pc * stride + (pos - pstart)
                     if memo[idx] >= valid_since:
                         fail = True
