@@ -70,3 +70,10 @@ def test_split_finds_inputs_and_aliases() -> None:
     assert [c.input_name for c in parts.clauses] == [None, "u"]
     assert parts.rest(["r0", "r1"]) == "SELECT * FROM r0  AS m, r1  x"
     assert outer.bare_values("SELECT * FROM (VALUES 1, 2) t(a)") == "SELECT * FROM (VALUES (1), (2)) t(a)"
+
+
+def test_partition_as_a_name_and_an_unknown_function_inside_the_clause() -> None:
+    text = f"SELECT r.symbol AS partition, COUNT(*) AS n FROM ticker {V} AS r GROUP BY r.symbol ORDER BY 1"
+    assert ceql.sql(text, ticker=TICKER).to_pylist() == [{"partition": "ACME", "n": 2}, {"partition": "XYZ", "n": 1}]
+    with pytest.raises(UnsupportedQueryError, match="function MEDIAN is not supported.*supported: PREV"):
+        ceql.sql("SELECT * FROM ticker MATCH_RECOGNIZE (MEASURES MEDIAN(price) AS m PATTERN (A)) ORDER BY 1", ticker=TICKER)

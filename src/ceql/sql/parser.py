@@ -823,7 +823,8 @@ class _Parser:
             raise self.unsupported(
                 f"function {name}",
                 tok.offset,
-                "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE",
+                "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
+                "ARBITRARY, ANY_VALUE, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER",
             )
         finally:
             self.leave()
