@@ -77,3 +77,11 @@ def test_partition_as_a_name_and_an_unknown_function_inside_the_clause() -> None
     assert ceql.sql(text, ticker=TICKER).to_pylist() == [{"partition": "ACME", "n": 2}, {"partition": "XYZ", "n": 1}]
     with pytest.raises(UnsupportedQueryError, match="function MEDIAN is not supported.*supported: PREV"):
         ceql.sql("SELECT * FROM ticker MATCH_RECOGNIZE (MEASURES MEDIAN(price) AS m PATTERN (A)) ORDER BY 1", ticker=TICKER)
+
+
+def test_explain_and_check_of_a_query_with_sql_around() -> None:
+    text = f"SELECT * FROM ticker {V} AS r ORDER BY top"
+    plan = ceql.sql.explain(text, TICKER)
+    assert plan.startswith("the SQL around MATCH_RECOGNIZE, run by DuckDB")
+    assert "MATCH_RECOGNIZE over ticker" in plan and "ORDER BY top" in plan
+    assert ceql.sql.check(text, TICKER).output_schema.names == ["symbol", "start_price", "top", "n"]

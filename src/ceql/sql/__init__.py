@@ -71,9 +71,19 @@ def _needs_outer_engine(text: str, error: QueryError) -> bool:
 
 
 def check(text: str, table_or_schema: Any) -> Checked:
-    """Parse ``text`` and resolve it against an input (a table, a frame or an Arrow schema)."""
+    """Parse ``text`` and resolve it against an input (a table, a frame or an Arrow schema); of a
+    query with SQL around MATCH_RECOGNIZE, its (first) MATCH_RECOGNIZE clause."""
     schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
-    return analyze(parse_sql(text), schema)
+    try:
+        query = parse_sql(text)
+    except QueryError as error:
+        if not _needs_outer_engine(text, error):
+            raise
+        from ceql.sql import outer  # the SQL around it: check the (first) MATCH_RECOGNIZE clause
+
+        parts = outer.split(outer.bare_values(text))
+        query = parse_sql(parts.mr_query(parts.clauses[0]))
+    return analyze(query, schema)
 
 
 def explain(text: str, table_or_schema: Any) -> str:
@@ -82,7 +92,21 @@ def explain(text: str, table_or_schema: Any) -> str:
     from ceql.sql.plan import describe
 
     schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
-    return describe(_compile(text, schema))
+    try:
+        return describe(_compile(text, schema))
+    except QueryError as error:
+        if not _needs_outer_engine(text, error):
+            raise
+    # the SQL around MATCH_RECOGNIZE (ceql.sql.outer): each clause over the input given, then the rest
+    from ceql.sql import outer
+
+    parts = outer.split(outer.bare_values(text))
+    names = [f"{outer.RESULT_NAME}_{k}" for k in range(len(parts.clauses))]
+    lines = [f"the SQL around MATCH_RECOGNIZE, run by DuckDB (Spark SQL on Spark): {parts.rest(names).strip()}"]
+    for name, clause in zip(names, parts.clauses):
+        plan = describe(_compile(parts.mr_query(clause), schema)).replace(outer.INPUT_NAME, clause.input_text.strip())
+        lines += ["", f"{name}:", plan]
+    return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=64)
