@@ -85,3 +85,12 @@ def test_explain_and_check_of_a_query_with_sql_around() -> None:
     assert plan.startswith("the SQL around MATCH_RECOGNIZE, run by DuckDB")
     assert "MATCH_RECOGNIZE over ticker" in plan and "ORDER BY top" in plan
     assert ceql.sql.check(text, TICKER).output_schema.names == ["symbol", "start_price", "top", "n"]
+
+
+def test_nested_match_recognize_is_a_clear_error_and_with_works() -> None:
+    inner = "SELECT * FROM ticker MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY day MEASURES A.price AS price, A.day AS day PATTERN (A))"
+    outer_clause = "MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY day MEASURES COUNT(*) AS n PATTERN (A+))"
+    with pytest.raises(UnsupportedQueryError, match="in the input of another"):
+        ceql.sql(f"SELECT * FROM ({inner}) x {outer_clause} ORDER BY 1", ticker=TICKER)
+    rows = ceql.sql(f"WITH x AS ({inner}) SELECT * FROM x {outer_clause} ORDER BY 1", ticker=TICKER).to_pylist()
+    assert rows == [{"symbol": "ACME", "n": 8}, {"symbol": "XYZ", "n": 4}]

@@ -97,9 +97,10 @@ def _outer(text: str, dataframes: dict[str, Any], allowed_lateness: str | None):
         if clause.input_name is not None:
             found = [n for n in dataframes if n == clause.input_name or (not clause.input_quoted and n.upper() == clause.input_name.upper())]
             given = dataframes[found[0]] if len(found) == 1 else None
-        source = given if given is not None else spark_query(parts.input_query(clause))
+        source = given if given is not None else spark_query(parts.input_query(clause, names))
+        prefix = parts.with_prefix(names)
         clause_text = outer.constant_subqueries(
-            clause.clause_text, lambda query: spark_query(parts.with_text + query).toArrow()
+            clause.clause_text, lambda query, prefix=prefix: spark_query(prefix + query).toArrow()
         )
         mr = run(f"SELECT * FROM {outer.INPUT_NAME} {clause_text}", {outer.INPUT_NAME: source}, allowed_lateness=allowed_lateness)
         name = f"{outer.RESULT_NAME}_{k}"

@@ -67,9 +67,27 @@ class Split:
         """The text ceql runs for ``clause``: its input named INPUT_NAME."""
         return f"SELECT * FROM {INPUT_NAME} {clause.clause_text}"
 
-    def input_query(self, clause: Clause) -> str:
-        """A SQL query (for the outer engine) whose result is the clause's input."""
-        return f"{self.with_text}SELECT * FROM {clause.input_text}"
+    def input_query(self, clause: Clause, names: list[str] | None = None) -> str:
+        """A SQL query (for the outer engine) whose result is the clause's input; ``names``: the
+        results of the clauses before it (those inside the WITH clause are replaced by them)."""
+        return f"{self.with_prefix(names or [])}SELECT * FROM {clause.input_text}"
+
+    def with_prefix(self, names: list[str]) -> str:
+        """The WITH clause, its MATCH_RECOGNIZE clauses replaced by the names of their results
+        (``names[i]`` for clause i, computed before any clause after the WITH clause)."""
+        if not self.with_text:
+            return ""
+        end = len(self.with_text) - 1  # with_text ends with an added space
+        out = []
+        at = 0
+        for clause, name in zip(self.clauses, names):
+            if clause.end > end:
+                break
+            out.append(self.text[at : clause.input_start])
+            out.append(name + " ")
+            at = clause.end
+        out.append(self.text[at:end])
+        return "".join(out) + " "
 
 
 def clause_span(text: str) -> tuple[int, int] | None:
@@ -207,7 +225,14 @@ def split(text: str) -> Split:
             close = _closing(tokens, i + 1)
             if close is None:
                 raise QueryError("MATCH_RECOGNIZE's '(' is not closed", text, tokens[i + 1].offset)
-            clauses.append(_clause(text, tokens, i, close))
+            clause = _clause(text, tokens, i, close)
+            if clauses and clause.input_start < clauses[-1].end:
+                raise UnsupportedQueryError(
+                    "a MATCH_RECOGNIZE in the input of another (name the inner result with WITH instead)",
+                    text,
+                    clause.input_start,
+                )
+            clauses.append(clause)
             i = close + 1
             continue
         i += 1
@@ -233,9 +258,10 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
         for k, clause in enumerate(parts.clauses):
             source = _given(arrow_tables, clause)
             if source is None:
-                source = _outer(con, parts.input_query(clause), text, clause.input_start)
+                source = _outer(con, parts.input_query(clause, names), text, clause.input_start)
+            prefix = parts.with_prefix(names)
             clause_text = constant_subqueries(
-                clause.clause_text, lambda query, at=clause.end: _outer(con, parts.with_text + query, text, at)
+                clause.clause_text, lambda query, at=clause.end, prefix=prefix: _outer(con, prefix + query, text, at)
             )
             if clause_text != clause.clause_text:
                 clause = replace(clause, clause_text=clause_text)
