@@ -59,6 +59,7 @@ _TYPES = {
     "double": pa.float64(),
     "timestamp[ms]": pa.timestamp("ms"),
     "timestamp[ms, UTC]": pa.timestamp("ms", tz="UTC"),
+    "proctime": pa.timestamp("ms", tz="UTC"),
 }
 
 
@@ -69,6 +70,10 @@ def input_tables(case: dict[str, Any]) -> dict[str, pa.Table]:
         arrays = []
         for k, (_column, kind) in enumerate(spec["columns"]):
             values = [row[k] for row in spec["rows"]]
+            if kind == "proctime":  # Flink's PROCTIME(): the time each row arrives, now, in input order
+                start = dt.datetime.now(dt.timezone.utc)
+                arrays.append(pa.array([start + dt.timedelta(milliseconds=i) for i in range(len(values))], _TYPES[kind]))
+                continue
             if kind.startswith("timestamp"):
                 values = [None if v is None else dt.datetime.fromisoformat(v) for v in values]
                 if "UTC" in kind:

@@ -50,7 +50,6 @@ KNOWN = {
         "testLogicalOffsets-1": "Flink's greedy quantifiers do not backtrack (DOWN{2,} UP): ceql, Trino and Oracle "
         "find the match Flink misses (section 9's table)",
         "testAggregates-1": "weightedAvg is a user-defined aggregate of the test (Java code)",
-        "testAccessingCurrentTime-1": "CURRENT_TIMESTAMP is not implemented",
         "testUserDefinedFunctions-1": "prefix and countFrom are user-defined functions of the test (Java code)",
     },
 }

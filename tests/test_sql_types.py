@@ -116,3 +116,17 @@ def test_trino_and_flink_aggregates_that_are_min_max_and_count() -> None:
     ]
     with pytest.raises(ceql.QueryError, match="BOOL_AND needs bool"):
         ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES BOOL_AND(v) AS x PATTERN (A))", t=table)
+
+
+def test_current_timestamp_is_the_time_the_query_runs() -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    table = pa.table({"ts": pa.array([now - dt.timedelta(days=2), now - dt.timedelta(hours=1)], pa.timestamp("ms", tz="UTC")), "v": [1, 2]})
+    text = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.v AS v, CURRENT_TIMESTAMP AS at
+        PATTERN (A) DEFINE A AS ts >= CURRENT_TIMESTAMP - INTERVAL '1' DAY)"""
+    first = ceql.sql(text, t=table).to_pylist()
+    assert [r["v"] for r in first] == [2] and first[0]["at"] >= now
+    assert ceql.sql(text, t=table).to_pylist()[0]["at"] > first[0]["at"]  # read again: the plan is not reused
+    from ceql.sql.parser import with_the_clock_read
+
+    written = with_the_clock_read("SELECT CURRENT_TIMESTAMP, LOCALTIMESTAMP, 'CURRENT_TIMESTAMP'")
+    assert written.startswith("SELECT TIMESTAMP '") and written.endswith(", 'CURRENT_TIMESTAMP'")

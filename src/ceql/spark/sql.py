@@ -50,8 +50,10 @@ def run(text: str, dataframes: dict[str, Any], *, allowed_lateness: str | None =
 
     from ceql.sql import _needs_outer_engine
     from ceql.sql.analysis import analyze
-    from ceql.sql.parser import parse_sql
+    from ceql.sql.parser import parse_sql, reads_the_clock, with_the_clock_read
 
+    if reads_the_clock(text):  # every task reads the driver's time
+        text = with_the_clock_read(text)
     try:
         query = parse_sql(text)
     except QueryError as error:

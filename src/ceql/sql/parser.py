@@ -12,12 +12,13 @@ import contextlib
 import functools
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
-from ceql.lang.timetext import parse_timestamp, timestamp_zone
+from ceql.lang.timetext import format_timestamp, parse_timestamp, timestamp_zone
 from ceql.sql import ast
 from ceql.sql.lexer import RESERVED, Token, tokenize
 
@@ -65,6 +66,30 @@ _UNSUPPORTED_AFTER_FROM = {
     "FETCH": "FETCH",
     "OFFSET": "OFFSET",
 }
+
+
+def reads_the_clock(text: str) -> bool:
+    """Whether the query reads CURRENT_TIMESTAMP or LOCALTIMESTAMP (its plan is not reused)."""
+    upper = text.upper()
+    return "CURRENT_TIMESTAMP" in upper or "LOCALTIMESTAMP" in upper
+
+
+def with_the_clock_read(text: str) -> str:
+    """``text`` with CURRENT_TIMESTAMP and LOCALTIMESTAMP written as the literal of now, so that
+    every task of a distributed run reads the same time."""
+    tokens = tokenize(text)
+    stamp = format_timestamp(time.time_ns())  # ISO-8601 with Z
+    out = []
+    at = 0
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.upper in ("CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not (
+            tokens[i + 1].kind == "OP" and tokens[i + 1].value == "("
+        ):
+            out.append(text[at : tok.offset])
+            out.append(f"TIMESTAMP '{stamp if tok.upper == 'CURRENT_TIMESTAMP' else stamp[:-1]}'")
+            at = tok.offset + len(tok.text)
+    out.append(text[at:])
+    return "".join(out)
 
 
 def parse_sql(text: str) -> ast.Query:
@@ -723,6 +748,11 @@ class _Parser:
             return self.cast()
         if self.is_kw("INTERVAL"):
             return self.interval()
+        if self.is_kw("CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not self.is_op("(", tok=self.peek()):
+            # the time the query is read (once per query: ceql.sql does not cache such a query's
+            # plan, ceql.spark.sql writes the driver's time into the text its tasks read)
+            self.advance()
+            return ast.TimestampLiteral(tok.offset, tok.upper, time.time_ns(), tok.upper == "CURRENT_TIMESTAMP")
         if self.is_kw("TIMESTAMP") and self.peek().kind == "STRING":
             self.advance()
             text = str(self.advance().value)
