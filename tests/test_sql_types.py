@@ -130,3 +130,12 @@ def test_current_timestamp_is_the_time_the_query_runs() -> None:
 
     written = with_the_clock_read("SELECT CURRENT_TIMESTAMP, LOCALTIMESTAMP, 'CURRENT_TIMESTAMP'")
     assert written.startswith("SELECT TIMESTAMP '") and written.endswith(", 'CURRENT_TIMESTAMP'")
+
+
+def test_concatenation_of_a_rows_strings() -> None:
+    table = pa.table({"t": [1, 2, 3], "s": ["a", "b", None], "u": ["x", "y", "z"]})
+    text = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES A.s || '-' || A.u AS c, UPPER(B.s || B.u) AS d
+        PATTERN (A B?) DEFINE B AS B.s || B.u = 'by')"""
+    assert both(text, table) == [{"c": "a-x", "d": "BY"}, {"c": None, "d": None}]
+    with pytest.raises(UnsupportedQueryError, match=r"\|\| of a value computed while matching"):
+        ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES A.s || B.s AS c PATTERN (A B))", t=table)

@@ -444,6 +444,8 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         return args[0].lower()
     if op == "upper":
         return args[0].upper()
+    if op == "concat":
+        return args[0] + args[1]
     if op in ("=", "<>", "<", "<=", ">", ">="):
         a, b = args
         if op == "=":

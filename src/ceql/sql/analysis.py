@@ -497,7 +497,9 @@ class _Analyzer:
             self._need(right, ("bool",), op, e.right.pos)
             return ir.Op(BOOL, op.lower(), (left, right))
         if op == "||":
-            raise self.unsupported("string concatenation (||)", e.pos)
+            self._need(left, ("string",), "||", e.left.pos)
+            self._need(right, ("string",), "||", e.right.pos)
+            return ir.Op(STRING, "concat", (left, right))
         lt, rt = left.type, right.type
         if op == "LIKE":
             self._need(left, ("string",), "LIKE", e.left.pos)

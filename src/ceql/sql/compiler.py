@@ -33,11 +33,11 @@ from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
 _ARITH = {"+": vm.A_ADD, "-": vm.A_SUB, "*": vm.A_MUL, "/": vm.A_DIV, "%": vm.A_MOD}
-_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper"}
+_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper", "concat"}
 #: String functions: computed column-wise only (the VM holds strings as codes of a dictionary
 #: built before matching), on a row's columns; of a value only the VM has (CLASSIFIER(), an
 #: aggregate) they are refused.
-_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER"}
+_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||"}
 STACK_SIZE = 512
 
 
@@ -405,7 +405,7 @@ def _conjuncts(node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
-_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper"}
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper", "concat"}
 
 
 def _hoist(node: ir.Node) -> ir.At | None:

@@ -242,7 +242,7 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
         return Vec(_compare(op, args[0], args[1], n), valid, err)
-    if op in ("like", "lower", "upper"):
+    if op in ("like", "lower", "upper", "concat"):
         return _string_function(op, node, args, valid, err, n)
     kind = node.type.kind
     if op == "cast":
@@ -316,7 +316,7 @@ def _double(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, err, n: int) -> Vec:
-    """LIKE (SQL's: % any text, _ one character, case-sensitive), LOWER, UPPER on strings."""
+    """LIKE (SQL's: % any text, _ one character, case-sensitive), LOWER, UPPER and || on strings."""
     values = args[0].values
     if not isinstance(values, (pa.Array, pa.ChunkedArray, pa.Scalar)):
         values = pa.array(np.broadcast_to(np.asarray(values, dtype=object), n), pa.string())
@@ -326,6 +326,13 @@ def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, e
         pattern = str(node.args[1].value)  # type: ignore[attr-defined]
         result = pc.match_like(values, pattern)
         return Vec(np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_), valid, err)
+    if op == "concat":
+        other = args[1].values
+        if not isinstance(other, (pa.Array, pa.ChunkedArray, pa.Scalar)):
+            other = pa.array(np.broadcast_to(np.asarray(other, dtype=object), n), pa.string())
+        if isinstance(other, pa.Scalar):
+            other = dense(Vec(other, valid), n).values
+        return Vec(pc.binary_join_element_wise(values, other, ""), valid, err)
     result = pc.utf8_lower(values) if op == "lower" else pc.utf8_upper(values)
     return Vec(result, valid, err)
 
