@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import ceql
-from ceql.errors import QueryError, UnsupportedQueryError
+from ceql.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from ceql.sql import outer
 
 TICKER = pa.table(
@@ -54,8 +54,10 @@ def test_the_simple_form_does_not_need_the_outer_engine() -> None:
 
 
 def test_errors() -> None:
-    with pytest.raises(UnsupportedQueryError, match="(?s)nosuch.*line 1, column 1|line 1, column 1.*nosuch"):
+    with pytest.raises(QueryError, match="(?s)nosuch.*line 1, column 1|line 1, column 1.*nosuch"):
         ceql.sql(f"SELECT nosuch(top) FROM ticker {V} ORDER BY 1", ticker=TICKER)
+    with pytest.raises(QuerySyntaxError, match="run by DuckDB"):
+        ceql.sql(f"SELECT * FROM ticker {V} ORDER BY BY top", ticker=TICKER)
     # inside the clause the error is ceql's, at its place in the whole query
     text = "SELECT * FROM ticker MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS nosuch > 1) ORDER BY 1"
     with pytest.raises(QueryError) as caught:

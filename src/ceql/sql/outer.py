@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ceql.errors import MissingExtraError, QueryError, UnsupportedQueryError
+from ceql.errors import MissingExtraError, QueryError, QuerySyntaxError, UnsupportedQueryError
 from ceql.sql.lexer import Token, tokenize
 from ceql.sql.values import as_table
 
@@ -306,7 +306,14 @@ def _outer(con: Any, query: str, text: str, offset: int) -> pa.Table:
         result = con.sql(query).to_arrow_table()
     except duckdb.Error as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UnsupportedQueryError(f"the SQL around MATCH_RECOGNIZE (run by DuckDB): {message}", text, offset) from None
+        # DuckDB's parser errors are syntax errors, its binder's and catalog's (no such column,
+        # table or function) errors in the query; others are what DuckDB does not run
+        kind: type[QueryError] = UnsupportedQueryError
+        if isinstance(error, duckdb.ParserException):
+            kind = QuerySyntaxError
+        elif isinstance(error, (duckdb.BinderException, duckdb.CatalogException)):
+            kind = QueryError
+        raise kind(f"the SQL around MATCH_RECOGNIZE (run by DuckDB): {message}", text, offset) from None
     return result
 
 
