@@ -139,3 +139,12 @@ def test_concatenation_of_a_rows_strings() -> None:
     assert both(text, table) == [{"c": "a-x", "d": "BY"}, {"c": None, "d": None}]
     with pytest.raises(UnsupportedQueryError, match=r"\|\| of a value computed while matching"):
         ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES A.s || B.s AS c PATTERN (A B))", t=table)
+
+
+@pytest.mark.parametrize(("interval", "expected"), [("'2' MILLISECONDS", [2, 1]), ("'1500' MICROSECOND", [1, 1, 1]), ("'1' SECOND", [3])])
+def test_intervals_in_ceqls_smaller_units(interval: str, expected: list[int]) -> None:
+    table = pa.table({"ts": pa.array([0, 1_500_000, 3_000_000], pa.timestamp("ns")), "v": [1, 2, 3]})
+    text = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A+) WITHIN INTERVAL {interval})"
+    assert [r["n"] for r in both(text, table)] == expected
+    with pytest.raises(QuerySyntaxError, match="is not a number"):
+        ceql.sql(text.replace(interval, "'x' MILLISECOND"), t=table)

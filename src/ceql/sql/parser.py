@@ -18,7 +18,8 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
-from ceql.lang.timetext import format_timestamp, parse_timestamp, timestamp_zone
+from ceql.lang import grammar
+from ceql.lang.timetext import format_timestamp, parse_interval, parse_timestamp, timestamp_zone
 from ceql.sql import ast
 from ceql.sql.lexer import RESERVED, Token, tokenize
 
@@ -923,8 +924,15 @@ class _Parser:
         unit = _UNIT_ALIASES.get(unit_tok.upper, unit_tok.upper)
         if unit in ("YEAR", "MONTH", "YEARS", "MONTHS"):
             raise self.unsupported(f"INTERVAL ... {unit}", unit_tok.offset, "months and years have no fixed length")
+        if unit not in INTERVAL_UNITS and unit_tok.kind == "IDENT" and unit in grammar.TIME_UNIT_NAMES:
+            # MILLISECOND(S), MICROSECOND(S), NANOSECOND(S): CEQL's units, read as CEQL reads them
+            self.advance()
+            nanos = parse_interval(str(value_tok.value).strip(), unit)
+            if isinstance(nanos, str):
+                raise QuerySyntaxError(f"INTERVAL: {nanos}", self.text, value_tok.offset)
+            return ast.IntervalLiteral(start, value_tok.text, -nanos if negative else nanos)
         if unit not in INTERVAL_UNITS:
-            raise self.error("DAY, HOUR, MINUTE or SECOND")
+            raise self.error("DAY, HOUR, MINUTE, SECOND or MILLISECOND")
         self.advance()
         self._precision()
         last_unit = unit
