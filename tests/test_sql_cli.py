@@ -87,3 +87,10 @@ def test_json_lines_follow_the_output_contract(tmp_path: Path, readings, capsys)
     query = "SELECT * FROM r MATCH_RECOGNIZE (ORDER BY t MEASURES LAST(v) AS v, LAST(at) AS at PATTERN (A B))"
     assert main(["sql", query, "--input", f"r={tmp_path / 'big.parquet'}"]) == 0
     assert json.loads(capsys.readouterr().out) == {"v": 2**62 + 1, "at": "1970-01-01T00:16:40Z"}
+
+
+def test_sql_runs_the_query_around_match_recognize(tmp_path: Path, readings, capsys) -> None:
+    query = QUERY + " ORDER BY 2 DESC"
+    assert main(["sql", query, "--input", str(tmp_path / "readings.csv")]) == 0  # an unnamed input: the table named
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and rows == sorted(rows, key=lambda r: list(r.values())[1], reverse=True)

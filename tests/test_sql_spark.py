@@ -102,3 +102,23 @@ def test_streaming_matches_batch(spark, tmp_path: Path) -> None:
     expected = sorted(tuple(r.values()) for r in ceql.sql(text, ev=table).to_pylist())
     assert got == expected
     assert len(got) >= 5
+
+
+OUTER_QUERIES = [
+    # ORDER BY, GROUP BY and WHERE around MATCH_RECOGNIZE
+    "SELECT p, COUNT(*) AS matches, MAX(n) AS longest FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq "
+    "MEASURES COUNT(B.*) AS n PATTERN (A B+) DEFINE A AS A.k = 'a', B AS B.v >= PREV(B.v)) AS r "
+    "WHERE n > 0 GROUP BY p ORDER BY p",
+    # WITH and a join of the result with its input
+    "WITH big AS (SELECT * FROM ev WHERE v > 2) SELECT r.a, e.k FROM big MATCH_RECOGNIZE (ORDER BY t, seq "
+    "MEASURES A.seq AS a PATTERN (A B) DEFINE B AS B.v > A.v) AS r JOIN ev e ON e.seq = r.a ORDER BY r.a",
+]
+
+
+@pytest.mark.parametrize("text", OUTER_QUERIES)
+def test_the_sql_around_match_recognize_gives_the_local_rows(spark, text: str) -> None:
+    rows = rows_of(60, 7)
+    df = spark.createDataFrame(rows).repartition(3)
+    got = [tuple(r) for r in ceql.spark.sql(text, ev=df).collect()]
+    expected = [tuple(r.values()) for r in ceql.sql.run(text, {"ev": pa.Table.from_pylist(rows)}).to_pylist()]
+    assert got == expected and got

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 from ceql.errors import QuerySyntaxError
+from ceql.lang.scanner import no_surrogate as _no_surrogate  # shared with SQL (ceql.lang.scanner)
+from ceql.lang.scanner import read_quoted as _read_quoted
 
 #: Words that cannot be used as bare identifiers in queries (back-quote them instead).
 KEYWORDS = frozenset(
@@ -155,29 +157,3 @@ def _char_hint(char: str) -> str:
     if char == '"':
         return " (strings take single quotes: 'text'; back-quote a name: `name`)"
     return ""
-
-
-def _no_surrogate(text: str, start: int, end: int, error_class: type[QuerySyntaxError]) -> None:
-    """A quoted token holds Unicode text: a lone surrogate (``'\\ud800'`` from Python, or a
-    byte that is not UTF-8 in a command-line argument) is an error at its place, not a
-    traceback where the text is encoded."""
-    for at in range(start, end):
-        if "\ud800" <= text[at] <= "\udfff":
-            raise error_class(f"{text[at]!r} is not valid Unicode text (a lone surrogate)", text, at)
-
-
-def _read_quoted(
-    text: str, pos: int, quote: str, start: int, what: str, error_class: type[QuerySyntaxError]
-) -> tuple[str, int]:
-    """Read up to the closing ``quote``; a doubled quote stands for one quote character."""
-    parts: list[str] = []
-    while True:
-        end = text.find(quote, pos)
-        if end == -1:
-            raise error_class(f"unterminated {what} (missing closing {quote})", text, start)
-        parts.append(text[pos:end])
-        if end + 1 < len(text) and text[end + 1] == quote:
-            parts.append(quote)
-            pos = end + 2
-            continue
-        return "".join(parts), end + 1

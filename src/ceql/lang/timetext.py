@@ -67,6 +67,13 @@ def parse_timestamp(text: str) -> int | str:
     return total
 
 
+def timestamp_zone(text: str) -> str | None:
+    """The zone designator of an ISO-8601 instant (``Z``, ``+01:00``, ...), or None (none
+    written, or not an instant)."""
+    match = _ISO.fullmatch(text)
+    return match["z"] if match is not None else None
+
+
 def format_timestamp(value: int) -> str:
     """The ISO-8601 text of a time in nanoseconds (UTC, ``Z``, the fraction only if needed)."""
     seconds, nanos = divmod(value, 10**9)

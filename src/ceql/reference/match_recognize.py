@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
@@ -25,6 +26,7 @@ import pyarrow as pa
 from ceql.errors import EventError
 from ceql.sql import ast, ir
 from ceql.sql.analysis import Checked
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.values import arrow_values, python_values
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -47,6 +49,7 @@ class _Match:
     number: int
 
 
+@allows_deep_expressions
 def run(checked: Checked, table: pa.Table) -> pa.Table:
     """The result of the checked query over ``table`` (its input), as an Arrow table."""
     return _Reference(checked, table).run()
@@ -309,9 +312,11 @@ class _Context:
         return rows[loc.offset] if loc.func == "FIRST" else rows[len(rows) - 1 - loc.offset]
 
     def classifier(self, position: int, final: bool) -> str | None:
-        """The variable a row is mapped to, if the row is in the part of the match visible to
-        the locator that found it (the rows so far; all of them for FINAL)."""
-        for p, var, _ in self.visible(final):
+        """The variable a row is mapped to, if the row is in the match (in DEFINE: the match so
+        far). RUNNING does not hide the rows after the current one: a row located by NEXT has
+        its variable, as in Trino (``final`` is kept for the callers' symmetry)."""
+        del final
+        for p, var, _ in self.path:
             if p == position:
                 return var
         return None
@@ -432,6 +437,15 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         return None
     if op == "not":
         return not args[0]
+    if op == "like":  # SQL LIKE: % any text, _ one character, the rest literally
+        regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in args[1])
+        return re.fullmatch(regex, args[0], re.DOTALL) is not None
+    if op == "lower":
+        return args[0].lower()
+    if op == "upper":
+        return args[0].upper()
+    if op == "concat":
+        return args[0] + args[1]
     if op in ("=", "<>", "<", "<=", ">", ">="):
         a, b = args
         if op == "=":

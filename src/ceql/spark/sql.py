@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ceql.errors import CeqlError, QueryError
+from ceql.errors import CeqlError, QueryError, UnsupportedQueryError
 
 SEQ = "ceql_seq"  # the input order (transformWithStateInPandas renames names with underscores)
 STATE = "ceql_mr"
@@ -48,16 +48,67 @@ def run(text: str, dataframes: dict[str, Any], *, allowed_lateness: str | None =
     watermark of a streaming input."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from ceql.sql import _needs_outer_engine
     from ceql.sql.analysis import analyze
-    from ceql.sql.parser import parse_sql
+    from ceql.sql.parser import parse_sql, reads_the_clock, with_the_clock_read
 
-    query = parse_sql(text)
+    if reads_the_clock(text):  # every task reads the driver's time
+        text = with_the_clock_read(text)
+    try:
+        query = parse_sql(text)
+    except QueryError as error:
+        if _needs_outer_engine(text, error):
+            return _outer(text, dataframes, allowed_lateness)
+        raise
     df = _dataframe(query, dataframes)
     arrow_schema = to_arrow_schema(df.schema)
     checked = analyze(query, arrow_schema)
     if df.isStreaming:
         return _streaming(text, checked, df, allowed_lateness)
     return _batch(text, checked, df)
+
+
+def _outer(text: str, dataframes: dict[str, Any], allowed_lateness: str | None):
+    """The SQL around MATCH_RECOGNIZE on Spark SQL (as ``ceql.sql.outer`` does on DuckDB): each
+    clause's input is a given DataFrame, a view, or computed by Spark SQL; ceql matches it; Spark
+    SQL runs the rest over the results. The DataFrames given are registered as temporary views
+    of their names (Spark SQL reads tables by name)."""
+    from pyspark.sql import SparkSession
+
+    from ceql.sql import outer
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        first = next(iter(dataframes.values()), None)
+        spark = first.sparkSession if first is not None else SparkSession.builder.getOrCreate()
+    for name, df in dataframes.items():
+        df.createOrReplaceTempView(name)
+    text = outer.bare_values(text)
+    parts = outer.split(text)
+
+    def spark_query(query: str) -> Any:
+        try:
+            return spark.sql(query)
+        except Exception as error:  # Spark's AnalysisException / ParseException: one line
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UnsupportedQueryError(f"the SQL around MATCH_RECOGNIZE (run by Spark SQL): {first}", text, 0) from None
+
+    names = []
+    for k, clause in enumerate(parts.clauses):
+        given = None
+        if clause.input_name is not None:
+            found = [n for n in dataframes if n == clause.input_name or (not clause.input_quoted and n.upper() == clause.input_name.upper())]
+            given = dataframes[found[0]] if len(found) == 1 else None
+        source = given if given is not None else spark_query(parts.input_query(clause, names))
+        prefix = parts.with_prefix(names)
+        clause_text = outer.constant_subqueries(
+            clause.clause_text, lambda query, prefix=prefix: spark_query(prefix + query).toArrow()
+        )
+        mr = run(f"SELECT * FROM {outer.INPUT_NAME} {clause_text}", {outer.INPUT_NAME: source}, allowed_lateness=allowed_lateness)
+        name = f"{outer.RESULT_NAME}_{k}"
+        mr.createOrReplaceTempView(name)
+        names.append(name)
+    return spark_query(parts.rest(names))
 
 
 def _dataframe(query, dataframes: dict[str, Any]):

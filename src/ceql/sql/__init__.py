@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ceql.errors import QueryError
 from ceql.sql.analysis import Checked, analyze
-from ceql.sql.parser import parse_sql
+from ceql.sql.parser import parse_sql, reads_the_clock
 from ceql.sql.values import as_table
 
 __all__ = ["Checked", "check", "explain", "parse_sql", "run", "sql"]
@@ -40,17 +40,50 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
     """``sql`` with the tables as a dict (and the matcher's step bound, see engine.MAX_STEPS)."""
     from ceql.sql import engine
 
-    query = parse_sql(text)
+    try:
+        query = parse_sql(text)
+    except QueryError as error:
+        if _needs_outer_engine(text, error):
+            from ceql.sql import outer
+
+            return outer.run(text, tables, max_steps=max_steps)
+        raise
     table = as_table(_table(query, tables), query.table.text)
-    compiled = _compile(text, table.schema)
+    compiled = _compile.__wrapped__(text, table.schema) if reads_the_clock(text) else _compile(text, table.schema)
     options = {} if max_steps is None else {"max_steps": max_steps}
     return engine.run(compiled, table, **options)
 
 
+def _needs_outer_engine(text: str, error: QueryError) -> bool:
+    """Whether ``error`` (from ceql's parser) is about the SQL around MATCH_RECOGNIZE: it is
+    outside the first ``MATCH_RECOGNIZE ( ... )``, which then runs on ceql, the rest on DuckDB
+    (``ceql.sql.outer``). An error inside the clause is ceql's to report."""
+    from ceql.sql import outer
+
+    span = outer.clause_span(text)
+    if span is None or error.line is None or error.column is None:
+        return False
+    if outer.has_subquery(text, *span):  # evaluated first by the outer engine
+        return True
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: error.line - 1]) + error.column - 1
+    return not span[0] <= offset < span[1]
+
+
 def check(text: str, table_or_schema: Any) -> Checked:
-    """Parse ``text`` and resolve it against an input (a table, a frame or an Arrow schema)."""
+    """Parse ``text`` and resolve it against an input (a table, a frame or an Arrow schema); of a
+    query with SQL around MATCH_RECOGNIZE, its (first) MATCH_RECOGNIZE clause."""
     schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
-    return analyze(parse_sql(text), schema)
+    try:
+        query = parse_sql(text)
+    except QueryError as error:
+        if not _needs_outer_engine(text, error):
+            raise
+        from ceql.sql import outer  # the SQL around it: check the (first) MATCH_RECOGNIZE clause
+
+        parts = outer.split(outer.bare_values(text))
+        query = parse_sql(parts.mr_query(parts.clauses[0]))
+    return analyze(query, schema)
 
 
 def explain(text: str, table_or_schema: Any) -> str:
@@ -59,7 +92,21 @@ def explain(text: str, table_or_schema: Any) -> str:
     from ceql.sql.plan import describe
 
     schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else as_table(table_or_schema).schema
-    return describe(_compile(text, schema))
+    try:
+        return describe(_compile(text, schema))
+    except QueryError as error:
+        if not _needs_outer_engine(text, error):
+            raise
+    # the SQL around MATCH_RECOGNIZE (ceql.sql.outer): each clause over the input given, then the rest
+    from ceql.sql import outer
+
+    parts = outer.split(outer.bare_values(text))
+    names = [f"{outer.RESULT_NAME}_{k}" for k in range(len(parts.clauses))]
+    lines = [f"the SQL around MATCH_RECOGNIZE, run by DuckDB (Spark SQL on Spark): {parts.rest(names).strip()}"]
+    for name, clause in zip(names, parts.clauses):
+        plan = describe(_compile(parts.mr_query(clause), schema)).replace(outer.INPUT_NAME, clause.input_text.strip())
+        lines += ["", f"{name}:", plan]
+    return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=64)

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ceql.errors import QueryError, UnsupportedQueryError
 from ceql.sql import ast, ir
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.types import (
     BOOL,
     DOUBLE,
@@ -95,6 +96,7 @@ def _arrow_of(t: SqlType, checked: Checked, expr: ir.Node) -> pa.DataType:
     return t.arrow()
 
 
+@allows_deep_expressions
 def analyze(query: ast.Query, schema: pa.Schema) -> Checked:
     """Resolve and type ``query`` against the columns of its input (``schema``)."""
     return _Analyzer(query, schema).run()
@@ -262,6 +264,8 @@ class _Analyzer:
 
     def value_column(self, name: ast.Name) -> tuple[str, SqlType]:
         found, t = self.column(name)
+        if t is None and pa.types.is_null(self.schema.field(found).type):
+            return found, NULL
         if t is None:
             raise self.unsupported(
                 f"column {found} has type {self.schema.field(found).type}, which MATCH_RECOGNIZE expressions "
@@ -341,13 +345,17 @@ class _Analyzer:
     def _expr(self, e: ast.Expr, row: _RowScope | None) -> ir.Node:  # noqa: C901 - one case per node
         if isinstance(e, ast.Literal):
             return ir.Const({"int": INT, "double": DOUBLE, "string": STRING, "bool": BOOL, "null": NULL}[e.kind], e.value)
-        if isinstance(e, ast.TimestampLiteral):
-            return ir.Const(SqlType("timestamp", "ns", None), e.nanos)
+        if isinstance(e, ast.TimestampLiteral):  # with a zone written: an instant, shown in UTC
+            return ir.Const(SqlType("timestamp", "ns", "UTC" if e.zoned else None), e.nanos)
         if isinstance(e, ast.IntervalLiteral):
             return ir.Const(INTERVAL, e.nanos)
         if isinstance(e, ast.Column):
             cls = self._class_of(e.var)
             name, t = self.value_column(e.name)
+            if t.kind == "null":  # a column of nulls only (Arrow's null type): NULL on every row
+                if row is not None:
+                    row.use(cls, e.pos, self)
+                return ir.Const(NULL, None)
             leaf = ir.RowCol(t, name)
             if row is not None:
                 row.use(cls, e.pos, self)
@@ -389,6 +397,11 @@ class _Analyzer:
             if e.name == "ABS":
                 self._need(args[0], ("int", "double"), "ABS", e.pos)
                 return ir.Op(args[0].type, "abs", (args[0],))
+            if e.name in ("LOWER", "UPPER"):
+                if len(args) != 1:
+                    raise self.error(f"{e.name} takes one argument", e.pos)
+                self._need(args[0], ("string",), e.name, e.pos)
+                return ir.Op(STRING, e.name.lower(), (args[0],))
             t = args[0].type
             for a, source in zip(args[1:], e.args[1:]):
                 u = unify(t, a.type)
@@ -453,6 +466,17 @@ class _Analyzer:
         t = arg.type
         if e.func == "COUNT":
             return ir.Agg(INT, "COUNT", cls, arg, final)
+        # Trino's and Flink's aggregates that are these five: BOOL_AND is MIN of booleans (FALSE
+        # < TRUE), BOOL_OR MAX, COUNT_IF the count of the rows where it is TRUE, ARBITRARY (any
+        # non-null value) the smallest.
+        if e.func in ("BOOL_AND", "EVERY", "BOOL_OR", "COUNT_IF"):
+            self._need(arg, ("bool",), e.func, e.arg.pos)
+            if e.func == "COUNT_IF":
+                return ir.Agg(INT, "COUNT", cls, ir.Case(INT, ((arg, ir.Const(INT, 1)),), None), final)
+            return ir.Agg(BOOL, "MAX" if e.func == "BOOL_OR" else "MIN", cls, arg, final)
+        if e.func in ("ARBITRARY", "ANY_VALUE"):
+            self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
+            return ir.Agg(t if t.kind != "null" else INT, "MIN", cls, arg, final)
         if e.func in ("SUM", "AVG"):
             self._need(arg, ("int", "double"), e.func, e.arg.pos)
             result = DOUBLE if (e.func == "AVG" or t.kind == "double") else INT
@@ -473,8 +497,13 @@ class _Analyzer:
             self._need(right, ("bool",), op, e.right.pos)
             return ir.Op(BOOL, op.lower(), (left, right))
         if op == "||":
-            raise self.unsupported("string concatenation (||)", e.pos)
+            self._need(left, ("string",), "||", e.left.pos)
+            self._need(right, ("string",), "||", e.right.pos)
+            return ir.Op(STRING, "concat", (left, right))
         lt, rt = left.type, right.type
+        if op == "LIKE":
+            self._need(left, ("string",), "LIKE", e.left.pos)
+            return ir.Op(BOOL, "like", (left, right))
         if op in COMPARISONS:
             if lt.kind == "null" or rt.kind == "null":
                 return ir.Op(BOOL, op, (left, right))
@@ -524,7 +553,13 @@ class _Analyzer:
             unit = {"s": "ms", "ms": "us", "us": "ns"}[unit]
         t = SqlType("timestamp", unit, lt.tz)
         amount = ir.Const(t, nanos // UNIT_NANOS[unit])
-        return ir.Op(t, e.op, (self._to_unit(left, unit), amount))
+        left = self._to_unit(left, unit)
+        if isinstance(left, ir.Const) and left.value is not None:  # TIMESTAMP '...' - INTERVAL '1' DAY
+            value = int(left.value) + (1 if e.op == "+" else -1) * int(amount.value)  # type: ignore[arg-type]
+            if not -(2**63) <= value < 2**63:
+                raise self.error("the timestamp is beyond the int64 range of times (years 1677 to 2262)", e.pos)
+            return ir.Const(t, value)
+        return ir.Op(t, e.op, (left, amount))
 
     def _to_unit(self, node: ir.Node, unit: str) -> ir.Node:
         t = node.type

@@ -42,10 +42,12 @@ class Literal(Expr):
 
 @dataclass(frozen=True)
 class TimestampLiteral(Expr):
-    """``TIMESTAMP '2024-01-02 03:04:05.123'``: nanoseconds since the epoch (UTC wall time)."""
+    """``TIMESTAMP '2024-01-02 03:04:05.123'``: nanoseconds since the epoch (UTC wall time);
+    ``zoned`` when the text names its zone (``Z``, ``+02:00``): a timestamp with a time zone."""
 
     text: str
     nanos: int
+    zoned: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,8 @@ class Navigation(Expr):
 
 @dataclass(frozen=True)
 class Aggregate(Expr):
-    """``COUNT/SUM/AVG/MIN/MAX(arg)`` with ``RUNNING``/``FINAL`` (None if not written)."""
+    """``COUNT/SUM/AVG/MIN/MAX(arg)`` (also BOOL_AND, BOOL_OR, EVERY, COUNT_IF, ARBITRARY,
+    ANY_VALUE) with ``RUNNING``/``FINAL`` (None if not written)."""
 
     func: str
     arg: Expr

@@ -104,12 +104,17 @@ def _query(value: str) -> tuple[str, str]:
 
 
 def _tables(text: str, specs: list[str]) -> dict[str, pa.Table]:
+    from ceql.sql import _needs_outer_engine, outer
     from ceql.sql.parser import parse_sql
 
     try:
         name = parse_sql(text).table.text
     except QueryError as exc:
-        raise CeqlError(f"in query: {exc}") from None
+        # the SQL around MATCH_RECOGNIZE (ceql.sql.outer): an unnamed --input is the first table named
+        named = [c.input_name for c in outer.split(text).clauses if c.input_name] if _needs_outer_engine(text, exc) else []
+        if not named:
+            raise CeqlError(f"in query: {exc}") from None
+        name = named[0]
     if not specs:
         raise CeqlError(f"give the input table {name} with --input {name}=FILE")
     tables = {}

@@ -23,15 +23,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ceql.errors import UnsupportedQueryError
 from ceql.sql import ir, vm
 from ceql.sql.analysis import Checked
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.program import Program, compile_pattern
 from ceql.sql.types import SqlType
 from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
 _ARITH = {"+": vm.A_ADD, "-": vm.A_SUB, "*": vm.A_MUL, "/": vm.A_DIV, "%": vm.A_MOD}
-_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce"}
+_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper", "concat"}
+#: String functions: computed column-wise only (the VM holds strings as codes of a dictionary
+#: built before matching), on a row's columns; of a value only the VM has (CLASSIFIER(), an
+#: aggregate) they are refused.
+_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||"}
 STACK_SIZE = 512
 
 
@@ -70,6 +76,7 @@ class Compiled:
         return [i for i, node in enumerate(self.vcols) if is_float(node.type)]
 
 
+@allows_deep_expressions
 def compile_query(checked: Checked) -> Compiled:
     """Compile a checked query (see the module docstring)."""
     return _Compiler(checked).run()
@@ -135,9 +142,10 @@ class _Compiler:
             self.expr(node)
             measure_ranges.append((lo, len(self.code)))
         # Failed states can be remembered only when nothing but the row decides a condition
-        # (and no window ties a state to the match's first row, and no iteration check).
+        # (and no window ties a state to the match's first row); inside an iteration that may map
+        # no row, only once it has mapped one (vm: instruction field 3).
         branches = bool((program.instructions[:, 0] == vm.P_SPLIT).any())  # else nothing is revisited
-        memo = branches and not dynamic and q.within is None and program.slots == 0
+        memo = branches and not dynamic and q.within is None
         return Compiled(
             checked=q,
             program=program,
@@ -323,6 +331,11 @@ class _Compiler:
             for at in ends:
                 self.code[at + 1] = len(self.code)
             return
+        if op in _STRING_OPS:
+            raise UnsupportedQueryError(
+                f"{_STRING_OPS[op]} of a value computed while matching (CLASSIFIER(), an aggregate, a navigation "
+                f"of several rows) is not supported; {_STRING_OPS[op]} of a row's columns is"
+            )
         for arg in args if op != "scale" else args[:1]:
             self.expr(arg, row)
         if op == "not":
@@ -392,7 +405,7 @@ def _conjuncts(node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
-_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale"}
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper", "concat"}
 
 
 def _hoist(node: ir.Node) -> ir.At | None:

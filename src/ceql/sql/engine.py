@@ -23,6 +23,7 @@ from ceql.errors import EventError, LimitError
 from ceql.sql import ir, vector, vm
 from ceql.sql.analysis import Checked
 from ceql.sql.compiler import Compiled
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.values import python_values
 from ceql.sql.vector import Env, Shift, Vec
 
@@ -42,6 +43,7 @@ _OVERFLOW = {
 }
 
 
+@allows_deep_expressions
 def run(compiled: Compiled, table: pa.Table, *, max_steps: int = MAX_STEPS) -> pa.Table:
     """The query's result over ``table`` (the input it was checked against)."""
     prepared = Prepared(compiled, table)
@@ -53,6 +55,7 @@ def run(compiled: Compiled, table: pa.Table, *, max_steps: int = MAX_STEPS) -> p
 class Prepared:
     """The input grouped and sorted, with the matcher's arrays built (see the module doc)."""
 
+    @allows_deep_expressions
     def __init__(self, compiled: Compiled, table: pa.Table) -> None:
         self.c = compiled
         self.q: Checked = compiled.checked
@@ -102,9 +105,10 @@ class Prepared:
         c, q, n = self.c, self.q, self.n
         nvars = len(q.variables)
         masks = np.ones((nvars, n), dtype=np.uint8)
+        self.mask_errors: dict[tuple[int, int], int] = {}  # (variable, sorted row): vector error code
         for i, conjuncts in enumerate(c.masks):
             if conjuncts:
-                masks[i] = self._mask(conjuncts, c.mask_exact[i])
+                masks[i] = self._mask(conjuncts, c.mask_exact[i], i)
         self.masks = masks
         first = [q.variables.index(v) for v in c.program.first]
         if c.program.nullable or not first:
@@ -189,37 +193,44 @@ class Prepared:
         node = self.c.vcols[k]
         return self.sorted_vec(node) if self.c.vcol_sorted[k] else vector.evaluate(node, self.original)
 
-    def _mask(self, conjuncts: list[ir.Node], exact: bool) -> np.ndarray:
+    def _mask(self, conjuncts: list[ir.Node], exact: bool, var: int) -> np.ndarray:
         """A variable's row mask, in sorted order, from its leading row-local conjuncts: 0 where
         one is FALSE (or, when they are the whole condition, not TRUE), 1 where all are TRUE, 2
-        where one is NULL and none FALSE (the whole condition then runs in the VM). Conjuncts
-        without PREV/NEXT are evaluated on the input order and the result is permuted once."""
-        mask = None
-        for where in ("original", "sorted"):
-            items = [x for x in conjuncts if _has_shift(x) == (where == "sorted")]
-            if not items:
-                continue
-            true = None
-            null = None
-            for conjunct in items:
-                vec = vector.evaluate(conjunct, self.original) if where == "original" else self.sorted_vec(conjunct)
-                value = np.asarray(vec.values, dtype=np.bool_)
-                if value.ndim == 0:
-                    value = np.full(self.n, bool(value))
-                is_true = value & vec.valid
-                true = is_true if true is None else true & is_true
-                if not exact and not vec.valid.all():
-                    is_null = ~vec.valid
-                    null = is_null if null is None else null | is_null
-            if exact or null is None:
-                part = true.view(np.uint8)
+        where one is NULL and none FALSE (the whole condition then runs in the VM), 3 where a
+        conjunct that AND evaluates (no earlier one FALSE) fails: division by zero, overflow.
+        The matcher raises that error only if it tries the row (``mask_errors``), as evaluating
+        the condition there would. Conjuncts without PREV/NEXT are evaluated on the input order
+        and permuted."""
+        true = np.ones(self.n, dtype=np.bool_)
+        null = np.zeros(self.n, dtype=np.bool_)
+        decided_false = np.zeros(self.n, dtype=np.bool_)
+        failed = np.zeros(self.n, dtype=np.int8)  # the first error per row, in evaluation order
+        for conjunct in conjuncts:  # in AND's evaluation order: a FALSE stops it
+            if _has_shift(conjunct):
+                vec = self.sorted_vec(conjunct)
             else:
-                # 2 where no conjunct is FALSE but one is NULL
-                part = np.where(true, 1, np.where(null & ~_any_false(items, where, self), 2, 0)).astype(np.uint8)
-            if where == "original" and not self.identity:
-                part = part[self.perm]
-            mask = part if mask is None else _combine_masks(mask, part)
-        assert mask is not None
+                vec = vector.evaluate(conjunct, self.original)
+                if not self.identity:
+                    vec = _permute(vec, self.perm)
+            value = np.asarray(vec.values, dtype=np.bool_)
+            if value.ndim == 0:
+                value = np.full(self.n, bool(value))
+            valid = np.asarray(vec.valid, dtype=np.bool_)
+            if vec.err is not None:
+                fails = (vec.err != 0) & ~decided_false & (failed == 0)
+                failed = np.where(fails, vec.err, failed).astype(np.int8)
+                valid = valid & (vec.err == 0)
+            true &= value & valid
+            null |= ~valid & (failed == 0)
+            decided_false |= valid & ~value & (failed == 0)
+        if exact:
+            mask = true.astype(np.uint8)
+        else:
+            mask = np.where(true, 1, np.where(null & ~decided_false, 2, 0)).astype(np.uint8)
+        if failed.any():
+            mask = np.where(failed != 0, 3, mask).astype(np.uint8)
+            for row in np.flatnonzero(failed):
+                self.mask_errors[(var, int(row))] = int(failed[row])
         return np.ascontiguousarray(mask, dtype=np.uint8)
 
     def _code(self, text: str) -> int:
@@ -267,6 +278,9 @@ class Prepared:
     def error(self, err: np.ndarray, payload: float, max_steps: int) -> Exception:
         code, detail, row, part, number = (int(x) for x in err)
         original = int(self.perm[row]) if 0 <= row < self.n else None
+        if code == vm.ERR_MASK:  # a row mask's condition failed on a row the matcher tried
+            vcode = self.mask_errors.get((detail, row), 0)
+            return _vector_error(vcode, row=original)
         if code == vm.ERR_DIV_ZERO:
             return EventError("division by zero", row=original)
         if code == vm.ERR_MOD_ZERO:
@@ -276,10 +290,17 @@ class Prepared:
         if code == vm.ERR_CAST:
             return EventError(f"CAST of {payload} to BIGINT is out of range", row=original)
         if code == vm.ERR_STEPS:
+            from ceql.sql.plan import why_no_memo
+
+            if self.c.memo:
+                why = "failed search states are remembered, each explored once, but the partitions are long (past"
+                why += " 2^24 states none are remembered) or the pattern large"
+            else:  # say why, without blaming conditions that do not read the match
+                why = f"failed search states cannot be remembered: {why_no_memo(self.c)}; such a pattern can"
+                why += " need exponential backtracking"
             return LimitError(
-                f"MATCH_RECOGNIZE stopped after {max_steps} matching steps (a pattern whose conditions depend on "
-                "the match so far can need exponential backtracking); raise max_steps (0: no bound) if the "
-                "query is meant to be this hard",
+                f"MATCH_RECOGNIZE stopped after {max_steps} matching steps ({why}); raise max_steps (0: no bound)"
+                " if the query is meant to be this hard",
                 "max_steps",
                 max_steps,
             )
@@ -305,6 +326,7 @@ class Prepared:
 
     # ------------------------------------------------------------------ the result
 
+    @allows_deep_expressions
     def result(self, found) -> pa.Table:
         out_row, out_null, out_i, out_f, out_n = found[:5]
         q = self.q
@@ -379,20 +401,7 @@ def outer(q: Checked, table: pa.Table) -> pa.Table:
     return result
 
 
-def _any_false(items, where: str, prepared: Prepared) -> np.ndarray:
-    out = np.zeros(prepared.n, dtype=np.bool_)
-    for conjunct in items:
-        vec = vector.evaluate(conjunct, prepared.original) if where == "original" else prepared.sorted_vec(conjunct)
-        out |= vec.valid & ~np.asarray(vec.values, dtype=np.bool_)
-    return out
-
-
-def _combine_masks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Both parts of a conjunction: 0 if either is 0, 1 if both are 1, else 2."""
-    return np.where((a == 0) | (b == 0), 0, np.maximum(a, b)).astype(np.uint8)
-
-
-def _vector_error(code: int, vec: Vec, row: int) -> EventError:
+def _vector_error(code: int, vec: Vec | None = None, row: int | None = None) -> EventError:
     if code == vector.E_CAST:
         return EventError("CAST to BIGINT of a value out of range", row=row)
     return EventError(vector.MESSAGES.get(code, f"error {code}"), row=row)

@@ -8,21 +8,33 @@ never with a RecursionError.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
-from datetime import datetime, timezone
+import sys
+import time
+from collections.abc import Callable, Iterator
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
+from ceql.lang import grammar
+from ceql.lang.timetext import format_timestamp, parse_interval, parse_timestamp, timestamp_zone
 from ceql.sql import ast
 from ceql.sql.lexer import RESERVED, Token, tokenize
 
 MAX_DEPTH = 100
 MAX_TOKENS = 100_000
+#: Levels of an expression's tree (a chain ``a + b + c`` is one level per operator: SQL's left
+#: associativity decides where integer arithmetic overflows, so it is kept). AND, OR and IN lists
+#: are built balanced (the same evaluation order, logarithmic depth). The analysis, compiler and
+#: evaluators recurse on the tree under ``deep_recursion``, which allows this depth.
+MAX_EXPR_DEPTH = 1_000
 INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
-SCALARS = {"ABS", "COALESCE"}
+AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE"}
+SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER"}
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -57,9 +69,99 @@ _UNSUPPORTED_AFTER_FROM = {
 }
 
 
+def reads_the_clock(text: str) -> bool:
+    """Whether the query reads CURRENT_TIMESTAMP or LOCALTIMESTAMP (its plan is not reused)."""
+    upper = text.upper()
+    return "CURRENT_TIMESTAMP" in upper or "LOCALTIMESTAMP" in upper
+
+
+def with_the_clock_read(text: str) -> str:
+    """``text`` with CURRENT_TIMESTAMP and LOCALTIMESTAMP written as the literal of now, so that
+    every task of a distributed run reads the same time."""
+    tokens = tokenize(text)
+    stamp = format_timestamp(time.time_ns())  # ISO-8601 with Z
+    out = []
+    at = 0
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.upper in ("CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not (
+            tokens[i + 1].kind == "OP" and tokens[i + 1].value == "("
+        ):
+            out.append(text[at : tok.offset])
+            out.append(f"TIMESTAMP '{stamp if tok.upper == 'CURRENT_TIMESTAMP' else stamp[:-1]}'")
+            at = tok.offset + len(tok.text)
+    out.append(text[at:])
+    return "".join(out)
+
+
 def parse_sql(text: str) -> ast.Query:
     """Parse one ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query into its syntax tree."""
-    return _Parser(text).query()
+    query = _Parser(text).query()
+    _check_depth(query)
+    return query
+
+
+def _balanced(op: str, pos: int, items: list[ast.Expr]) -> ast.Expr:
+    """``items[0] op items[1] op ...`` for an associative ``op`` (AND, OR) as a balanced tree:
+    the same operands in the same order, so the same value and the same left-to-right
+    short-circuit, at logarithmic depth. Iterative: pairs are joined level by level."""
+    level = list(items)
+    while len(level) > 1:
+        pairs = [ast.Binary(pos, op, level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = pairs + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def _check_depth(query: ast.Query) -> None:
+    """QuerySyntaxError if an expression's tree is deeper than MAX_EXPR_DEPTH (walked
+    iteratively, so the check itself cannot overflow the stack)."""
+    stack: list[tuple[object, int]] = [(query, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EXPR_DEPTH:
+            pos = getattr(node, "pos", 0)
+            raise QuerySyntaxError(
+                f"expression too deep (more than {MAX_EXPR_DEPTH} levels of operators; split it into measures "
+                "or shorter conditions)",
+                query.text,
+                pos if isinstance(pos, int) else 0,
+            )
+        if isinstance(node, (tuple, list)):
+            stack.extend((item, depth) for item in node)
+        elif isinstance(node, ast.Expr) or hasattr(node, "__dataclass_fields__"):
+            step = 1 if isinstance(node, ast.Expr) else 0
+            for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+                child = getattr(node, name)
+                if isinstance(child, (tuple, list)) or hasattr(child, "__dataclass_fields__"):
+                    stack.append((child, depth + step))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def allows_deep_expressions(func: F) -> F:
+    """Run ``func`` under ``deep_recursion`` (for the passes that recurse on expressions)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with deep_recursion():
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room on Python's stack for the recursive passes over an expression of MAX_EXPR_DEPTH
+    levels (a few frames per level). Python 3.11+ frames do not use the C stack."""
+    old = sys.getrecursionlimit()
+    needed = 8 * MAX_EXPR_DEPTH + 2_000
+    if old < needed:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        if old < needed:
+            sys.setrecursionlimit(old)
 
 
 class _Parser:
@@ -491,19 +593,21 @@ class _Parser:
 
     def expr(self) -> ast.Expr:
         self.enter()
-        left = self.and_expr()
+        items = [self.and_expr()]
+        pos = self.tok.offset
         while self.is_kw("OR"):
-            tok = self.advance()
-            left = ast.Binary(tok.offset, "OR", left, self.and_expr())
+            self.advance()
+            items.append(self.and_expr())
         self.leave()
-        return left
+        return _balanced("OR", pos, items)
 
     def and_expr(self) -> ast.Expr:
-        left = self.not_expr()
+        items = [self.not_expr()]
+        pos = self.tok.offset
         while self.is_kw("AND"):
-            tok = self.advance()
-            left = ast.Binary(tok.offset, "AND", left, self.not_expr())
-        return left
+            self.advance()
+            items.append(self.not_expr())
+        return _balanced("AND", pos, items)
 
     def not_expr(self) -> ast.Expr:
         if self.is_kw("NOT"):
@@ -565,12 +669,18 @@ class _Parser:
                 self.advance()
                 values.append(self.concat_expr())
             self.expect_op(")", "',' or ')'")
-            result: ast.Expr = ast.Binary(tok.offset, "=", left, values[0])
-            for value in values[1:]:
-                result = ast.Binary(tok.offset, "OR", result, ast.Binary(tok.offset, "=", left, value))
+            result = _balanced("OR", tok.offset, [ast.Binary(tok.offset, "=", left, value) for value in values])
             return ast.Unary(tok.offset, "NOT", result) if negated else result
         if self.is_kw("LIKE"):
-            raise self.unsupported("LIKE", tok.offset, "compare with = or <>")
+            self.advance()
+            pattern = self.tok
+            if pattern.kind != "STRING":
+                raise self.error("a string literal (the LIKE pattern: % any text, _ one character)")
+            self.advance()
+            if self.is_kw("ESCAPE"):
+                raise self.unsupported("LIKE ... ESCAPE", self.tok.offset)
+            like = ast.Binary(tok.offset, "LIKE", left, ast.Literal(pattern.offset, pattern.value, "string"))
+            return ast.Unary(tok.offset, "NOT", like) if negated else like
         return left
 
     def concat_expr(self) -> ast.Expr:
@@ -639,10 +749,16 @@ class _Parser:
             return self.cast()
         if self.is_kw("INTERVAL"):
             return self.interval()
+        if self.is_kw("CURRENT_TIMESTAMP", "LOCALTIMESTAMP") and not self.is_op("(", tok=self.peek()):
+            # the time the query is read (once per query: ceql.sql does not cache such a query's
+            # plan, ceql.spark.sql writes the driver's time into the text its tasks read)
+            self.advance()
+            return ast.TimestampLiteral(tok.offset, tok.upper, time.time_ns(), tok.upper == "CURRENT_TIMESTAMP")
         if self.is_kw("TIMESTAMP") and self.peek().kind == "STRING":
             self.advance()
             text = str(self.advance().value)
-            return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset))
+            zoned = timestamp_zone(text.strip()) is not None
+            return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset), zoned)
         if self.is_kw("DATE", "TIME") and self.peek().kind == "STRING":
             raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
         if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
@@ -738,7 +854,8 @@ class _Parser:
             raise self.unsupported(
                 f"function {name}",
                 tok.offset,
-                "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE",
+                "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
+                "ARBITRARY, ANY_VALUE, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER",
             )
         finally:
             self.leave()
@@ -807,8 +924,15 @@ class _Parser:
         unit = _UNIT_ALIASES.get(unit_tok.upper, unit_tok.upper)
         if unit in ("YEAR", "MONTH", "YEARS", "MONTHS"):
             raise self.unsupported(f"INTERVAL ... {unit}", unit_tok.offset, "months and years have no fixed length")
+        if unit not in INTERVAL_UNITS and unit_tok.kind == "IDENT" and unit in grammar.TIME_UNIT_NAMES:
+            # MILLISECOND(S), MICROSECOND(S), NANOSECOND(S): CEQL's units, read as CEQL reads them
+            self.advance()
+            nanos = parse_interval(str(value_tok.value).strip(), unit)
+            if isinstance(nanos, str):
+                raise QuerySyntaxError(f"INTERVAL: {nanos}", self.text, value_tok.offset)
+            return ast.IntervalLiteral(start, value_tok.text, -nanos if negative else nanos)
         if unit not in INTERVAL_UNITS:
-            raise self.error("DAY, HOUR, MINUTE or SECOND")
+            raise self.error("DAY, HOUR, MINUTE, SECOND or MILLISECOND")
         self.advance()
         self._precision()
         last_unit = unit
@@ -857,23 +981,12 @@ class _Parser:
         return sign * int(total)
 
     def _timestamp(self, text: str, offset: int) -> int:
-        """'YYYY-MM-DD[ HH:MM:SS[.fraction]]' as nanoseconds since the epoch (read as UTC)."""
-        match = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?", text.strip())
-        if not match:
-            raise QuerySyntaxError(
-                f"timestamp '{text}' is not of the form 'YYYY-MM-DD HH:MM:SS[.fraction]'", self.text, offset
-            )
-        year, month, day, hour, minute, second, fraction = match.groups()
-        try:
-            moment = datetime(
-                int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                tzinfo=timezone.utc,
-            )
-        except ValueError as exc:
-            raise QuerySyntaxError(f"timestamp '{text}': {exc}", self.text, offset) from None
-        seconds = (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // _ONE_SECOND
-        nanos = int((fraction or "").ljust(9, "0") or 0)
-        return seconds * 10**9 + nanos
+        """A TIMESTAMP literal's nanoseconds since the epoch, read as CEQL reads one
+        (``ceql.lang.timetext``, shared by both languages): ISO-8601, a space or ``T``, an
+        optional ``Z`` or offset; without one, UTC."""
+        value = parse_timestamp(text.strip())
+        if isinstance(value, str):
+            raise QuerySyntaxError(f"TIMESTAMP {value}", self.text, offset)
+        return value
 
 
-_ONE_SECOND = datetime(1970, 1, 1, 0, 0, 1) - datetime(1970, 1, 1)

@@ -17,11 +17,13 @@ from __future__ import annotations
 from ceql.sql import ast, ir
 from ceql.sql.analysis import Checked
 from ceql.sql.compiler import Compiled
+from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.types import sql_type
 
 _CEQL_TYPES = {"int": "int", "double": "double", "string": "string", "bool": "boolean", "timestamp": "int"}
 
 
+@allows_deep_expressions
 def describe(compiled: Compiled) -> str:
     """The plan of a compiled query as text."""
     q = compiled.checked
@@ -41,7 +43,7 @@ def describe(compiled: Compiled) -> str:
     else:
         lines.append(f"CEQL equivalent: none ({reason})")
     lines.append("")
-    memo = "yes" if compiled.memo else f"no ({_why_no_memo(compiled)})"
+    memo = "yes" if compiled.memo else f"no ({why_no_memo(compiled)})"
     lines.append("evaluator: compiled matcher (numba): row masks computed column-wise, then a backtracking search")
     lines.append(f"  in order of preference per start row; failed states remembered: {memo}")
     lines.append("row masks (column-wise, once over the input):")
@@ -67,7 +69,8 @@ def describe(compiled: Compiled) -> str:
     return "\n".join(lines)
 
 
-def _why_no_memo(compiled: Compiled) -> str:
+def why_no_memo(compiled: Compiled) -> str:
+    """Why the matcher cannot remember failed states for this query (for explain and LimitError)."""
     from ceql.sql import vm
 
     q = compiled.checked
@@ -77,7 +80,7 @@ def _why_no_memo(compiled: Compiled) -> str:
         return f"the conditions of {', '.join(sorted(compiled.dynamic))} read the match so far"
     if q.within is not None:
         return "WITHIN ties a state to the match's first row"
-    return "an iteration may map no row"
+    return "the matcher was compiled without it"  # pragma: no cover - every other case remembers
 
 
 # ---------------------------------------------------------------------------- CEQL equivalent
@@ -293,8 +296,13 @@ def _text(node: ir.Node) -> str:  # noqa: C901
             return f"({args[0]} {node.op.upper()} {args[1]})"
         if node.op == "not":
             return f"NOT {args[0]}"
-        if node.op in ("neg", "abs", "coalesce", "cast", "scale"):
-            name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE"}
+        if node.op == "like":
+            return f"{args[0]} LIKE {args[1]}"
+        if node.op == "concat":
+            return f"{args[0]} || {args[1]}"
+        if node.op in ("neg", "abs", "coalesce", "cast", "scale", "lower", "upper"):
+            name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE",
+                    "lower": "LOWER", "upper": "UPPER"}
             return f"{name[node.op]}({', '.join(args)})"
         return f"{args[0]} {node.op} {args[1]}"
     return repr(node)

@@ -89,14 +89,62 @@ def first_variables(node: ast.Pattern) -> frozenset[str]:
 def compile_pattern(pattern: ast.Pattern, variables: list[str]) -> Program:
     """The matcher program of ``pattern`` (variables numbered as in ``variables``)."""
     builder = _Builder({v: i for i, v in enumerate(variables)})
+    pattern = simplify(pattern)
     builder.emit_pattern(pattern)
     builder.add(vm.P_DONE)
+    _mark_iterations(builder.code)
     return Program(
         np.array(builder.code, dtype=np.int64).reshape(-1, 4),
         builder.slots,
         nullable(pattern),
         first_variables(pattern),
     )
+
+
+def _mark_iterations(code: list[list[int]]) -> None:
+    """Field 3 of each instruction: 1 + the slot of the innermost ITER_BEGIN/ITER_END bracket
+    around it (the ITER_END included), 0 outside every bracket; the matcher remembers failed
+    states inside a bracket only once its iteration has mapped a row. Brackets are contiguous
+    and nested (``checked_body``)."""
+    open_slots: list[int] = []
+    for instruction in code:
+        op, slot = instruction[0], instruction[1]
+        if op == vm.P_ITER_BEGIN:
+            instruction[3] = open_slots[-1] + 1 if open_slots else 0
+            open_slots.append(slot)
+            continue
+        instruction[3] = open_slots[-1] + 1 if open_slots else 0
+        if op == vm.P_ITER_END:
+            open_slots.pop()
+
+
+# ?, *, + as (low, high): the quantifiers whose nestings collapse into one
+_SIMPLE = {(0, 1), (0, None), (1, None)}
+
+
+def simplify(node: ast.Pattern) -> ast.Pattern:
+    """``node`` with nested ?, * and + of the same greediness collapsed: ``(A*)*`` is ``A*``,
+    ``(A+)?`` is ``A*``, ``(A+)+`` is ``A+``. They match the same rows in the same order of
+    preference (an extra iteration of the outer quantifier only continues what the inner one
+    would have), but the nested form needs ITER_BEGIN/ITER_END (its body can map no row), which
+    rules out remembering failed states, and it reaches every match in exponentially many ways."""
+    if isinstance(node, ast.PQuant):
+        body = simplify(node.body)
+        if (
+            isinstance(body, ast.PQuant)
+            and body.greedy == node.greedy
+            and (node.low, node.high) in _SIMPLE
+            and (body.low, body.high) in _SIMPLE
+        ):
+            high = None if node.high is None or body.high is None else 1
+            return ast.PQuant(node.pos, body.body, node.low * body.low, high, node.greedy)
+        return node if body is node.body else ast.PQuant(node.pos, body, node.low, node.high, node.greedy)
+    if isinstance(node, (ast.PConcat, ast.PAlt, ast.PPermute)):
+        items = tuple(simplify(item) for item in node.items)
+        return type(node)(node.pos, items)
+    if isinstance(node, ast.PExclude):
+        return ast.PExclude(node.pos, simplify(node.body))
+    return node
 
 
 class _Builder:

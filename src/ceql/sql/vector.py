@@ -241,7 +241,9 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
     if op == "not":
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
-        return Vec(_compare(op, args[0], args[1]), valid, err)
+        return Vec(_compare(op, args[0], args[1], n), valid, err)
+    if op in ("like", "lower", "upper", "concat"):
+        return _string_function(op, node, args, valid, err, n)
     kind = node.type.kind
     if op == "cast":
         return _cast(args[0], node.args[0].type, node.type, valid, err)
@@ -313,10 +315,35 @@ def _double(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.fmod(a, b)
 
 
-def _compare(op: str, left: Vec, right: Vec) -> np.ndarray:
-    if isinstance(left.values, (pa.Array, pa.ChunkedArray)) or isinstance(right.values, (pa.Array, pa.ChunkedArray)):
+def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, err, n: int) -> Vec:
+    """LIKE (SQL's: % any text, _ one character, case-sensitive), LOWER, UPPER and || on strings."""
+    values = args[0].values
+    if not isinstance(values, (pa.Array, pa.ChunkedArray, pa.Scalar)):
+        values = pa.array(np.broadcast_to(np.asarray(values, dtype=object), n), pa.string())
+    if isinstance(values, pa.Scalar):
+        values = dense(Vec(values, valid), n).values
+    if op == "like":
+        pattern = str(node.args[1].value)  # type: ignore[attr-defined]
+        result = pc.match_like(values, pattern)
+        return Vec(np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_), valid, err)
+    if op == "concat":
+        other = args[1].values
+        if not isinstance(other, (pa.Array, pa.ChunkedArray, pa.Scalar)):
+            other = pa.array(np.broadcast_to(np.asarray(other, dtype=object), n), pa.string())
+        if isinstance(other, pa.Scalar):
+            other = dense(Vec(other, valid), n).values
+        return Vec(pc.binary_join_element_wise(values, other, ""), valid, err)
+    result = pc.utf8_lower(values) if op == "lower" else pc.utf8_upper(values)
+    return Vec(result, valid, err)
+
+
+def _compare(op: str, left: Vec, right: Vec, n: int) -> np.ndarray:
+    arrow = (pa.Array, pa.ChunkedArray, pa.Scalar)  # strings: arrays, or scalars for constants
+    if isinstance(left.values, arrow) or isinstance(right.values, arrow):
         func = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}[op]
         result = func(left.values, right.values)
+        if isinstance(result, pa.Scalar):  # two constants: the same answer on every row
+            return np.full(n, bool(result.as_py()), dtype=np.bool_)
         return np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
     a = np.asarray(left.values)
     b = np.asarray(right.values)

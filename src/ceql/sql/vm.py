@@ -86,6 +86,7 @@ ERR_SKIP_NONE = 5
 ERR_SKIP_LOOP = 6
 ERR_STEPS = 7
 ERR_MORE = 8  # streaming: needs rows not seen yet
+ERR_MASK = 9  # a row mask's condition failed on the row (mask value 3); detail: the variable
 
 # overflow details
 O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE = range(8)
@@ -112,9 +113,15 @@ def _mul_ovf(a, b):
     if a == 0 or b == 0:
         return np.int64(0), False
     r = a * b
-    if (a == -1 and b == INT64_MIN) or (b == -1 and a == INT64_MIN):
-        return r, True
-    return r, r // b != a or (r % b) != 0
+    # Bounds checked by division, never on the wrapped product: LLVM may assume that a signed
+    # multiplication does not wrap and fold ``(a * b) // b`` to ``a``.
+    if a > 0:
+        bad = (b > 0 and a > INT64_MAX // b) or (b < 0 and b < INT64_MIN // a)
+    elif b > 0:
+        bad = a < INT64_MIN // b
+    else:
+        bad = b < INT64_MAX // a
+    return r, bad
 
 
 
@@ -254,7 +261,9 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
         elif op == E_CLASSIFIER:
             row = W[rws + rp - 1]
             j = row - start
-            if row >= 0 and j >= 0 and j < W[vss + rp - 1]:
+            # any row of the match (the match so far in DEFINE): NEXT(CLASSIFIER()) under RUNNING
+            # is the next row's variable, as in Trino (semantics.md 12)
+            if row >= 0 and j >= 0 and j < full:
                 W[sti + sp] = K[varcode + W[path + j]]
                 W[stn + sp] = 0
             else:
@@ -593,7 +602,10 @@ def _run(
                     status = F_STEPS
                     break
                 fail = False
-                if memo_ok:
+                # A state inside an iteration that may map no row (ITER_BEGIN/ITER_END) is
+                # remembered only once that iteration has mapped a row: then no ITER_END check
+                # ahead can see its start again, and (instruction, row) decides the outcome.
+                if memo_ok and (K[prog + 4 * pc + 3] == 0 or W[slots + K[prog + 4 * pc + 3] - 1] < pos):
                     idx = pc * stride + (pos - pstart)
                     if memo[idx] >= valid_since:
                         fail = True
@@ -610,6 +622,12 @@ def _run(
                             fail = True
                         elif masks[v, pos] == 0:  # 1: run the rest of the condition, 2: all of it
                             fail = True
+                        elif masks[v, pos] == 3:  # the condition fails here (engine.Prepared._mask)
+                            W[err] = ERR_MASK
+                            W[err + 1] = v
+                            W[err + 2] = pos
+                            status = F_ERROR
+                            break
                         elif window >= 0 and (
                             valid[tslot, pos] == 0 or valid[tslot, s] == 0 or ci[tslot, pos] - ci[tslot, s] >= window
                         ):
