@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ceql.compile.ambiguity import may_repeat
-from ceql.compile.autopartition import auto_partition
+from ceql.compile.autopartition import absence_routing, auto_partition
 from ceql.compile.compiler import Compiled, compile_query_formula, label_multiplicity
 from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.measures import Measures
@@ -371,7 +371,9 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
         # (f AS mark) ; g that cancel them. Events are typed once, for the columns of both.
         from ceql.compile.catalog import Catalog
 
-        plan.absence = build_plan(absence, passes)
+        # An equality inside g linking it to f routes the cancelling runs per value.
+        routed = absence_routing(absence)
+        plan.absence = build_plan(absence if routed is None else dataclasses.replace(absence, formula=routed), passes)
         both = set(plan.catalog.columns) | set(plan.absence.catalog.columns)
         catalog = Catalog.for_query(checked.schema, both)
         for side in (plan, plan.absence):
