@@ -245,7 +245,7 @@ class EventStep:
 
     def _push_kernel(self, event: Any) -> list[Match]:
         runner = self.evaluator._kernel
-        if runner.kept is not None or runner.checked or runner.measures is not None:
+        if getattr(runner, "is_absence", False) or runner.kept is not None or runner.checked or runner.measures is not None:
             # The kernel keeps event values for checks and measures per complex event
             # (kernel/runner.py): those plans take its batch path, one row at a time.
             return list(self.evaluator.process([event]))

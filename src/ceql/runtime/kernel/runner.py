@@ -64,8 +64,10 @@ from ceql.runtime.kernel.values import KeptValues, Raw
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
-    if getattr(plan, "absence", None) is not None:
-        return "NOT FOLLOWED BY"
+    if getattr(plan, "absence", None) is not None:  # two kernels (kernel/absence.py)
+        from ceql.runtime.kernel.absence import absence_unsupported
+
+        return absence_unsupported(plan)
     post = post_filter(plan)
     if isinstance(post, str):
         return post
@@ -267,7 +269,8 @@ class KeyCodes:
 class PlanKernel:
     """Incremental evaluation of one plan with the compiled kernel."""
 
-    def __init__(self, plan: Plan, max_nodes: int | None = None) -> None:
+    def __init__(self, plan: Plan, max_nodes: int | None = None, labels: bool = False) -> None:
+        """``labels``: always output each event's label-set id (NOT FOLLOWED BY's identities)."""
         reason = unsupported(plan)
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
@@ -320,7 +323,7 @@ class PlanKernel:
             limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
             whole_triggers=self.projection.merges or self.checked,
-            labels=self.projection.needs_labels or self.measures is not None or self.checked,
+            labels=labels or self.projection.needs_labels or self.measures is not None or self.checked,
             # With CONSUME BY, each trigger's complex events are checked before consumption.
             check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
             # START: a (sub-)stream whose runs all died stays without runs.
@@ -431,6 +434,10 @@ class PlanKernel:
             return kept.gather(attribute, located[0], len(chunk.positions))
 
         return Frame(chunk.offsets, chunk.labels, chunk.label_sets, values)
+
+    def _in_use(self) -> np.ndarray:
+        """The positions whose kept values may still be read (kernel/absence.py adds more)."""
+        return self.kernel.live_positions()
 
     def _prune_kept(self) -> None:
         """Drop the kept values of events no node in use refers to, when the batches kept since
@@ -576,7 +583,7 @@ class PlanKernel:
         """The kernel's state arrays plus the stream position, last time and partition keys."""
         state = self.kernel.export_state()
         if self.kept is not None:
-            state.update(self.kept.export(self.kernel.live_positions()))
+            state.update(self.kept.export(self._in_use()))
         if self._counts is not None:  # STRICT: events seen per partition code
             state["sub_stream_counts"] = self._counts[: self.keys.count if self.keys is not None else 0].copy()
         state["position"] = np.array([self.position])
