@@ -385,3 +385,64 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
         )
         log.append(("absence", "complex events reported at their deadline unless g follows first"))
     return plan
+
+
+def split_keys(plan: Plan) -> dict[str, tuple[str, ...]] | None:
+    """The attributes by which this plan's stream may be split with exact results: event type
+    -> the attributes of its key (None when no split is exact).
+
+    Route each event of a type in the answer to the sub-stream of its key (the tuple of its
+    values of those attributes; an event with a missing or NaN value goes to the sub-stream of
+    key None), and every event to it at its position in the whole stream (``positions`` of
+    ``Evaluator.process_table``). Evaluating each sub-stream alone, to its end
+    (``Evaluator.finish``), then gives exactly the complex events of that key, each with its
+    measures, partition and, for NOT FOLLOWED BY, its deadline, as the whole stream does.
+    Events of other types never take part in a complex event.
+
+    For NOT FOLLOWED BY only the trigger differs: a deadline passes at an event of the whole
+    stream (the first event at or past it of a type the query names; with ``n EVENTS`` the
+    event at that position; else the end of the input). A merge sets each match's trigger to
+    ``runtime.absence.deadline_triggers`` of its deadline. So NOT FOLLOWED BY splits only when
+    the matches of one trigger do not depend on each other: the strategy ALL, no LIMIT, no
+    CONSUME BY; its key is its PARTITION BY, or the equality in g linking every event of a
+    one-event f (``Order AS o NOT FOLLOWED BY Payment AS p FILTER p.order = o.id``: orders
+    routed by ``id``, payments by ``order``; an order of no id is never cancelled, reported in
+    the sub-stream of key None).
+
+    Other plans split by their PARTITION BY (or an equality that partitions them), with
+    CONSUME BY NONE or PARTITION."""
+    if plan.absence is None:
+        if not plan.partition_groups or plan.consume not in ("NONE", "PARTITION"):
+            return None
+        return dict(plan.partition_types)
+    cancelling = plan.absence
+    if plan.consume != "NONE" or plan.limit is not None or plan.strategy not in ("ALL", "STRICT") or plan.strict_filter:
+        return None
+    if not cancelling.partition_groups:
+        return None
+    routing = dict(cancelling.partition_types)
+    if plan.partition_groups:
+        # PARTITION BY: both sides keyed alike (every type f reads has the same key).
+        for name, attributes in plan.partition_types.items():
+            if routing.setdefault(name, attributes) != attributes:
+                return None
+        return routing
+    # An equality routes g per value of f's event: f must report one event per complex event
+    # (its events all in one sub-stream), and read no other event (nothing across keys).
+    if plan.auto_partition is not None or not _one_event(plan.formula):
+        return None
+    if any(name not in routing for name in plan.type_names if name in set(plan.checked.used_types)):
+        return None
+    return routing
+
+
+def _one_event(formula: ast.Formula) -> bool:
+    """Whether every complex event of ``formula`` is one event (an event type, labelled,
+    filtered, or a choice of such)."""
+    if isinstance(formula, ast.EventType):
+        return True
+    if isinstance(formula, (ast.Label, ast.Filter)):
+        return _one_event(formula.body)
+    if isinstance(formula, ast.Union_):
+        return all(_one_event(part) for part in formula.parts)
+    return False

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -407,6 +407,22 @@ class Absence:
             max_nodes=evaluator.max_nodes,  # a loaded state is bounded as the evaluator's own
         )
         return proxy
+
+
+def deadline_triggers(plan: Any, types: Sequence[str], measures: Sequence[Any], deadlines: Sequence[int]) -> list[int]:
+    """Where each deadline passes in the whole stream, given the type and the window measure
+    (the time, or the window attribute's value; unused with ``n EVENTS``) of every event: the
+    first event at or past it (with ``n EVENTS`` the event at that position; otherwise an event
+    of a type the query names), or the end of the input. The merge of a split evaluation
+    (``compile.plan.split_keys``) sets the triggers of NOT FOLLOWED BY's matches with it."""
+    n = len(types)
+    if plan.window_kind == "events":
+        return [d if d < n else n for d in deadlines]
+    named = set(plan.absence.checked.used_types)
+    rows = [p for p in range(n) if types[p] in named and measures[p] is not None]
+    clock = np.array([measures[p] for p in rows], dtype=np.int64)
+    at = np.searchsorted(clock, np.asarray(list(deadlines), dtype=np.int64), side="left").tolist()
+    return [rows[a] if a < len(rows) else n for a in at]
 
 
 def is_absence_state(blob: bytes) -> bool:

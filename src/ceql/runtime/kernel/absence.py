@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import heapq
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan
 from ceql.errors import EventError
@@ -44,6 +44,7 @@ from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, s
 from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import project
 from ceql.runtime.kernel.postfilter import first_per_trigger
+from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
 INT64_MAX = (1 << 63) - 1
@@ -112,6 +113,18 @@ class _OwnKernel(PlanKernel):
         return live
 
 
+class _ClockKernel(PlanKernel):
+    """The cancelling kernel: it keeps each batch's event types and window measures, which
+    also say where deadlines pass (its plan names every event type of the query)."""
+
+    clock: Any = None
+
+    def _measures(self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None) -> tuple:
+        found = super()._measures(table, types, base, positions)
+        self.clock = (types, *found)
+        return found
+
+
 class Waiting:
     """The complex events of f waiting for their deadline, as parallel arrays (one row per
     complex event; ``pos``/``lab`` hold the events of every row, ``length`` per row)."""
@@ -173,7 +186,7 @@ class KernelAbsence:
         assert plan.absence is not None and plan.window is not None
         self.plan = plan
         self.own = _OwnKernel(own_plan(plan), max_nodes, labels=True)
-        self.cancelling = PlanKernel(plan.absence, max_nodes, labels=True)
+        self.cancelling = _ClockKernel(plan.absence, max_nodes, labels=True)
         self.waiting = Waiting()
         self.own.waiting = self.waiting
         self.kernel = self.own.kernel  # (Evaluator.live_nodes)
@@ -195,7 +208,25 @@ class KernelAbsence:
         # batch): positions and measures of the events of the last window, in order.
         self._recent_pos = np.zeros(0, dtype=np.int64)
         self._recent_m = np.zeros(0, dtype=np.int64)
-        self._type_array = pa.array(plan.absence.type_names, pa.string())
+        # push(): complex events that started waiting one event at a time, kept in Python
+        # (key -> (deadline, first, partition code, positions, label-set ids)) with a heap of
+        # deadlines; a batch, a state or time passing moves them into the arrays first.
+        self._tier: dict[int, tuple] = {}
+        self._pending_clock: list[tuple[int, int]] = []  # (position, measure) of pushed events
+        self._codes_of: Any = None  # push's caches of partition key codes, and what they belong to
+        self._own_codes: dict[tuple, int] = {}
+        self._cancel_codes: dict[tuple, int] = {}
+        self._key_of: dict[int, tuple] = {}  # own key code -> key, for the codes push met
+        self._heap: list[tuple[int, int, int]] = []
+        self._light = (
+            self.kept is None
+            and not self.own.checked
+            and not self.cancelling.checked
+            and self.cancelling.kept is None
+        )
+        self._simple = self._light and plan.strategy in ("ALL", "STRICT") and plan.limit is None and not self.projection.merges
+        self._sets_seen: dict = {}  # (id of a kernel, label-set id) -> canonical id (push)
+        self._shown: dict[int, tuple[bool, tuple[str, ...]]] = {}  # own label-set id -> projection
 
     # ------------------------------------------------------------------ what Evaluator reads
 
@@ -217,17 +248,15 @@ class KernelAbsence:
     def process_table(self, table: pa.Table) -> Iterator[KernelMatches]:
         """The matches whose deadline this batch passes, in chunks (``columns`` turns them
         into MatchColumns)."""
+        self._flush()
         base = self.position
         n = table.num_rows
         cancelling = self.cancelling
-        # Measures of the events that pass deadlines: every event (EVENTS), else the events of
-        # the types the query names (as the cancelling plan reads them).
-        types = pc.index_in(table.column("event_type"), value_set=self._type_array)
-        types = types.to_numpy(zero_copy_only=False)
-        types = np.where(np.isnan(types), -1, types).astype(np.int64) if types.dtype.kind == "f" else types.astype(np.int64)
-        measures, missing = cancelling._measures(table, types, base)
         found = list(self.own.process_table(table))
         cancels = list(cancelling.process_table(table))
+        # Measures of the events that pass deadlines: every event (EVENTS), else the events of
+        # the types the query names (as the cancelling kernel read them).
+        types, measures, missing = cancelling.clock
         self.position = base + n
         own = self.own
         new = KernelMatches.concat(found, own.kernel.label_sets, True)
@@ -258,12 +287,14 @@ class KernelAbsence:
         assert new.labels is not None
         canon = self._canonical(self.own, new.label_sets)[new.labels]
         keys = self._identities(offsets, new.positions, canon, intern=True)
-        keys, rows = np.unique(keys, return_index=True)
-        fresh = ~np.isin(keys, self.waiting.key)
-        keys, rows = keys[fresh], np.sort(rows[fresh])
-        if not len(rows):
-            return
-        keys = self._identities(offsets, new.positions, canon, intern=False)[rows]
+        if self.own.plan.repeats:  # several runs may derive one complex event: each waits once
+            unique, rows = np.unique(keys, return_index=True)
+            rows = np.sort(rows[~np.isin(unique, self.waiting.key)])
+            if not len(rows):
+                return
+            keys = keys[rows]
+        else:  # (each complex event completes once, at its last event: new in this batch)
+            rows = np.arange(len(keys))
         first = new.positions[offsets[rows]]
         deadline = self._deadlines(first, clock_pos, clock_m)
         counts = np.diff(offsets)[rows]
@@ -356,6 +387,7 @@ class KernelAbsence:
 
     def advance(self, time: int) -> list[KernelMatches]:
         """No event before ``time`` will come: report the deadlines at or before it."""
+        self._flush()
         waiting = self.waiting
         if not len(waiting):
             return []
@@ -366,6 +398,7 @@ class KernelAbsence:
 
     def finish(self) -> list[KernelMatches]:
         """The end of the input: everything still waiting, at the position after the last event."""
+        self._flush()
         waiting = self.waiting
         if not len(waiting):
             return []
@@ -373,10 +406,237 @@ class KernelAbsence:
 
     def next_deadline(self) -> int | None:
         """The earliest deadline still waited for."""
+        self._flush()
         return int(self.waiting.deadline.min()) if len(self.waiting) else None
 
     def is_idle(self) -> bool:
+        """Whether nothing waits and no run is live."""
+        self._flush()
         return not len(self.waiting) and not self.own.kernel.live_partitions() and not self.cancelling.kernel.live_partitions()
+
+    # ------------------------------------------------------------------ one event (push)
+
+    def push_event(self, step: Any, event: Any) -> list | None:
+        """``Evaluator.push`` of one event dict without an Arrow batch (``single.EventStep``
+        gives the per-plan facts): the deadlines the event passes, then the cancelling kernel,
+        then f's kernel, as ``process_table`` does. None when the plans keep event values
+        (measures, checks per complex event): the caller takes the batch path."""
+        if not self._light:
+            return None
+        type_name, values = step.typer.type(event)
+        main, other = step.main, step.cancelling
+        facts, facts2 = main.types[type_name], other.types[type_name]
+        own, cancelling = self.own, self.cancelling
+        pos = self.position
+        if self.events_window:
+            m2, missing2, clock = pos, False, True
+            m, missing = pos, False
+        else:
+            attribute = cancelling.plan.time_attributes.get(type_name)
+            value = values.get(attribute) if attribute is not None else None
+            missing2 = value is None
+            m2 = 0 if missing2 else int(value)
+            if attribute is not None:
+                if missing2:
+                    raise EventError("missing time value (the query's window needs it)", pos)
+                last = cancelling.last_time
+                if last is not None and m2 < last:
+                    raise out_of_order(pos, m2, last)
+            clock = not missing2
+            timed = type_name in own.plan.time_attributes
+            m, missing = (m2, missing2) if timed else (0, True)
+        symbol2, irrelevant2, _ = other.symbol(facts2, values)
+        symbol, irrelevant, _ = main.symbol(facts, values)
+        owner = own.keys.codes if own.keys is not None else cancelling.keys.codes if cancelling.keys is not None else None
+        if self._codes_of is not owner:  # (codes are reassigned when a state is loaded)
+            self._codes_of = owner
+            self._own_codes, self._cancel_codes, self._key_of = {}, {}, {}
+        code2 = _code(cancelling, facts2.group, values, self._cancel_codes) if not irrelevant2 else -1
+        code = _code(own, facts.group, values, self._own_codes, self._key_of) if not irrelevant else -1
+        # Only now does the event count (a bad event above changes nothing).
+        self.position = pos + 1
+        own.position = cancelling.position = pos + 1
+        if clock and not self.events_window:
+            cancelling.last_time = m2
+            if not missing:
+                own.last_time = m
+        out: list = []
+        if clock and self._due_at(m2):
+            out = self._report_push(m2, pos)
+        if code2 >= 0:
+            found = cancelling.kernel.process_one_lists(symbol2, pos, m2, code2, missing2)
+            if found:
+                self._cancel_push(found)
+        if code >= 0:
+            found = own.kernel.process_one_lists(symbol, pos, m, code, missing)
+            if found:
+                self._wait_push(found, m, pos)
+        if clock and not self.events_window:
+            self._pending_clock.append((pos, m2))
+            if len(self._pending_clock) >= 4096:  # (bounded: the window's events only)
+                self._flush_clock()
+        return out
+
+    def _due_at(self, measure: int) -> bool:
+        heap = self._heap
+        while heap and heap[0][2] not in self._tier:
+            heapq.heappop(heap)  # (cancelled meanwhile)
+        if heap and heap[0][0] <= measure:
+            return True
+        return bool(len(self.waiting)) and bool((self.waiting.deadline <= measure).any())
+
+    def _canon_push(self, kernel: PlanKernel, label: int, sets: list) -> int:
+        found = self._sets_seen.get((id(kernel), label))
+        if found is None:
+            found = self._sets_seen[(id(kernel), label)] = int(self._canonical(kernel, sets)[label])
+        return found
+
+    def _identity_push(self, kernel: PlanKernel, positions: list, labels: list, sets: list) -> int:
+        canon = [self._canon_push(kernel, label, sets) for label in labels]
+        if len(positions) == 1 and positions[0] < MAX_SINGLE_POSITION and len(self._canon) < (1 << LABEL_BITS):
+            return (positions[0] << LABEL_BITS) | canon[0]
+        identity = tuple(zip(positions, canon))
+        return self._interned.get(identity, 0)
+
+    def _wait_push(self, found: list, measure: int, pos: int) -> None:
+        """New complex events of f (one event pushed) start waiting in the Python tier."""
+        sets = self.own.kernel.label_sets
+        for _, part, ps, ls in found:
+            assert ls is not None
+            key = self._identity_push(self.own, ps, ls, sets)
+            if key == 0:  # several events: interned
+                identity = tuple(zip(ps, [self._canon_push(self.own, label, sets) for label in ls]))
+                key = self._interned[identity] = -self._next_interned
+                self._next_interned += 1
+            if key in self._tier or (len(self.waiting) and (self.waiting.key == key).any()):
+                continue  # the same complex event by another run
+            first = ps[0]
+            start = measure if first == pos else self._measure_of(first)
+            if start > INT64_MAX - self.window:
+                raise EventError(
+                    f"the deadline of this event (its time {start} + the window {self.window}) is beyond "
+                    "the int64 range of times (docs/limits.md)",
+                    first,
+                )
+            deadline = start + self.window
+            self._tier[key] = (deadline, first, part, ps, ls)
+            heapq.heappush(self._heap, (deadline, self.waiting.sequence, key))
+            self.waiting.sequence += 1
+
+    def _cancel_push(self, found: list) -> None:
+        """Complex events of ``(f AS mark) ; g`` completed at the pushed event."""
+        sets = self.cancelling.kernel.label_sets
+        for _, _, positions, labels in found:
+            ps: list[int] = []
+            ls: list[int] = []
+            for position, label in zip(positions, labels):
+                if ABSENCE_MARK in sets[label]:
+                    ps.append(position)
+                    ls.append(label)
+            key = self._identity_push(self.cancelling, ps, ls, sets)
+            if self._tier.pop(key, None) is not None:
+                self._forget(np.array([key], dtype=np.int64))
+            elif len(self.waiting):
+                gone = self.waiting.key == key
+                if gone.any():
+                    self._forget(self.waiting.key[gone])
+                    self.waiting.keep(~gone)
+
+    def _report_push(self, measure: int, trigger: int) -> list:
+        """The complex events whose deadline the pushed event passes, at ``trigger``."""
+        if not self._simple or len(self.waiting):
+            self._flush()
+            due = self.waiting.deadline <= measure
+            return [(chunk, None) for chunk in self._report(due, np.full(len(self.waiting), trigger, dtype=np.int64))]
+        heap, tier = self._heap, self._tier
+        items = []
+        while heap and heap[0][0] <= measure:
+            _, _, key = heapq.heappop(heap)
+            item = tier.pop(key, None)
+            if item is not None:
+                items.append((key, item))
+        if not items:
+            return []
+        self._forget(np.array([key for key, _ in items], dtype=np.int64))
+        return [(None, (trigger, items))]
+
+    def push_matches(self, found: list, schema: Any) -> list:
+        """Matches of what ``push_event`` reported (Match objects, in the batch path's order)."""
+        from ceql.match import Match
+        from ceql.runtime.arrow import MatchRows
+
+        out: list = []
+        for chunk, simple in found:
+            if chunk is not None:
+                out.extend(MatchRows(self.columns(chunk), schema, self.reports_partition))
+                continue
+            trigger, items = simple
+            items.sort(key=lambda kv: (kv[1][2], kv[1][0]))  # by partition, then deadline
+            sets = self.own.kernel.label_sets
+            shown = self._shown
+            keys = self._key_of if self.reports_partition and self.own.keys is not None else None
+            for _, (deadline, _, part, ps, ls) in items:
+                kept: list[int] = []
+                labels: dict[str, list[int]] = {}
+                for position, label in zip(ps, ls):
+                    facts = shown.get(label)
+                    if facts is None:
+                        facts = shown[label] = self.projection.event(sets[label])
+                    if facts[0]:
+                        kept.append(position)
+                    for name in facts[1]:
+                        labels.setdefault(name, []).append(position)
+                partition = None
+                if keys is not None:
+                    partition = keys.get(part)
+                    if partition is None:
+                        partition = self.own.keys.keys[part]
+                out.append(Match(trigger, tuple(kept), {k: tuple(v) for k, v in labels.items()}, partition, {}, deadline))
+        return out
+
+    def _measure_of(self, position: int) -> int:
+        """The window measure of an earlier event (a complex event's first)."""
+        self._flush_clock()
+        at = int(np.searchsorted(self._recent_pos, position))
+        if at >= len(self._recent_pos) or int(self._recent_pos[at]) != position:
+            raise RuntimeError("NOT FOLLOWED BY: the window measure of a complex event's first event is unknown")
+        return int(self._recent_m[at])
+
+    def _flush_clock(self) -> None:
+        pending = self._pending_clock
+        if pending:
+            pos = np.array([p for p, _ in pending], dtype=np.int64)
+            m = np.array([v for _, v in pending], dtype=np.int64)
+            pending.clear()
+            self._remember(pos, m)
+
+    def _flush(self) -> None:
+        """Move what ``push`` left in Python into the arrays."""
+        self._flush_clock()
+        tier = self._tier
+        if not tier:
+            self._heap.clear()
+            return
+        order = sorted((seq, key) for _, seq, key in self._heap if key in tier)
+        rows = [(key, tier[key]) for _, key in order]
+        seqs = np.array([seq for seq, _ in order], dtype=np.int64)
+        tier.clear()
+        self._heap.clear()
+        waiting = self.waiting
+        keys = np.array([key for key, _ in rows], dtype=np.int64)
+        n = len(rows)
+        sequence = waiting.sequence
+        waiting.append(
+            keys,
+            np.array([item[0] for _, item in rows], dtype=np.int64),
+            np.array([item[1] for _, item in rows], dtype=np.int64),
+            np.array([item[2] for _, item in rows], dtype=np.int64),
+            np.array([len(item[3]) for _, item in rows], dtype=np.int64),
+            np.array([p for _, item in rows for p in item[3]], dtype=np.int64),
+            np.array([label for _, item in rows for label in item[4]], dtype=np.int64),
+        )
+        waiting.seq[len(waiting) - n :] = seqs
+        waiting.sequence = sequence
 
     # ------------------------------------------------------------------ identities and deadlines
 
@@ -465,6 +725,37 @@ class KernelAbsence:
         self._recent_pos, self._recent_m = pos, m
 
 
+def _code(
+    kernel: PlanKernel, group: tuple[str, ...] | None, values: dict, cache: dict | None = None, reverse: dict | None = None
+) -> int:
+    """The partition key code of a pushed event for ``kernel`` (-1: no key: the event does not
+    move its runs), as the batch path codes it: a double equal to an int is that int, NaN and
+    missing values are no key."""
+    if kernel.keys is None:
+        return 0
+    if group is None:
+        return -1
+    key = []
+    for attribute in group:
+        value = values.get(attribute)
+        if value is None:
+            return -1
+        if type(value) is float:
+            if value != value:
+                return -1
+            if value.is_integer():
+                value = int(value)
+        key.append(value)
+    found = cache.get(tuple(key)) if cache is not None else None
+    if found is None:
+        found = kernel.keys._code(tuple(key))
+        if cache is not None:
+            cache[tuple(key)] = found
+            if reverse is not None:
+                reverse[found] = tuple(key)
+    return found
+
+
 def _groups(*columns: np.ndarray) -> np.ndarray:
     """Dense ids of the runs of equal rows of ``columns`` (rows sorted so that equal ones are
     consecutive)."""
@@ -506,6 +797,7 @@ def _export(runner: KernelAbsence) -> bytes:
     """The whole state, sealed: both kernels' states and the waiting arrays."""
     from ceql.runtime.state import fingerprint, seal
 
+    runner._flush()
     waiting = runner.waiting
     arrays = {
         "deadline": waiting.deadline,

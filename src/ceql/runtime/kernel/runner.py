@@ -272,6 +272,8 @@ class PlanKernel:
     def __init__(self, plan: Plan, max_nodes: int | None = None, labels: bool = False) -> None:
         """``labels``: always output each event's label-set id (NOT FOLLOWED BY's identities)."""
         reason = unsupported(plan)
+        if reason is None and getattr(plan, "absence", None) is not None:
+            reason = "NOT FOLLOWED BY in one kernel (kernel/absence.py's KernelAbsence runs it)"
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
         post = post_filter(plan)
@@ -529,6 +531,13 @@ class PlanKernel:
             if positions is None:
                 return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
             return positions.astype(np.int64), np.zeros(n, dtype=bool)
+        names = set(plan.time_attributes.values())
+        if len(names) == 1:  # one attribute for every type: whole-column operations
+            column = pc.cast(table.column(names.pop()), pa.int64())
+            timed = np.isin(types, self._time_types)
+            values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            nulls = pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool)
+            return np.where(timed, values, 0), np.where(timed, nulls, True)
         measures = np.zeros(n, dtype=np.int64)
         missing = np.ones(n, dtype=bool)
         columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
