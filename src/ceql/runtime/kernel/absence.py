@@ -40,11 +40,11 @@ from ceql.compile.plan import Plan
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
 from ceql.runtime.arrow import MatchColumns
+from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
 from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import project
 from ceql.runtime.kernel.postfilter import first_per_trigger
-from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
 INT64_MAX = (1 << 63) - 1
