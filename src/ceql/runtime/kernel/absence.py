@@ -511,7 +511,10 @@ class KernelAbsence:
             if key in self._tier or (len(self.waiting) and (self.waiting.key == key).any()):
                 continue  # the same complex event by another run
             first = ps[0]
-            start = measure if first == pos else self._measure_of(first)
+            if self.events_window:
+                start = first
+            else:
+                start = measure if first == pos else self._measure_of(first)
             if start > INT64_MAX - self.window:
                 raise EventError(
                     f"the deadline of this event (its time {start} + the window {self.window}) is beyond "
