@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
 from ceql.match import Match
 from ceql.runtime import nodes
@@ -156,6 +157,8 @@ class Absence:
                 if identity in self.waiting:
                     continue  # the same complex event by another derivation
                 deadline = events[0][3] + self.window
+                if deadline > INT64_MAX:
+                    raise deadline_error(events[0][3], self.window, events[0][0])
                 self.waiting[identity] = Waiting(deadline, key, events, identity)
                 heapq.heappush(self.queue, (deadline, self.sequence, identity))
                 self.sequence += 1
@@ -533,6 +536,19 @@ def _restore(evaluator: Evaluator, absence: Absence, before: tuple) -> None:
     for (runs, ingest), saved in zip(((evaluator.runs, evaluator.ingest), (absence.runs, absence.ingest)), before):
         runs.partitions, runs.consumed_at, runs.partition_consumed, ingest.last_time, ingest.local_counts = saved
     evaluator.position = before[2]
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def deadline_error(measure: Any, window: Any, position: int) -> EventError:
+    """A complex event whose deadline (its first event's measure plus the window) is beyond
+    int64, the type of deadlines in every output: refused at its first event."""
+    return EventError(
+        f"NOT FOLLOWED BY: the deadline of this event, its time {measure} plus the window {window}, is beyond the "
+        "int64 range of deadlines (docs/limits.md)",
+        position,
+    )
 
 
 def _consecutive(indexes: list) -> bool:

@@ -39,6 +39,7 @@ import pyarrow as pa
 from ceql.compile.plan import Plan
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
+from ceql.runtime.absence import deadline_error
 from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
@@ -516,11 +517,7 @@ class KernelAbsence:
             else:
                 start = measure if first == pos else self._measure_of(first)
             if start > INT64_MAX - self.window:
-                raise EventError(
-                    f"the deadline of this event (its time {start} + the window {self.window}) is beyond "
-                    "the int64 range of times (docs/limits.md)",
-                    first,
-                )
+                raise deadline_error(start, self.window, first)
             deadline = start + self.window
             self._tier[key] = (deadline, first, part, ps, ls)
             heapq.heappush(self._heap, (deadline, self.waiting.sequence, key))
@@ -708,11 +705,7 @@ class KernelAbsence:
         beyond = measures > INT64_MAX - self.window
         if beyond.any():
             row = int(np.argmax(beyond))
-            raise EventError(
-                f"the deadline of this event (its time {int(measures[row])} + the window {self.window}) is beyond "
-                "the int64 range of times (docs/limits.md)",
-                int(first[row]),
-            )
+            raise deadline_error(int(measures[row]), self.window, int(first[row]))
         return measures + self.window
 
     def _remember(self, clock_pos: np.ndarray, clock_m: np.ndarray) -> None:
