@@ -52,6 +52,9 @@ INT64_MAX = (1 << 63) - 1
 #: An identity of one event: position << LABEL_BITS | canonical label-set id.
 LABEL_BITS = 20
 MAX_SINGLE_POSITION = 1 << (62 - LABEL_BITS)
+#: The identity of a complex event of several events that nothing waits for (interned ids are
+#: -1, -2, ...; one-event identities are >= 0).
+UNKNOWN = -(1 << 62)
 FORMAT = "ceql-absence-kernel-state"
 VERSION = 1
 #: The waiting arrays of a saved state (int64, base64 in the JSON body).
@@ -497,7 +500,7 @@ class KernelAbsence:
         if len(positions) == 1 and positions[0] < MAX_SINGLE_POSITION and len(self._canon) < (1 << LABEL_BITS):
             return (positions[0] << LABEL_BITS) | canon[0]
         identity = tuple(zip(positions, canon))
-        return self._interned.get(identity, 0)
+        return self._interned.get(identity, UNKNOWN)
 
     def _wait_push(self, found: list, measure: int, pos: int) -> None:
         """New complex events of f (one event pushed) start waiting in the Python tier."""
@@ -505,7 +508,7 @@ class KernelAbsence:
         for _, part, ps, ls in found:
             assert ls is not None
             key = self._identity_push(self.own, ps, ls, sets)
-            if key == 0:  # several events: interned
+            if key == UNKNOWN:  # several events: interned
                 identity = tuple(zip(ps, [self._canon_push(self.own, label, sets) for label in ls]))
                 key = self._interned[identity] = -self._next_interned
                 self._next_interned += 1
@@ -680,7 +683,7 @@ class KernelAbsence:
                     found = interned[identity] = -self._next_interned
                     self._next_interned += 1
                 else:
-                    found = 0  # (no waiting complex event has it: identities are never 0)
+                    found = UNKNOWN
             out[i] = found
         return out
 
