@@ -410,11 +410,11 @@ def split_keys(plan: Plan) -> dict[str, tuple[str, ...]] | None:
     the sub-stream of key None).
 
     Other plans split by their PARTITION BY (or an equality that partitions them), with
-    CONSUME BY NONE or PARTITION."""
+    CONSUME BY NONE or PARTITION. (The answer is sorted by event type.)"""
     if plan.absence is None:
         if not plan.partition_groups or plan.consume not in ("NONE", "PARTITION"):
             return None
-        return dict(plan.partition_types)
+        return dict(sorted(plan.partition_types.items()))
     cancelling = plan.absence
     if plan.consume != "NONE" or plan.limit is not None or plan.strategy not in ("ALL", "STRICT") or plan.strict_filter:
         return None
@@ -426,14 +426,14 @@ def split_keys(plan: Plan) -> dict[str, tuple[str, ...]] | None:
         for name, attributes in plan.partition_types.items():
             if routing.setdefault(name, attributes) != attributes:
                 return None
-        return routing
+        return dict(sorted(routing.items()))
     # An equality routes g per value of f's event: f must report one event per complex event
     # (its events all in one sub-stream), and read no other event (nothing across keys).
     if plan.auto_partition is not None or not _one_event(plan.formula):
         return None
     if any(name not in routing for name in plan.type_names if name in set(plan.checked.used_types)):
         return None
-    return routing
+    return dict(sorted(routing.items()))
 
 
 def _one_event(formula: ast.Formula) -> bool:
