@@ -383,6 +383,8 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
             "NOT FOLLOWED BY: each complex event waits for its deadline (the window's end); the runs of "
             "(f ; g) cancel it first"
         )
+        if routed is not None:
+            plan.notes.append(f"NOT FOLLOWED BY: {plan.absence.auto_partition} routes the runs of (f ; g) per value")
         log.append(("absence", "complex events reported at their deadline unless g follows first"))
     return plan
 
