@@ -234,3 +234,14 @@ def test_latency_of_deadlines() -> None:
         assert (default["engine"], compiled["engine"]) == ("default", "compiled")
         assert default["matches"] > 0 and default["run_matches"] >= default["matches"]
         assert compiled["matches"] == default["matches"] and compiled["run_matches"] == default["run_matches"]
+
+
+def test_absence_beside_its_twin() -> None:
+    """benchmarks/absence.py: NOT FOLLOWED BY on the kernel, the same matches as the Python path."""
+    from benchmarks import absence
+
+    rows = absence.run(quick=True)
+    assert len(rows) == len(absence.SHAPES)
+    for row in rows:
+        assert row["matches"] == row["python_matches"] > 0 and row["seconds"] > 0 and row["twin_matches"] > 0
+    assert "| equality (the recipe's form) |" in absence.table(rows)
