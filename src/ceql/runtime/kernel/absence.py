@@ -44,7 +44,7 @@ from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
 from ceql.runtime.kernel.engine import KernelMatches
-from ceql.runtime.kernel.output import project
+from ceql.runtime.kernel.output import Projection, project
 from ceql.runtime.kernel.postfilter import first_per_trigger
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
@@ -85,15 +85,9 @@ def absence_unsupported(plan: Plan) -> str | None:
     reason = unsupported(own) or unsupported(plan.absence)
     if reason is not None:
         return f"NOT FOLLOWED BY over {reason}"
-    if plan.limit is not None and Projection_merges(own):
+    if plan.limit is not None and Projection.from_plan(own).merges:
         return "NOT FOLLOWED BY with LIMIT and a projection other than *"
     return None
-
-
-def Projection_merges(plan: Plan) -> bool:  # noqa: N802 (reads as the property it tests)
-    from ceql.runtime.kernel.output import Projection
-
-    return Projection.from_plan(plan).merges
 
 
 class _OwnKernel(PlanKernel):
