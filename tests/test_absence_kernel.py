@@ -107,3 +107,19 @@ def test_compiled_push_with_advance_agrees(case, data) -> None:
     got.extend(evaluator.finish())
     reference = reference_matches(case.query, SCHEMA, events)
     assert_agrees(case.query, SCHEMA, got, reference, f"compiled push with advance: {print_query(case.query)}")
+
+
+def test_idle_and_next_deadline_agree_with_the_python_path() -> None:
+    from tests.test_absence import ORDERS, SHOP, UNPAID
+
+    query = ceql.compile(UNPAID, SHOP)
+    seen = {}
+    for engine in ("python", "compiled"):
+        evaluator = query.evaluator(engine=engine)
+        found = [(evaluator.is_idle(), evaluator.next_deadline())]
+        for event in ORDERS[:4]:
+            evaluator.push(event)
+            found.append((evaluator.is_idle(), evaluator.next_deadline()))
+        seen[engine] = found
+    assert seen["python"] == seen["compiled"]
+    assert seen["python"][0] == (True, None)

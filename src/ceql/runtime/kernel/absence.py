@@ -410,7 +410,7 @@ class KernelAbsence:
     def is_idle(self) -> bool:
         """Whether nothing waits and no run is live."""
         self._flush()
-        return not len(self.waiting) and not self.own.kernel.live_partitions() and not self.cancelling.kernel.live_partitions()
+        return not len(self.waiting) and not self.own.kernel.live_nodes() and not self.cancelling.kernel.live_nodes()
 
     # ------------------------------------------------------------------ one event (push)
 
