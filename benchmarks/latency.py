@@ -67,6 +67,25 @@ SHAPES = [
         100,
         "int",
     ),
+    (
+        "NOT FOLLOWED BY, an equality links the events (docs/recipes.md's form), 1,000 keys",
+        "SELECT * FROM S WHERE A AS a NOT FOLLOWED BY B AS b FILTER b.k = a.k WITHIN 500 MILLISECONDS",
+        1000,
+        "int",
+    ),
+    (
+        "NOT FOLLOWED BY ... PARTITION BY [k], 1,000 keys",
+        "SELECT * FROM S WHERE A AS a NOT FOLLOWED BY B PARTITION BY [k] WITHIN 500 MILLISECONDS",
+        1000,
+        "int",
+    ),
+    (
+        "NOT FOLLOWED BY with measures (the recipe's SELECT), 1,000 keys",
+        "SELECT a.k AS key, a.v AS v, a.ts + INTERVAL '500' MILLISECONDS AS due FROM S WHERE A AS a "
+        "NOT FOLLOWED BY B AS b FILTER b.k = a.k WITHIN 500 MILLISECONDS",
+        1000,
+        "int",
+    ),
 ]
 
 

@@ -54,7 +54,7 @@ def test_order_not_followed_by_its_payment() -> None:
     query = ceql.compile(UNPAID, SHOP)
     assert summary(ceql.reference.run(query, ORDERS)) == EXPECTED
     assert summary(query.run(ORDERS)) == EXPECTED
-    assert summary(query.run(ORDERS, engine="compiled")) == EXPECTED  # (stays on the Python path)
+    assert summary(query.run(ORDERS, engine="compiled")) == EXPECTED  # (two kernels: runtime/kernel/absence.py)
 
 
 def test_push_advance_and_finish() -> None:

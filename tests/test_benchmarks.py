@@ -224,11 +224,24 @@ def test_latency_rows_measure_push() -> None:
 
 
 def test_latency_of_deadlines() -> None:
-    """The NOT FOLLOWED BY row reports matches at their deadlines as events are pushed (the
-    kernel does not run the construct: its row says so)."""
+    """The NOT FOLLOWED BY rows report matches at their deadlines as events are pushed, the
+    same on the Python path and the kernel (runtime/kernel/absence.py)."""
     from benchmarks import latency
 
-    rows = latency.run(quick=True, only="NOT FOLLOWED BY")
-    default, compiled = [row for row in rows if row["engine"] != "-"]
-    assert default["matches"] > 0 and default["run_matches"] >= default["matches"]
-    assert "NOT FOLLOWED BY" in compiled["skipped"]
+    rows = [row for row in latency.run(quick=True, only="NOT FOLLOWED BY") if row["engine"] != "-"]
+    assert len(rows) == 8
+    for default, compiled in zip(rows[::2], rows[1::2]):
+        assert (default["engine"], compiled["engine"]) == ("default", "compiled")
+        assert default["matches"] > 0 and default["run_matches"] >= default["matches"]
+        assert compiled["matches"] == default["matches"] and compiled["run_matches"] == default["run_matches"]
+
+
+def test_absence_beside_its_twin() -> None:
+    """benchmarks/absence.py: NOT FOLLOWED BY on the kernel, the same matches as the Python path."""
+    from benchmarks import absence
+
+    rows = absence.run(quick=True)
+    assert len(rows) == len(absence.SHAPES)
+    for row in rows:
+        assert row["matches"] == row["python_matches"] > 0 and row["seconds"] > 0 and row["twin_matches"] > 0
+    assert "| equality (the recipe's form) |" in absence.table(rows)

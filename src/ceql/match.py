@@ -101,8 +101,8 @@ class Match:
     def view(cls, rows: Any, row: int) -> Match:
         """A Match whose fields are row ``row`` of ``rows`` (an object with ``fields(row)``
         returning the first five fields, and ``trigger(row)``, ``positions(row)``,
-        ``partition(row)``), built when first read; its deadline is None (the kernel runs no
-        ``NOT FOLLOWED BY``)."""
+        ``partition(row)``), built when first read; ``fields`` may add a sixth, the deadline
+        (``NOT FOLLOWED BY``)."""
         match = _new(cls)
         match._fields = None
         match._view = rows
@@ -112,12 +112,14 @@ class Match:
     def _values(self) -> tuple:
         fields = self._fields
         if fields is None:
-            trigger, positions, labels, partition, measures = self._view.fields(self._row)
+            found = self._view.fields(self._row)  # (five fields, or six with NOT FOLLOWED BY's deadline)
+            trigger, positions, labels, partition, measures = found[:5]
+            deadline = found[5] if len(found) > 5 else None
             if type(labels) is not FrozenMap:
                 labels = FrozenMap(labels) if labels else EMPTY
             if type(measures) is not FrozenMap:
                 measures = FrozenMap(measures) if measures else EMPTY
-            fields = self._fields = (trigger, positions, labels, partition, measures, None)
+            fields = self._fields = (trigger, positions, labels, partition, measures, deadline)
             self._view = None
         return fields
 
@@ -147,7 +149,7 @@ class Match:
     @property
     def deadline(self) -> Any:
         fields = self._fields
-        return fields[5] if fields is not None else None
+        return fields[5] if fields is not None else self._values()[5]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Match):

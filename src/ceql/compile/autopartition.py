@@ -158,3 +158,21 @@ def _reported_types(formula: ast.Formula) -> set[str]:
     """The event types whose events the formula may report."""
     types = {node.name for node in walk(formula, formulas_only=True) if isinstance(node, ast.EventType)}
     return defined_labels(formula) & types
+
+
+def absence_routing(checked: CheckedQuery) -> ast.Formula | None:
+    """For NOT FOLLOWED BY's cancelling query ``(f AS mark) ; (g FILTER c)``: the formula
+    ``((f AS mark) ; g) FILTER c`` when that one routes per value (``auto_partition``), else
+    None. The two are equal when the labels of f and g are apart: c reads g's labels, which
+    only g's events carry, and f's labels as free labels, read from the whole complex event
+    either way. So the recipe's ``Payment AS p FILTER p.order = o.id`` evaluates per order."""
+    formula = checked.formula
+    if not (isinstance(formula, ast.Sequence) and not formula.contiguous and len(formula.parts) == 2):
+        return None
+    marked, absent = formula.parts
+    if not isinstance(absent, ast.Filter):
+        return None
+    if defined_labels(marked) & defined_labels(absent.body):
+        return None
+    hoisted = ast.Filter(ast.Sequence((marked, absent.body), pos=formula.pos), absent.cond)
+    return hoisted if auto_partition(checked, hoisted) is not None else None

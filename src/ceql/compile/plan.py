@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ceql.compile.ambiguity import may_repeat
-from ceql.compile.autopartition import auto_partition
+from ceql.compile.autopartition import absence_routing, auto_partition
 from ceql.compile.compiler import Compiled, compile_query_formula, label_multiplicity
 from ceql.compile.determinize import DetAutomaton, SymbolTable
 from ceql.compile.measures import Measures
@@ -371,7 +371,9 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
         # (f AS mark) ; g that cancel them. Events are typed once, for the columns of both.
         from ceql.compile.catalog import Catalog
 
-        plan.absence = build_plan(absence, passes)
+        # An equality inside g linking it to f routes the cancelling runs per value.
+        routed = absence_routing(absence)
+        plan.absence = build_plan(absence if routed is None else dataclasses.replace(absence, formula=routed), passes)
         both = set(plan.catalog.columns) | set(plan.absence.catalog.columns)
         catalog = Catalog.for_query(checked.schema, both)
         for side in (plan, plan.absence):
@@ -381,5 +383,68 @@ def build_plan(checked: CheckedQuery, passes=PASSES) -> Plan:
             "NOT FOLLOWED BY: each complex event waits for its deadline (the window's end); the runs of "
             "(f ; g) cancel it first"
         )
+        if routed is not None:
+            plan.notes.append(f"NOT FOLLOWED BY: {plan.absence.auto_partition} routes the runs of (f ; g) per value")
         log.append(("absence", "complex events reported at their deadline unless g follows first"))
     return plan
+
+
+def split_keys(plan: Plan) -> dict[str, tuple[str, ...]] | None:
+    """The attributes by which this plan's stream may be split with exact results: event type
+    -> the attributes of its key (None when no split is exact).
+
+    Route each event of a type in the answer to the sub-stream of its key (the tuple of its
+    values of those attributes; an event with a missing or NaN value goes to the sub-stream of
+    key None), and every event to it at its position in the whole stream (``positions`` of
+    ``Evaluator.process_table``). Evaluating each sub-stream alone, to its end
+    (``Evaluator.finish``), then gives exactly the complex events of that key, each with its
+    measures, partition and, for NOT FOLLOWED BY, its deadline, as the whole stream does.
+    Events of other types never take part in a complex event.
+
+    For NOT FOLLOWED BY only the trigger differs: a deadline passes at an event of the whole
+    stream (the first event at or past it of a type the query names; with ``n EVENTS`` the
+    event at that position; else the end of the input). A merge sets each match's trigger to
+    ``runtime.absence.deadline_triggers`` of its deadline. So NOT FOLLOWED BY splits only when
+    the matches of one trigger do not depend on each other: the strategy ALL, no LIMIT, no
+    CONSUME BY; its key is its PARTITION BY, or the equality in g linking every event of a
+    one-event f (``Order AS o NOT FOLLOWED BY Payment AS p FILTER p.order = o.id``: orders
+    routed by ``id``, payments by ``order``; an order of no id is never cancelled, reported in
+    the sub-stream of key None).
+
+    Other plans split by their PARTITION BY (or an equality that partitions them), with
+    CONSUME BY NONE or PARTITION. (The answer is sorted by event type.)"""
+    if plan.absence is None:
+        if not plan.partition_groups or plan.consume not in ("NONE", "PARTITION"):
+            return None
+        return dict(sorted(plan.partition_types.items()))
+    cancelling = plan.absence
+    if plan.consume != "NONE" or plan.limit is not None or plan.strategy not in ("ALL", "STRICT") or plan.strict_filter:
+        return None
+    if not cancelling.partition_groups:
+        return None
+    routing = dict(cancelling.partition_types)
+    if plan.partition_groups:
+        # PARTITION BY: both sides keyed alike (every type f reads has the same key).
+        for name, attributes in plan.partition_types.items():
+            if routing.setdefault(name, attributes) != attributes:
+                return None
+        return dict(sorted(routing.items()))
+    # An equality routes g per value of f's event: f must report one event per complex event
+    # (its events all in one sub-stream), and read no other event (nothing across keys).
+    if plan.auto_partition is not None or not _one_event(plan.formula):
+        return None
+    if any(name not in routing for name in plan.type_names if name in set(plan.checked.used_types)):
+        return None
+    return dict(sorted(routing.items()))
+
+
+def _one_event(formula: ast.Formula) -> bool:
+    """Whether every complex event of ``formula`` is one event (an event type, labelled,
+    filtered, or a choice of such)."""
+    if isinstance(formula, ast.EventType):
+        return True
+    if isinstance(formula, (ast.Label, ast.Filter)):
+        return _one_event(formula.body)
+    if isinstance(formula, ast.Union_):
+        return all(_one_event(part) for part in formula.parts)
+    return False

@@ -99,6 +99,11 @@ def analyze(query: ast.Query, schema: Schema, text: str) -> CheckedQuery:
     return _Analyzer(query, schema, text).run()
 
 
+#: NOT FOLLOWED BY's windows are below this (docs/limits.md): a deadline beyond int64 needs
+#: a time past about 2116 (``DeadlineError`` at that event).
+MAX_DEADLINE_WINDOW = 1 << 62
+
+
 def _analyze_absence(query: ast.Query, schema: Schema, text: str) -> CheckedQuery:
     """``WHERE f NOT FOLLOWED BY g`` (docs/semantics.md, 5.2): the query reports the complex
     events of f, so it is checked as the query of f; g is checked in ``(f AS mark) ; g`` (its
@@ -113,6 +118,13 @@ def _analyze_absence(query: ast.Query, schema: Schema, text: str) -> CheckedQuer
             "(WITHIN 10 MINUTES, WITHIN 100 EVENTS)",
             where,
             "WITHIN",
+        )
+    if within.value >= MAX_DEADLINE_WINDOW:
+        # A deadline is the first event's measure plus the window, an int64 in every output.
+        raise analyzer.fail(
+            "NOT FOLLOWED BY's window must be under 2**62 units (146 years of nanoseconds): its deadlines "
+            "(the first event's time plus the window) are int64 values",
+            within.pos if within.pos >= 0 else where,
         )
     for node in walk(query.formula, formulas_only=True):
         if isinstance(node, (ast.NotEvent, ast.Project)):

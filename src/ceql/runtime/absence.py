@@ -21,16 +21,16 @@ d(C).
 
 from __future__ import annotations
 
+import base64
 import heapq
-import json
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
 from ceql.match import Match
 from ceql.runtime import nodes
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 #: An event of a waiting complex event: (position, labels, data, measure).
 Event = tuple
 STATE_FORMAT = "ceql-absence-state"
+STATE_VERSION = 2  # (1: not sealed; refused)
 
 
 class Waiting:
@@ -156,6 +157,8 @@ class Absence:
                 if identity in self.waiting:
                     continue  # the same complex event by another derivation
                 deadline = events[0][3] + self.window
+                if deadline > INT64_MAX:
+                    raise deadline_error(events[0][3], self.window, events[0][0])
                 self.waiting[identity] = Waiting(deadline, key, events, identity)
                 heapq.heappush(self.queue, (deadline, self.sequence, identity))
                 self.sequence += 1
@@ -334,15 +337,14 @@ class Absence:
     # ------------------------------------------------------------------ state
 
     def export_state(self) -> bytes:
-        """The whole state: the evaluator's runs, the cancelling runs and what waits."""
-        from ceql.runtime.state import _encode, export_state
+        """The whole state, sealed like every evaluator state (``state.seal``): the
+        evaluator's runs, the cancelling runs (each a sealed state) and what waits."""
+        from ceql.runtime.state import _encode, export_state, fingerprint, seal
 
         evaluator = self.evaluator
-        document = {
-            "format": STATE_FORMAT,
-            "version": 1,
-            "own": export_state(evaluator).hex(),
-            "cancelling": export_state(self._proxy()).hex(),
+        body = {
+            "own": base64.b64encode(export_state(evaluator)).decode("ascii"),
+            "cancelling": base64.b64encode(export_state(self._proxy())).decode("ascii"),
             "waiting": [
                 [
                     _encode(item.deadline),
@@ -354,47 +356,136 @@ class Absence:
             "last_any": self.last_any,
             "last_by_key": [[_encode(k), v] for k, v in self.last_by_key.items()],
         }
-        return zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 6)
+        return seal(STATE_FORMAT, STATE_VERSION, fingerprint(self.plan.checked), body)
 
     def import_state(self, blob: bytes) -> None:
-        """Load a state made by ``export_state`` for the same query (StateError otherwise)."""
-        from ceql.runtime.state import StateError, _decode, import_state
+        """Load a state made by ``export_state`` for the same query. The envelope is checked
+        (format, version, query, size, digest; decompression bounded) and then every field
+        against the query: positions (ints, increasing, below the stream position), labels
+        (the query's), event values, measures, deadlines (the first event's measure plus the
+        window, not yet passed), keys and consumed markers; at most ``max_nodes`` waiting
+        events. StateError otherwise, and then nothing of the evaluator changes."""
+        from ceql.runtime.state import StateError, fingerprint, import_state, unseal
 
+        body = unseal(blob, STATE_FORMAT, STATE_VERSION, fingerprint(self.plan.checked))
+        if not isinstance(body, dict) or set(body) != {"own", "cancelling", "waiting", "last_any", "last_by_key"}:
+            raise StateError("saved NOT FOLLOWED BY state has missing or unknown fields")
+        inner = []
+        for name in ("own", "cancelling"):
+            text = body[name]
+            try:
+                if not isinstance(text, str):
+                    raise ValueError
+                inner.append(base64.b64decode(text.encode("ascii"), validate=True))
+            except (ValueError, UnicodeEncodeError):
+                raise StateError(f"saved NOT FOLLOWED BY state has a malformed {name!r} state") from None
+        evaluator = self.evaluator
+        before = _snapshot(evaluator, self)
         try:
-            document = json.loads(zlib.decompress(bytes(blob)))
-        except (zlib.error, ValueError, TypeError) as exc:
-            raise StateError(f"not a saved ceql evaluator state ({type(exc).__name__})") from None
-        if not isinstance(document, dict) or document.get("format") != STATE_FORMAT or document.get("version") != 1:
-            raise StateError("not a saved state of a NOT FOLLOWED BY query")
-        try:
-            own = bytes.fromhex(document["own"])
-            cancelling = bytes.fromhex(document["cancelling"])
-            entries = document["waiting"]
-            last_any = document["last_any"]
-            last_by_key = document["last_by_key"]
-        except (KeyError, TypeError, ValueError):
-            raise StateError("saved state lacks a required field") from None
-        import_state(self.evaluator, own)
-        proxy = self._proxy()
-        import_state(proxy, cancelling)
-        position = self.evaluator.position
-        self.waiting.clear()
-        self.queue.clear()
-        try:
-            for deadline, key, events in entries:
-                loaded = tuple(
-                    (int(p), tuple(str(x) for x in labels), _decode(data), _decode(m)) for p, labels, data, m in events
+            import_state(evaluator, inner[0])
+            proxy = self._proxy()
+            import_state(proxy, inner[1])
+            if proxy.position != evaluator.position:
+                raise StateError("saved NOT FOLLOWED BY state has two different stream positions")
+            waiting, last_any, last_by_key = self._load_waiting(body)
+        except BaseException:
+            _restore(evaluator, self, before)
+            raise
+        self.waiting = waiting
+        self.queue = [(item.deadline, k, identity) for k, (identity, item) in enumerate(waiting.items())]
+        heapq.heapify(self.queue)
+        self.sequence = len(self.queue)
+        self.last_any = last_any
+        self.last_by_key = last_by_key
+
+    def _load_waiting(self, body: dict) -> tuple[dict[tuple, Waiting], int, dict]:
+        """The waiting complex events of a state body, each field checked (``import_state``)."""
+        from ceql.runtime.state import (
+            INT64,
+            StateError,
+            _check_data,
+            _decode,
+            _int,
+            check_key,
+            check_labels,
+            check_measure,
+            label_vocabulary,
+        )
+
+        evaluator = self.evaluator
+        plan = self.plan
+        position = evaluator.position
+        entries = body["waiting"]
+        if not isinstance(entries, list):
+            raise StateError("saved NOT FOLLOWED BY state has a malformed waiting list")
+        if len(entries) > evaluator.max_nodes:  # (before anything is decoded)
+            raise StateError(
+                f"saved NOT FOLLOWED BY state has {len(entries):,} waiting complex events, more than max_nodes "
+                f"({evaluator.max_nodes:,})"
+            )
+        vocabulary = label_vocabulary(plan)
+        width = len(plan.value_attributes)
+        keep_values = bool(evaluator.ingest.keep_values)
+        needs_local = evaluator.ingest.needs_local
+        events_window = plan.window_kind == "events"
+        last = self.ingest.last_time  # the latest time of an event the query names (or advanced to)
+        window = self.window
+        budget = evaluator.max_nodes
+        waiting: dict[tuple, Waiting] = {}
+        for entry in entries:
+            if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], list) or not entry[2]:
+                raise StateError("saved NOT FOLLOWED BY state has a malformed waiting complex event")
+            raw_deadline, raw_key, raw_events = entry
+            budget -= len(raw_events)
+            if budget < 0:
+                raise StateError(f"saved NOT FOLLOWED BY state holds more waiting events than max_nodes ({evaluator.max_nodes:,})")
+            loaded = []
+            previous, local = -1, -1
+            for raw in raw_events:
+                if not isinstance(raw, list) or len(raw) != 4:
+                    raise StateError("saved NOT FOLLOWED BY state has a malformed waiting event")
+                pos = _int(raw[0], "waiting event position", 0, position)
+                if pos <= previous:
+                    raise StateError("saved NOT FOLLOWED BY state has waiting event positions that do not increase")
+                previous = pos
+                labels = check_labels(raw[1], vocabulary)
+                data = _decode(raw[2])
+                local = _check_data(data, keep_values, width, needs_local, local)
+                measure = check_measure(plan, _decode(raw[3]), pos)
+                loaded.append((pos, labels, data, measure))
+            first = loaded[0][3]
+            deadline = _decode(raw_deadline)
+            if (
+                not isinstance(deadline, int)
+                or isinstance(deadline, bool)
+                or not isinstance(first, int)
+                or deadline != first + window
+                or not -INT64 <= deadline < INT64
+            ):
+                raise StateError(
+                    "saved NOT FOLLOWED BY state has a deadline that is not its first event's measure plus the window: "
+                    f"{str(deadline)[:40]}"
                 )
-                if not loaded or any(not 0 <= e[0] < position for e in loaded):
-                    raise StateError("saved state has a waiting complex event at an impossible position")
-                identity = identity_of(loaded)
-                self.waiting[identity] = Waiting(_decode(deadline), _decode(key), loaded, identity)
-                heapq.heappush(self.queue, (self.waiting[identity].deadline, self.sequence, identity))
-                self.sequence += 1
-            self.last_any = int(last_any)
-            self.last_by_key = {_decode(k): int(v) for k, v in last_by_key}
-        except (TypeError, ValueError) as exc:
-            raise StateError(f"saved state has a malformed waiting complex event ({exc})") from None
+            passed = deadline < position if events_window else (last is None or deadline <= last or first > last)
+            if passed:
+                raise StateError("saved NOT FOLLOWED BY state has a complex event waiting past its deadline")
+            key = check_key(plan, _decode(raw_key))
+            identity = identity_of(loaded)
+            if identity in waiting:
+                raise StateError("saved NOT FOLLOWED BY state has a complex event waiting twice")
+            waiting[identity] = Waiting(deadline, key, tuple(loaded), identity)
+        last_any = _int(body["last_any"], "consumed marker", -1, position)
+        pairs = body["last_by_key"]
+        if not isinstance(pairs, list) or len(pairs) > evaluator.max_nodes:
+            raise StateError("saved NOT FOLLOWED BY state has malformed consumed markers")
+        last_by_key = {}
+        for pair in pairs:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise StateError("saved NOT FOLLOWED BY state has malformed consumed markers")
+            last_by_key[check_key(plan, _decode(pair[0]))] = _int(pair[1], "consumed marker", -1, position)
+        if plan.consume == "NONE" and (last_any != -1 or last_by_key):
+            raise StateError("saved NOT FOLLOWED BY state has consumed markers, but the query consumes nothing")
+        return waiting, last_any, last_by_key
 
     def _proxy(self) -> Any:
         """The cancelling runs seen as an evaluator, for the state module."""
@@ -409,13 +500,55 @@ class Absence:
         return proxy
 
 
+def deadline_triggers(plan: Any, types: Sequence[str], measures: Sequence[Any], deadlines: Sequence[int]) -> list[int]:
+    """Where each deadline passes in the whole stream, given the type and the window measure
+    (the time, or the window attribute's value; unused with ``n EVENTS``) of every event: the
+    first event at or past it (with ``n EVENTS`` the event at that position; otherwise an event
+    of a type the query names), or the end of the input. The merge of a split evaluation
+    (``compile.plan.split_keys``) sets the triggers of NOT FOLLOWED BY's matches with it."""
+    n = len(types)
+    if plan.window_kind == "events":
+        return [d if d < n else n for d in deadlines]
+    named = set(plan.absence.checked.used_types)
+    rows = [p for p in range(n) if types[p] in named and measures[p] is not None]
+    clock = np.array([measures[p] for p in rows], dtype=np.int64)
+    at = np.searchsorted(clock, np.asarray(list(deadlines), dtype=np.int64), side="left").tolist()
+    return [rows[a] if a < len(rows) else n for a in at]
+
+
 def is_absence_state(blob: bytes) -> bool:
-    """Whether a saved state is a NOT FOLLOWED BY query's."""
-    try:
-        head = zlib.decompress(blob)[:64]
-    except (zlib.error, TypeError):
-        return False
-    return STATE_FORMAT.encode() in head
+    """Whether a saved state is a NOT FOLLOWED BY query's (reads its header only)."""
+    from ceql.runtime.state import read_header
+
+    header = read_header(blob)
+    return header is not None and header.get("format") == STATE_FORMAT
+
+
+def _snapshot(evaluator: Evaluator, absence: Absence) -> tuple:
+    """What loading a state changes (``state.import_state``), to restore on failure."""
+    return tuple(
+        (runs.partitions, runs.consumed_at, runs.partition_consumed, ingest.last_time, ingest.local_counts)
+        for runs, ingest in ((evaluator.runs, evaluator.ingest), (absence.runs, absence.ingest))
+    ) + (evaluator.position,)
+
+
+def _restore(evaluator: Evaluator, absence: Absence, before: tuple) -> None:
+    for (runs, ingest), saved in zip(((evaluator.runs, evaluator.ingest), (absence.runs, absence.ingest)), before):
+        runs.partitions, runs.consumed_at, runs.partition_consumed, ingest.last_time, ingest.local_counts = saved
+    evaluator.position = before[2]
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def deadline_error(measure: Any, window: Any, position: int) -> EventError:
+    """A complex event whose deadline (its first event's measure plus the window) is beyond
+    int64, the type of deadlines in every output: refused at its first event."""
+    return EventError(
+        f"NOT FOLLOWED BY: the deadline of this event, its time {measure} plus the window {window}, is beyond the "
+        "int64 range of deadlines (docs/limits.md)",
+        position,
+    )
 
 
 def _consecutive(indexes: list) -> bool:

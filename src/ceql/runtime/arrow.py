@@ -231,7 +231,7 @@ class MatchRows:
         return self._rest
 
     def fields(self, row: int) -> tuple:
-        """The five fields of ``Match`` for one row."""
+        """The fields of ``Match`` for one row (the deadline only when the columns have one)."""
         labels, _, measures = self._prepare()
         found = {}
         for name, lo, lp in labels:
@@ -244,6 +244,9 @@ class MatchRows:
             if isinstance(value, list):
                 value = tuple(value)
             values[name] = convert(value) if convert is not None else value
+        deadline = self.columns.deadline
+        if deadline is not None:  # NOT FOLLOWED BY on the kernel
+            return (self.trigger(row), self.positions(row), found, self.partition(row), values, int(deadline[row]))
         return (self.trigger(row), self.positions(row), found, self.partition(row), values)
 
 

@@ -304,6 +304,8 @@ class Evaluator:
         when to advance time next (a stream runner sets a timer there)."""
         if self.absence is None:
             return None
+        if self._kernel is not None:  # NOT FOLLOWED BY on the kernel (kernel/absence.py)
+            return self._kernel.next_deadline()
         return self.absence.next_deadline()
 
     def advance(self, time: Any, detailed: bool = False) -> list:
@@ -316,6 +318,11 @@ class Evaluator:
             return []
         ns = _time_ns(time)
         matches: list = []
+        if self.absence is not None and self._kernel is not None:  # NOT FOLLOWED BY on the kernel
+            found = self._kernel_rows(self._kernel.advance(ns))
+            if self._kernel.last_time is None or self._kernel.last_time < ns:
+                self._kernel.last_time = ns
+            return found
         if self.absence is not None:
             matches = self.absence.advance(ns, self.position, detailed)
             ingests = [self.ingest, self.absence.ingest]
@@ -334,8 +341,18 @@ class Evaluator:
         ``Query.run`` calls it; call it after pushing the last event of a finite input."""
         if self.absence is None:
             return []
+        if self._kernel is not None:  # NOT FOLLOWED BY on the kernel
+            return self._kernel_rows(self._kernel.finish())
         found = self.absence.finish(self.position, detailed)
         return found if detailed else self._shown(found)
+
+    def _kernel_rows(self, chunks: list) -> list[Match]:
+        """NOT FOLLOWED BY on the kernel: reported chunks as Match objects."""
+        from ceql.runtime.arrow import MatchRows
+
+        kernel = self._kernel
+        schema = self.output_schema()
+        return [m for chunk in chunks for m in MatchRows(kernel.columns(chunk), schema, kernel.reports_partition)]
 
     def run(self, events: Any) -> Iterator[Match]:
         """Every match over ``events`` taken as the whole input: ``process``, then ``finish``."""
@@ -398,6 +415,8 @@ class Evaluator:
 
     def is_idle(self) -> bool:
         """Whether no partial match is in progress (the state holds nothing worth saving)."""
+        if self.absence is not None and self._kernel is not None:
+            return self._kernel.is_idle()
         if self.absence is not None and (self.absence.waiting or self.absence.runs.partitions):
             return False
         return not self.runs.partitions or all(
@@ -563,7 +582,13 @@ def _kernel_for(plan: Plan, max_nodes: int = DEFAULT_MAX_NODES) -> Any:
     """The compiled kernel for this plan, or None when it stays on the Python path."""
     from ceql.runtime import kernel
 
-    return kernel.PlanKernel(plan, max_nodes=max_nodes) if kernel.unsupported(plan) is None else None
+    if kernel.unsupported(plan) is not None:
+        return None
+    if plan.absence is not None:  # NOT FOLLOWED BY: two kernels and the waiting arrays
+        from ceql.runtime.kernel.absence import KernelAbsence
+
+        return KernelAbsence(plan, max_nodes=max_nodes)
+    return kernel.PlanKernel(plan, max_nodes=max_nodes)
 
 
 def _import(evaluator: Evaluator, blob: bytes) -> None:
@@ -572,8 +597,18 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
     from ceql.runtime.absence import is_absence_state
 
     if evaluator.absence is not None:
+        from ceql.runtime.kernel.absence import is_kernel_absence_state
+
+        if is_kernel_absence_state(blob):  # saved on the kernel: it goes on there
+            if evaluator._kernel is None:
+                evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
+            if evaluator._kernel is None:
+                raise StateError("the saved state was made by the compiled kernel, which cannot run this query")
+            evaluator._kernel.import_json(blob)
+            return
         if not is_absence_state(blob):
             raise StateError("not a saved state of this NOT FOLLOWED BY query")
+        evaluator._kernel = None  # a Python-path state continues on the Python path
         evaluator.absence.import_state(blob)
         return
     if kernel.is_kernel_state(blob):

@@ -74,7 +74,7 @@ def cores() -> int:
 
 def split_of(plan: Plan) -> str | None:
     """How workers split this plan: "keys", "shards", or None (it runs on one core)."""
-    if unsupported(plan) is not None:
+    if unsupported(plan) is not None or plan.absence is not None:  # (NOT FOLLOWED BY: one core)
         return None
     runner = PlanKernel(plan)
     if runner.post is not None or runner.kept is not None or runner.measures is not None:

@@ -245,7 +245,14 @@ class EventStep:
 
     def _push_kernel(self, event: Any) -> list[Match]:
         runner = self.evaluator._kernel
-        if runner.kept is not None or runner.checked or runner.measures is not None:
+        if getattr(runner, "is_absence", False):  # NOT FOLLOWED BY (kernel/absence.py)
+            found = runner.push_event(self, event)
+            if found is not None:
+                return runner.push_matches(found, self.evaluator.output_schema()) if found else []
+            if not runner.position:  # values kept per event: a fresh evaluator pushes on the Python path
+                self.evaluator._kernel = None
+                return self._push_absence(event)
+        if getattr(runner, "is_absence", False) or runner.kept is not None or runner.checked or runner.measures is not None:
             # The kernel keeps event values for checks and measures per complex event
             # (kernel/runner.py): those plans take its batch path, one row at a time.
             return list(self.evaluator.process([event]))

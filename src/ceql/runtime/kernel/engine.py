@@ -426,6 +426,53 @@ class KernelEvaluator:
         self.st[k.S_NPOS] = first + total
         self.st[k.S_TCOUNT] = kept
 
+    def process_one_lists(
+        self, symbol: int, position: int, measure: int, key_code: int = 0, missing: bool = False
+    ) -> list[tuple[int, int, list[int], list[int] | None]]:
+        """``process_one`` with its complex events as Python lists, (trigger, partition code,
+        positions, label-set ids) each: for a caller that reads a few per event (NOT FOLLOWED
+        BY's push, kernel/absence.py) without building arrays."""
+        out: list[tuple[int, int, list[int], list[int] | None]] = []
+        one = self._one
+        if one is None:
+            one = self._one = (*(np.zeros(1, dtype=np.int64) for _ in range(4)), np.zeros(1, dtype=np.bool_))
+        symbols, positions, measures, codes, miss = one
+        symbols[0], positions[0], measures[0], codes[0], miss[0] = symbol, position, measure, key_code, missing
+        st = self.st
+        if not st[k.S_NMATCH] and key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
+            status = k.run(
+                symbols, measures, miss, codes, positions, 0, 1, self.cfg, st, self.nodes,
+                self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
+                self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
+                self.out_pos, self.out_lab, self._first,
+            )[0]  # fmt: skip
+            if status == k.DONE:
+                n = int(st[k.S_NMATCH])
+                if n:  # read the buffer as lists, then empty it (what _take_output does)
+                    npos = int(st[k.S_NPOS])
+                    ends = self.out_m[k.O_END, : n + 1].tolist()
+                    triggers = self.out_m[k.O_TRIGGER, :n].tolist()
+                    parts = self.out_m[k.O_CODE, :n].tolist() if self.partitioned else [0] * n
+                    pos = self.out_pos[:npos].tolist()
+                    lab = self.out_lab[:npos].tolist() if self.labels else None
+                    for i in range(n):
+                        a, b = ends[i], ends[i + 1]
+                        out.append((triggers[i], parts[i], pos[a:b], lab[a:b] if lab is not None else None))
+                    self.out_m[k.O_END, 0] = 0
+                    st[k.S_NMATCH] = 0
+                    st[k.S_NPOS] = 0
+                    st[k.S_TFIRST] = 0
+                if st[k.S_NODES] > self.compact_at:
+                    self.compact()
+                return out
+        for chunk in self.process_chunks(symbols, positions, measures, codes if self.partitioned else None, miss):
+            ends = chunk.offsets.tolist()
+            pos = chunk.positions.tolist()
+            lab = chunk.labels.tolist() if chunk.labels is not None else None
+            for i, (t, c) in enumerate(zip(chunk.trigger.tolist(), chunk.partition.tolist())):
+                out.append((t, c, pos[ends[i] : ends[i + 1]], lab[ends[i] : ends[i + 1]] if lab is not None else None))
+        return out
+
     def _take_output(self, take: int) -> KernelMatches | None:
         """Remove the first ``take`` complex events from the buffer as a KernelMatches. Large
         outputs keep the buffer's arrays (views, no copy) and the buffer gets new ones."""

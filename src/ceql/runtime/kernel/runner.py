@@ -67,8 +67,10 @@ from ceql.runtime.kernel.values import KeptValues, Raw
 
 def unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this plan, or None if it can."""
-    if getattr(plan, "absence", None) is not None:
-        return "NOT FOLLOWED BY"
+    if getattr(plan, "absence", None) is not None:  # two kernels (kernel/absence.py)
+        from ceql.runtime.kernel.absence import absence_unsupported
+
+        return absence_unsupported(plan)
     post = post_filter(plan)
     if isinstance(post, str):
         return post
@@ -324,8 +326,11 @@ class WindowKeyCodes(KeyCodes):
 class PlanKernel:
     """Incremental evaluation of one plan with the compiled kernel."""
 
-    def __init__(self, plan: Plan, max_nodes: int | None = None) -> None:
+    def __init__(self, plan: Plan, max_nodes: int | None = None, labels: bool = False) -> None:
+        """``labels``: always output each event's label-set id (NOT FOLLOWED BY's identities)."""
         reason = unsupported(plan)
+        if reason is None and getattr(plan, "absence", None) is not None:
+            reason = "NOT FOLLOWED BY in one kernel (kernel/absence.py's KernelAbsence runs it)"
         if reason is not None:
             raise UnsupportedQueryError(f"the compiled kernel does not evaluate {reason}")
         post = post_filter(plan)
@@ -377,7 +382,7 @@ class PlanKernel:
             limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
             whole_triggers=self.projection.merges or self.checked,
-            labels=self.projection.needs_labels or self.measures is not None or self.checked,
+            labels=labels or self.projection.needs_labels or self.measures is not None or self.checked,
             # With CONSUME BY, each trigger's complex events are checked before consumption.
             check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
             # START: a (sub-)stream whose runs all died stays without runs.
@@ -583,6 +588,10 @@ class PlanKernel:
 
         return Frame(chunk.offsets, chunk.labels, chunk.label_sets, values)
 
+    def _in_use(self) -> np.ndarray:
+        """The positions whose kept values may still be read (kernel/absence.py adds more)."""
+        return self.kernel.live_positions()
+
     def _prune_kept(self) -> None:
         """Drop the kept values of events no node in use refers to, when the batches kept since
         the last time outgrow what it left (amortised constant work per event)."""
@@ -677,6 +686,13 @@ class PlanKernel:
             if positions is None:
                 return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
             return positions.astype(np.int64), np.zeros(n, dtype=bool)
+        names = set(plan.time_attributes.values())
+        if len(names) == 1:  # one attribute for every type: whole-column operations
+            column = pc.cast(table.column(names.pop()), pa.int64())
+            timed = np.isin(types, self._time_types)
+            values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            nulls = pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool)
+            return np.where(timed, values, 0), np.where(timed, nulls, True)
         measures = np.zeros(n, dtype=np.int64)
         missing = np.ones(n, dtype=bool)
         columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -727,7 +743,7 @@ class PlanKernel:
         """The kernel's state arrays plus the stream position, last time and partition keys."""
         state = self.kernel.export_state()
         if self.kept is not None:
-            state.update(self.kept.export(self.kernel.live_positions()))
+            state.update(self.kept.export(self._in_use()))
         if self._counts is not None:  # STRICT: events seen per partition code
             state["sub_stream_counts"] = self._counts[: self.keys.count if self.keys is not None else 0].copy()
         state["position"] = np.array([self.position])
