@@ -40,6 +40,8 @@ from ceql.lang.visit import walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
+#: explain's note for patterns without a small bound on their candidates.
+MANY = "many candidates: each trigger's are enumerated, as the pattern without the check would be"
 
 
 @dataclass
@@ -94,11 +96,9 @@ def post_filter(plan: Plan) -> PostFilter | str | None:
 def _decide(plan: Plan) -> PostFilter | str | None:
     repeats = plan.repeats and plan.strategy != "ANY"
     select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
-    if select is not None:
-        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated).
-        bounded = few_candidates(plan.formula, plan)
-        if bounded is None:
-            return f"strategy {select} on a pattern with many candidates"
+    # Every candidate is enumerated (as the twin query without the check does) and checked
+    # column-wise; ``bounded`` says how many candidates to expect (explain).
+    bounded = few_candidates(plan.formula, plan) or MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None
@@ -142,9 +142,6 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             # One instance (or, in an OR branch, a universal condition on its events: true
             # when the branch is not taken).
             conditions.append(source)
-    bounded = few_candidates(plan.formula, plan)
-    if bounded is None:
-        return "conditions across events on a pattern with many candidates (registers prune them)"
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]

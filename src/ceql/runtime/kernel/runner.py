@@ -52,7 +52,6 @@ from ceql.runtime.kernel.keys import IntCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
-    few_candidates,
     first_per_trigger,
     local_indexes,
     post_filter,
@@ -75,10 +74,8 @@ def unsupported(plan: Plan) -> str | None:
             return "a window of 2**61 units or more"
         if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
             return f"a window over the non-integer attribute {within.attribute}"
-    projection = Projection.from_plan(plan)
-    if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
-        # The first n distinct projected matches: every candidate is enumerated first.
-        return "LIMIT with a projection other than * on a pattern with many candidates"
+    # (LIMIT with a projection other than *: the first n distinct projected matches of each
+    # trigger, after its candidates are enumerated whole, as the twin without LIMIT would be.)
     return None
 
 
