@@ -58,6 +58,7 @@ class PostFilter:
     #: checked on each instance of the filtered formula (the events between two of its ends).
     instances: list[Instanced] = field(default_factory=list)
     select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
+    window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -69,6 +70,7 @@ class PostFilter:
             or self.strict
             or bool(self.instances)
             or self.select is not None
+            or self.window is not None
         )
 
 
@@ -89,8 +91,25 @@ def post_filter(plan: Plan) -> PostFilter | str | None:
     PostFilter, or the reason the plan stays on the Python path (a string)."""
     cached = plan.__dict__.get(_CACHE, _CACHE)
     if cached is _CACHE:
-        cached = plan.__dict__[_CACHE] = _decide(plan)
+        cached = plan.__dict__[_CACHE] = _with_window(plan, _decide(plan))
     return cached
+
+
+def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | str | None:
+    """A window over a double attribute: the kernel runs a looser integer window and each
+    complex event is checked exactly (windows.py)."""
+    from ceql.runtime.kernel.windows import inexact_window
+
+    window = inexact_window(plan)
+    if window is None or isinstance(decided, str):
+        return decided
+    post = decided if decided is not None else PostFilter(plan)
+    post.window = window
+    post.notes.append(
+        f"WITHIN {window} over a double attribute: the kernel's window is over floor(value) and one wider, "
+        "and each complex event is checked exactly"
+    )
+    return post
 
 
 def _decide(plan: Plan) -> PostFilter | str | None:

@@ -59,6 +59,7 @@ from ceql.runtime.kernel.postfilter import (
 )
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
+from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -72,8 +73,8 @@ def unsupported(plan: Plan) -> str | None:
     if within is not None:
         if within.value >= MAX_WINDOW:
             return "a window of 2**61 units or more"
-        if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
-            return f"a window over the non-integer attribute {within.attribute}"
+        if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
+            return "a window of 2**61 units or more"
     # (LIMIT with a projection other than *: the first n distinct projected matches of each
     # trigger, after its candidates are enumerated whole, as the twin without LIMIT would be.)
     return None
@@ -106,6 +107,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
     storages = {name: catalog.columns[name].storage for name in attributes if name in catalog.columns}
     if post is not None and post.strict:
         storages[LOCAL] = "int"
+    if post is not None and post.window is not None:
+        storages[WINDOW] = "double"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -308,9 +311,12 @@ class PlanKernel:
         self.kept = _kept_values(plan, attributes, self.post)
         self.limit = plan.limit if self.checked or self.projection.merges else None
         self.max_nodes = DEFAULT_MAX_NODES if max_nodes is None else max_nodes
+        window = None if within is None else int(within.value)
+        if window is not None and self.post is not None and self.post.window is not None:
+            window += 1  # over floor(value): wide enough for every exact match (windows.py)
         self.kernel = KernelEvaluator(
             plan.det,
-            window=None if within is None else int(within.value),
+            window=window,
             monotone=plan.monotone,
             consume=plan.consume,
             strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
@@ -388,6 +394,8 @@ class PlanKernel:
             else:
                 local = np.arange(self.position - n, self.position, dtype=np.int64)
             out[LOCAL] = Raw("int", local, local >= 0)
+        if post.window is not None:
+            out[WINDOW] = measure_values(self.plan, table)
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -403,6 +411,12 @@ class PlanKernel:
         assert post is not None
         frame = self._frame(chunk)
         keep = np.ones(len(chunk), dtype=bool)
+        if post.window is not None and len(chunk):
+            measures = frame.column(WINDOW)
+            first, last = frame.starts, frame.ends - 1
+            present = measures.valid[first] & measures.valid[last]  # a missing measure: in no window
+            data = measures.data.astype(np.float64)
+            keep &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
         for keys in post.groups:
@@ -519,6 +533,8 @@ class PlanKernel:
             if positions is None:
                 return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
             return positions.astype(np.int64), np.zeros(n, dtype=bool)
+        if self.post is not None and self.post.window is not None:
+            return kernel_measures(measure_values(plan, table))
         measures = np.zeros(n, dtype=np.int64)
         missing = np.ones(n, dtype=bool)
         columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
