@@ -41,7 +41,7 @@ from ceql.lang.visit import walk
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
 #: explain's note for patterns without a small bound on their candidates.
-MANY = "many candidates: each trigger's are enumerated, as the pattern without the check would be"
+MANY = "many candidates: each trigger's are all enumerated, as the pattern without the check enumerates them"
 
 
 @dataclass
@@ -115,9 +115,18 @@ def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | s
 def _decide(plan: Plan) -> PostFilter | str | None:
     repeats = plan.repeats and plan.strategy != "ANY"
     select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
-    # Every candidate is enumerated (as the twin query without the check does) and checked
-    # column-wise; ``bounded`` says how many candidates to expect (explain).
-    bounded = few_candidates(plan.formula, plan) or MANY
+    # Every candidate is enumerated and checked column-wise. On a pattern with many candidates
+    # that costs what the twin query without the check costs only when the twin enumerates
+    # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
+    # and enumerating all would cost exponentially more there.
+    bounded = few_candidates(plan.formula, plan)
+    if bounded is None:
+        if select is not None:
+            return f"strategy {select} on a pattern with many candidates"
+        if plan.registers is not None and (plan.strategy == "ANY" or plan.limit is not None):
+            what = "strategy ANY" if plan.strategy == "ANY" else "LIMIT"
+            return f"conditions across events with {what} on a pattern with many candidates (registers prune them)"
+        bounded = MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None

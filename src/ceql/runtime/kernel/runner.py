@@ -52,6 +52,7 @@ from ceql.runtime.kernel.keys import IntCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
+    few_candidates,
     first_per_trigger,
     local_indexes,
     post_filter,
@@ -75,8 +76,11 @@ def unsupported(plan: Plan) -> str | None:
             return "a window of 2**61 units or more"
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
-    # (LIMIT with a projection other than *: the first n distinct projected matches of each
-    # trigger, after its candidates are enumerated whole, as the twin without LIMIT would be.)
+    projection = Projection.from_plan(plan)
+    if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
+        # The first n distinct projected matches: every candidate would be enumerated first,
+        # where the twin with * stops after n.
+        return "LIMIT with a projection other than * on a pattern with many candidates"
     return None
 
 
@@ -322,7 +326,10 @@ class PlanKernel:
             strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
             limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
-            whole_triggers=self.projection.merges or self.checked,
+            # A trigger's complex events stay in one chunk where the checks choose among them
+            # (repeats, NEXT/LAST/MAX, ANY, LIMIT, CONSUME BY) or a projection merges them;
+            # conditions alone are checked chunk by chunk (bounded memory, as the twin query).
+            whole_triggers=self.projection.merges or (self.checked and self._chooses()),
             labels=self.projection.needs_labels or self.measures is not None or self.checked,
             # With CONSUME BY, each trigger's complex events are checked before consumption.
             check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
@@ -342,6 +349,18 @@ class PlanKernel:
         self._type_array = pa.array(plan.type_names, pa.string())
         self._time_types = np.array(
             [i for i, name in enumerate(plan.type_names) if name in plan.time_attributes], dtype=np.int64
+        )
+
+    def _chooses(self) -> bool:
+        """Whether the per-complex-event checks choose among each trigger's complex events."""
+        post = self.post
+        assert post is not None
+        return (
+            post.distinct
+            or post.select is not None
+            or self.source.strategy == "ANY"
+            or self.limit is not None
+            or self.plan.consume != "NONE"
         )
 
     # ------------------------------------------------------------------ public API
