@@ -432,10 +432,12 @@ class PlanKernel:
         keep = np.ones(len(chunk), dtype=bool)
         if post.window is not None and len(chunk):
             measures = frame.column(WINDOW)
-            first, last = frame.starts, frame.ends - 1
+            # (A complex event without events, NOT's, is in every window.)
+            some = np.flatnonzero(frame.ends > frame.starts)
+            first, last = frame.starts[some], frame.ends[some] - 1
             present = measures.valid[first] & measures.valid[last]  # a missing measure: in no window
             data = measures.data.astype(np.float64)
-            keep &= present & in_window(data[first], data[last], post.window)
+            keep[some] &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
         for keys in post.groups:
