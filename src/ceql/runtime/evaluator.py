@@ -45,8 +45,8 @@ from ceql.runtime.state import StateError, export_state, import_state
 class Evaluator:
     """Incremental evaluation of one query: ``push(event)``, ``push_batch(batch)``, ``process``.
 
-    Options: ``engine`` ("auto": the compiled kernel for large Arrow/pandas inputs of queries
-    it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
+    Options: ``engine`` ("auto": the compiled kernel for the queries it supports on large
+    inputs of any form, else Python, decided in ``backend.choose``; "python"; "compiled"); ``type_labels`` also reports event-type
     labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
     partition (conditions across events keep runs with different register values apart);
     ``max_nodes`` bounds the stored partial matches (live tECS nodes, all partitions);
@@ -100,8 +100,8 @@ class Evaluator:
         self.max_classes = max_classes
         self.max_nodes = max_nodes
         # The compiled kernel (runtime/kernel) runs the plans it supports: always with
-        # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
-        # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
+        # engine="compiled", and with "auto" as backend.choose decides (large inputs of any
+        # form, where the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
         forced = os.environ.get("CEQL_KERNEL")
         if engine == "auto" and forced in ("0", "1"):
             engine = "compiled" if forced == "1" else "python"

@@ -11,14 +11,19 @@ register values per run: the plan decides at compile time whether they are exact
   (columns.py); then drops the repeats of a complex event that several derivations report.
   Every candidate is enumerated (ANY, NEXT, LAST, MAX and LIMIT apply after the check); with
   CONSUME BY, the kernel hands each trigger's candidates to the check before it consumes (only
-  if some pass), so it stays exact. Used when the candidates are few: a contiguous pattern
-  (``:`` and ``:+`` only: at most one candidate per start event), or a window with no
-  iteration that can skip events. Otherwise the Python path's registers, which drop a partial
-  match as soon as a condition fails, keep the plan. ``NOT(E FILTER c)`` with c reading other
+  if some pass), so it stays exact. Used when the candidates are few (a contiguous pattern:
+  ``:`` and ``:+`` only, at most one candidate per start event; or a window with no iteration
+  that can skip events), and on any pattern with strategy ALL and no LIMIT, whose twin without
+  the condition enumerates the same candidates. ANY and LIMIT with conditions on patterns with
+  many candidates stay with the Python path's registers, which drop a partial match as soon as
+  a condition fails (enumerating every candidate to keep a few would cost exponentially more).
+  ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
 - **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
+- **Windows over a double attribute**: the kernel runs a looser integer window and each
+  complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
   its (sub-)stream, checked on each one from the events' indexes in their sub-stream (as the
   Python path does).

@@ -6,12 +6,12 @@ and partition key codes (a persistent dictionary, so codes are stable across bat
 kernel then does the per-event work and the enumeration; projection and Arrow building are
 vectorised again (output.py).
 
-Plans the kernel does not evaluate (``unsupported`` says why): conditions across events
-(registers), measures, the strategies NEXT, LAST and MAX, STRICT when it cannot be rewritten
-into contiguous operators, complex events that several runs derive (except with ANY),
-attribute windows over non-integer attributes, and LIMIT with a projection other than ``*``
-(the first n distinct projected matches need deduplication during the enumeration, which the
-Python evaluator does). These stay on the Python evaluator.
+Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
+across events inside UNLESS's right side or on labels of a repeated scope, NEXT/LAST/MAX (and
+ANY or LIMIT with conditions) on patterns with many candidates, LIMIT with a projection other
+than ``*`` on such patterns (the first n distinct projected matches would need every candidate),
+and windows of 2**61 units or more. These stay on the Python evaluator (``runtime/backend.py``
+says so once per query).
 """
 
 from __future__ import annotations
