@@ -18,9 +18,10 @@ schema. ``choose`` is the only place that decides which one runs, and how:
   not compiled yet (``kernel/warm.py``: it compiles in the background meanwhile; an input of
   ``COLD_MAX_ROWS`` events or more compiles it now).
 - An evaluator that started on Python (small first inputs, then more pushed batches) moves to
-  the kernel at the start of a later input once it has seen ``KERNEL_MIN_ROWS`` events, the
-  kernel is ready, and no partial match is in progress (so there is nothing to hand over but
-  the stream position and the last time).
+  the kernel at the start of a later input of ``LATER_MIN_ROWS`` events or more once it has
+  seen ``KERNEL_MIN_ROWS`` events, the kernel is ready, and no partial match is in progress
+  (so there is nothing to hand over but the stream position and the last time). Single events
+  stay where they are: the Python path's ``push`` costs a few microseconds an event.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 KERNEL_MIN_ROWS = 20_000  # "auto" starts the compiled kernel on inputs at least this large
 PY_COLUMNS_BATCH = 50_000  # MatchColumns chunk size on the Python path
+LATER_MIN_ROWS = 100  # a later input moves an evaluator onto the kernel from this size
 
 
 class Backend(Protocol):
@@ -140,7 +142,7 @@ def choose(evaluator: Evaluator, events: Any, typing: Any, arrow: bool) -> tuple
         if evaluator.position == 0:
             tables, start = _first_input(events, tables, arrow)
         else:
-            start = _later_input(evaluator)
+            start = _later_input(evaluator, events)
         if start:
             evaluator._start_kernel()
     if evaluator._kernel is not None:
@@ -178,12 +180,14 @@ def _first_input(events: Any, tables: Iterator[pa.Table], arrow: bool) -> tuple[
     return itertools.chain(ahead, tables), start
 
 
-def _later_input(evaluator: Evaluator) -> bool:
+def _later_input(evaluator: Evaluator, events: Any) -> bool:
     """An evaluator on the Python path moves to the kernel between inputs once the stream is
-    long, the kernel's machine code is ready, and no partial match is in progress."""
+    long, the kernel's machine code is ready, and no partial match is in progress; not for
+    inputs of a few events (``push`` one at a time is faster on the Python path)."""
     from ceql.runtime.kernel.warm import ready, warm_in_background
 
-    if evaluator.position < KERNEL_MIN_ROWS:
+    rows = known_rows(events)
+    if evaluator.position < KERNEL_MIN_ROWS or (rows is not None and rows < LATER_MIN_ROWS):
         return False
     if not ready():
         warm_in_background()
