@@ -168,8 +168,8 @@ def docs_queries() -> list[tuple[str, str, str]]:
     for path in files:
         text = path.read_text(encoding="utf-8")
         local = _declarations(text)
-        for match in re.finditer(r"""(['"])(SELECT [^'"\n]*?)\1""", text):
-            query = match.group(2)
+        for match in re.finditer(r""""(SELECT [^"\n]*)"|'(SELECT [^'\n]*)'""", text):
+            query = match.group(1) or match.group(2)
             if query in seen:
                 continue
             for declaration in local + everywhere:
