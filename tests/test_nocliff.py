@@ -201,3 +201,21 @@ def test_newly_compiled_shapes_agree_with_the_reference(text) -> None:
         assert Counter(m.key() for m in got) == expected, (text, seed)
         matched += len(expected)
     assert matched, text
+
+
+def test_a_stream_read_ahead_keeps_bad_rows_in_stream_order(small_thresholds) -> None:
+    """Reading a stream ahead does not type it ahead: under on_error="skip", a row out of
+    time order against an earlier batch is still skipped, as on the Python path."""
+    rows = events()
+    # The first row of the second batch (read ahead), earlier than the batch before it.
+    rows[500] = dict(rows[500], event_type="A", t=3)
+    query = ceql.compile(
+        "SELECT * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v PARTITION BY [k] WITHIN 50 NANOSECONDS", SCHEMA
+    )
+    batches = pa.Table.from_pylist(rows).to_batches(max_chunksize=500)
+    evaluator = query.evaluator(on_error="skip")
+    found = keyed(evaluator.process(iter(batches), on_error="skip"))
+    assert evaluator.backend.name == "kernel"
+    expected = query.run(rows, engine="python", on_error="skip")
+    assert found == keyed(expected) and found
+    assert evaluator.errors.rejected == expected.rejected == 1

@@ -11,8 +11,8 @@ schema. ``choose`` is the only place that decides which one runs, and how:
   ``SlowPathWarning`` plus an INFO record on the ``ceql`` logger, once per query: ``supported``);
 - ``engine="auto"`` decides on the first input, whatever its form. An input that reports its
   size (Arrow, pandas, a list of dicts) is counted; one that does not (an iterator, a
-  ``pyarrow.RecordBatchReader``, a generator of batches) is read ahead, typed table by typed
-  table, until it is known to be large or has ended, so a stream is never left on the Python
+  ``pyarrow.RecordBatchReader``, a generator of batches) is read ahead, item by item and
+  untyped, until it is known to be large or has ended, so a stream is never left on the Python
   path for its whole length because its size is unknown. Small inputs run on Python when
   returning ``Match`` objects (no JIT call pays off), and while the kernel's machine code is
   not compiled yet (``kernel/warm.py``: it compiles in the background meanwhile; an input of
@@ -137,14 +137,14 @@ def known_rows(events: Any) -> int | None:
 def choose(evaluator: Evaluator, events: Any, typing: Any, arrow: bool) -> tuple[Backend, Iterator[pa.Table]]:
     """The backend that runs ``events`` (``arrow``: the caller wants Arrow output rather than
     ``Match`` objects) and the typed tables to give it. The only place the path is decided."""
-    tables = iter_tables(events, typing)
     if evaluator._kernel is None and _may_start_kernel(evaluator):
         if evaluator.position == 0:
-            tables, start = _first_input(events, tables, arrow)
+            events, start = _first_input(events, arrow)
         else:
             start = _later_input(evaluator, events)
         if start:
             evaluator._start_kernel()
+    tables = iter_tables(events, typing)
     if evaluator._kernel is not None:
         return KernelBackend(evaluator, evaluator._kernel), tables
     return PythonBackend(evaluator), tables
@@ -157,27 +157,29 @@ def _may_start_kernel(evaluator: Evaluator) -> bool:
     return supported(evaluator.plan)
 
 
-def _first_input(events: Any, tables: Iterator[pa.Table], arrow: bool) -> tuple[Iterator[pa.Table], bool]:
-    """For the first input: whether it starts the kernel; an input of unknown size is read
-    ahead (its typed tables kept and given back in order) until that is known."""
+def _first_input(events: Any, arrow: bool) -> tuple[Any, bool]:
+    """For the first input: whether it starts the kernel. An input of unknown size (an
+    iterator of events or batches) is read ahead, untyped, until that is known; the items read
+    are given back in order (typing stays in stream order, so bad-row policies see every row
+    after the rows before it were processed)."""
     from ceql.runtime.kernel.warm import COLD_MAX_ROWS, prefer_kernel, ready
 
     rows = known_rows(events)
     if rows is not None:
-        return tables, prefer_kernel(rows, arrow, rows >= KERNEL_MIN_ROWS)
-    ahead: list[pa.Table] = []
-    seen = 0
+        return events, prefer_kernel(rows, arrow, rows >= KERNEL_MIN_ROWS)
     # Enough to know the input is large; while the machine code is not ready, enough to pay
     # for compiling it now.
     enough = KERNEL_MIN_ROWS if ready() else COLD_MAX_ROWS
-    for table in tables:
-        ahead.append(table)
-        seen += table.num_rows
+    iterator = iter(events)
+    ahead: list[Any] = []
+    seen = 0
+    for item in iterator:
+        ahead.append(item)
+        seen += item.num_rows if isinstance(item, (pa.RecordBatch, pa.Table)) else 1
         if seen >= enough:
             break
     # (Cut short, ``seen`` is enough: large once ready, else COLD_MAX_ROWS: compile now.)
-    start = prefer_kernel(seen, arrow, seen >= KERNEL_MIN_ROWS)
-    return itertools.chain(ahead, tables), start
+    return itertools.chain(ahead, iterator), prefer_kernel(seen, arrow, seen >= KERNEL_MIN_ROWS)
 
 
 def _later_input(evaluator: Evaluator, events: Any) -> bool:
