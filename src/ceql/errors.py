@@ -78,6 +78,11 @@ class InputWarning(UserWarning):
     column the row's event type does not declare); each is warned about once."""
 
 
+class SlowPathWarning(UserWarning):
+    """A query runs on the Python evaluator because the compiled kernel cannot evaluate it
+    (given once per query; ``Query.explain()`` names the reason)."""
+
+
 class EventError(CeqlError):
     """An input event that cannot be processed (unknown type, bad value, bad time...).
 

@@ -117,7 +117,7 @@ def explain(query: Query, dot: bool = False) -> str:
 
     reason = unsupported(plan)
     if reason is None:
-        lines.append("  engine: the compiled kernel on large Arrow or pandas inputs (engine='compiled' always)")
+        lines.append("  engine: the compiled kernel on large inputs of any form (engine='compiled' always)")
         for note in kernel_notes(plan):
             lines.append(f"  kernel: {note}")
     else:

@@ -27,9 +27,16 @@ from ceql.log import logger
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.absence import Absence
-from ceql.runtime.arrow import MatchRows
+from ceql.runtime.backend import (  # noqa: F401
+    KERNEL_MIN_ROWS,
+    Backend,
+    KernelBackend,
+    PythonBackend,
+    choose,
+    supported,
+)
 from ceql.runtime.bad_rows import time_text
-from ceql.runtime.batches import BatchBuilder, builder_for, iter_tables
+from ceql.runtime.batches import BatchBuilder, builder_for
 from ceql.runtime.ingest import Ingest, Prepared
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
@@ -41,8 +48,8 @@ from ceql.runtime.state import StateError, export_state, import_state
 class Evaluator:
     """Incremental evaluation of one query: ``push(event)``, ``push_batch(batch)``, ``process``.
 
-    Options: ``engine`` ("auto": the compiled kernel for large Arrow/pandas inputs of queries
-    it supports, else Python; "python"; "compiled"); ``type_labels`` also reports event-type
+    Options: ``engine`` ("auto": the compiled kernel for the queries it supports on large
+    inputs of any form, else Python, decided in ``backend.choose``; "python"; "compiled"); ``type_labels`` also reports event-type
     labels in ``Match.labels``; ``max_classes`` bounds the live partial-match classes per
     partition (conditions across events keep runs with different register values apart);
     ``max_nodes`` bounds the stored partial matches (live tECS nodes, all partitions);
@@ -96,13 +103,15 @@ class Evaluator:
         self.max_classes = max_classes
         self.max_nodes = max_nodes
         # The compiled kernel (runtime/kernel) runs the plans it supports: always with
-        # engine="compiled", and with "auto" when the first input is a large Arrow or pandas
-        # table (the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
+        # engine="compiled", and with "auto" as backend.choose decides (large inputs of any
+        # form, where the JIT's start-up pays off). CEQL_KERNEL=0/1 overrides "auto".
         forced = os.environ.get("CEQL_KERNEL")
         if engine == "auto" and forced in ("0", "1"):
             engine = "compiled" if forced == "1" else "python"
         self.engine = engine
-        self._kernel = _kernel_for(plan, max_nodes) if engine == "compiled" and not type_labels else None
+        self._kernel = None
+        if engine == "compiled" and not type_labels and supported(plan):
+            self._kernel = _kernel_for(plan, max_nodes)
         # This evaluator's typing of its input (a copy of the plan's catalog records how this
         # input gives times: outputs show them so), and its bad-row policy.
         self.builder = own_builder(plan)
@@ -138,20 +147,10 @@ class Evaluator:
     def process(self, events: Any, *, on_error: str | None = None) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
-        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
-            if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
-                self._kernel = _kernel_for(self.plan, self.max_nodes)
-        kernel = self._kernel
-        self._log_engine(kernel)
-        for table in iter_tables(events, self._typing(on_error)):
-            schema = self.output_schema()
-            if kernel is not None:
-                for chunk in kernel.process_table(table):
-                    yield from MatchRows(kernel.columns(chunk), schema, kernel.reports_partition)
-            elif schema.time_measures:
-                yield from _shown(self._run(table), schema)
-            else:
-                yield from self._run(table)
+        backend, tables = choose(self, events, self._typing(on_error), arrow=False)
+        self._log_engine(self._kernel)
+        for table in tables:
+            yield from backend.matches(table)
 
     def arrow(self, events: Any, *, name: str = "query", on_error: str | None = None) -> pa.Table:
         """Matches over ``events`` as one Arrow table of the output schema (docs/guide.md,
@@ -159,18 +158,11 @@ class Evaluator:
         Python object per match when it supports the query."""
         from ceql.runtime.arrow import from_matches, record_batch
 
-        if self._kernel is None and self.engine != "python" and self.position == 0 and not self.type_labels:
-            if self.engine == "compiled" or _prefer_kernel(self.plan, events, arrow=True):
-                self._kernel = _kernel_for(self.plan, self.max_nodes)
-        kernel = self._kernel
-        self._log_engine(kernel)
+        backend, tables = choose(self, events, self._typing(on_error), arrow=True)
+        self._log_engine(self._kernel)
         batches = []
-        for table in iter_tables(events, self._typing(on_error)):
-            schema = self.output_schema(name)
-            if kernel is not None:
-                batches.extend(record_batch(schema, kernel.columns(c)) for c in kernel.process_table(table))
-            else:
-                batches.append(record_batch(schema, from_matches(self._run(table), schema)))
+        for table in tables:
+            batches.extend(backend.record_batches(table, self.output_schema(name)))
         schema = self.output_schema(name)
         if self.absence is not None:  # the whole input: what is still due (NOT FOLLOWED BY)
             batches.append(record_batch(schema, from_matches(self.finish(), schema)))
@@ -180,31 +172,35 @@ class Evaluator:
         """Matches over ``events`` as ``MatchColumns`` (``runtime/arrow.py``; raw measures: times
         in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers.
         ``finish``: ``events`` end the input (also the matches ``finish`` reports)."""
-        import itertools
-
         from ceql.runtime.arrow import from_matches
 
-        if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
-            if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
-                self._kernel = _kernel_for(self.plan, self.max_nodes)
-        kernel = self._kernel
-        self._log_engine(kernel)
-        for table in iter_tables(events, self._typing(None)):
-            schema = self.output_schema()
-            if kernel is not None:
-                for chunk in kernel.process_table(table):
-                    yield kernel.columns(chunk)
-                continue
-            found = self._run(table)
-            while True:
-                part = list(itertools.islice(found, batch))
-                if not part:
-                    break
-                yield from_matches(part, schema)
+        backend, tables = choose(self, events, self._typing(None), arrow=False)
+        self._log_engine(self._kernel)
+        if isinstance(backend, PythonBackend):
+            backend.batch = batch
+        for table in tables:
+            yield from backend.columns(table)
         if self.absence is not None and finish:  # the end of the input (NOT FOLLOWED BY)
             found = self.finish()
             if found:
                 yield from_matches(found, self.output_schema())
+
+    @property
+    def backend(self) -> Backend:
+        """The engine path this evaluator is on now (``backend.py``)."""
+        return KernelBackend(self, self._kernel) if self._kernel is not None else PythonBackend(self)
+
+    def _start_kernel(self) -> None:
+        """Move onto the compiled kernel (a fresh evaluator, or one whose Python path holds
+        no partial match): the kernel continues at this stream position and last time."""
+        kernel = _kernel_for(self.plan, self.max_nodes)
+        if kernel is None:
+            return
+        if self.position:
+            kernel.position = self.position
+            last = self.ingest.last_time
+            kernel.last_time = int(last) if last is not None else None
+        self._kernel = kernel
 
     def output_schema(self, name: str = "query") -> Any:
         """The output schema of this evaluator's matches (``compile/output_schema.py``): fixed
@@ -254,7 +250,7 @@ class Evaluator:
         elif self.engine == "python" or self.type_labels:
             why = "engine='python' or type_labels=True"
         else:
-            why = "engine='auto' starts the compiled kernel on large Arrow or pandas inputs"
+            why = "engine='auto' keeps small inputs on the Python evaluator while the kernel would not pay off"
         logger.info("engine: the Python evaluator (%s)", why)
 
     def _typing(self, on_error: str | None) -> Any:
@@ -531,28 +527,6 @@ class Evaluator:
 
 
 ENGINES = ("auto", "python", "compiled")
-KERNEL_MIN_ROWS = 20_000  # "auto" starts the compiled kernel on inputs at least this large
-
-
-def _large(events: Any) -> bool:
-    rows = getattr(events, "num_rows", None)
-    if rows is None and type(events).__module__.startswith("pandas"):
-        rows = len(events)
-    return rows is not None and rows >= KERNEL_MIN_ROWS
-
-
-def _prefer_kernel(plan: Plan, events: Any, arrow: bool) -> bool:
-    """engine="auto": whether this first input starts the kernel (see kernel/warm.py: small
-    inputs stay on the Python path while the kernel's machine code is not compiled yet)."""
-    from ceql.runtime import kernel
-    from ceql.runtime.kernel.warm import prefer_kernel
-
-    if kernel.unsupported(plan) is not None:
-        return False
-    rows = getattr(events, "num_rows", None)
-    if rows is None and (type(events).__module__.startswith("pandas") or isinstance(events, (list, tuple))):
-        rows = len(events)
-    return prefer_kernel(rows, arrow, _large(events))
 
 
 def own_builder(plan: Plan) -> BatchBuilder:

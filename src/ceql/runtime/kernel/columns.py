@@ -790,6 +790,12 @@ class Conditions:
             for count in counts:
                 single &= count <= 1
                 empty |= count == 0
+            many = [label for label, count in zip(labels, counts) if (count > 1).any()]
+            if len(many) == 1:
+                # One label with several events (under +), the others with at most one: per
+                # event of the first, paired with its match's single events (a label without
+                # events makes the universal condition true).
+                return empty | self._one_many(node, many[0], set(labels) - {many[0]}, frame)
             out = empty | compare_columns(node.op, expressions.value(node.left), expressions.value(node.right))
             rows = np.flatnonzero(~single & ~empty)
         except Fallback:
@@ -803,6 +809,13 @@ class Conditions:
         """Every event of ``label``: evaluated per event, then all of each match's."""
         events = np.flatnonzero(frame.has(label))
         sub = _EventFrame(frame, events)
+        holds = compare_columns(node.op, sub.value(node.left, label), sub.value(node.right, label))
+        return _all_per_match(frame, frame.segment[events], holds)
+
+    def _one_many(self, node: ast.Compare, label: str, singles: set[str], frame: Frame) -> np.ndarray:
+        """Every event of ``label`` with the single event of each of ``singles`` in its match."""
+        events = np.flatnonzero(frame.has(label))
+        sub = _EventFrame(frame, events, singles=singles)
         holds = compare_columns(node.op, sub.value(node.left, label), sub.value(node.right, label))
         return _all_per_match(frame, frame.segment[events], holds)
 
@@ -953,12 +966,15 @@ class _EventFrame:
     """Expressions per event of one label (``x.a`` on the event itself, PREV on ``previous``,
     aggregates of its match)."""
 
-    def __init__(self, frame: Frame, events: np.ndarray, previous: np.ndarray | None = None) -> None:
+    def __init__(
+        self, frame: Frame, events: np.ndarray, previous: np.ndarray | None = None, singles: set[str] | None = None
+    ) -> None:
         self.frame = frame
         self.events = events
         self.previous = previous
         self.matches = frame.segment[events]
         self._aggregates = Expressions(frame)
+        self.singles = singles or set()  # labels with at most one event per match: read per match
 
     def value(self, expr: ast.Expr, label: str) -> Col:
         n = len(self.events)
@@ -966,7 +982,9 @@ class _EventFrame:
             return constant(expr.value, n)
         if isinstance(expr, ast.Attr):
             if expr.label != label:
-                raise Fallback("another label")
+                if expr.label not in self.singles:
+                    raise Fallback("another label")
+                return self._aggregates.value(expr).take(self.matches)
             return self.frame.column(expr.name).take(self.events)
         if isinstance(expr, ast.Prev):
             assert self.previous is not None

@@ -357,7 +357,9 @@ class KernelEvaluator:
         complex event may report: nodes made since the last compaction may be dead)."""
         n = int(self.st[k.S_NODES])
         rows = self.nodes[1:n]
-        return rows[(rows[:, k.KH] >> 1) == k.OUTPUT_KIND, k.POS]
+        kinds = rows[:, k.KH] >> 1
+        # (An event without a window measure is an output node of its own kind.)
+        return rows[(kinds == k.OUTPUT_KIND) | (kinds == k.GONE_KIND), k.POS]
 
     # ------------------------------------------------------------------ growth and output
 

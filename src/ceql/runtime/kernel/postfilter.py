@@ -11,14 +11,19 @@ register values per run: the plan decides at compile time whether they are exact
   (columns.py); then drops the repeats of a complex event that several derivations report.
   Every candidate is enumerated (ANY, NEXT, LAST, MAX and LIMIT apply after the check); with
   CONSUME BY, the kernel hands each trigger's candidates to the check before it consumes (only
-  if some pass), so it stays exact. Used when the candidates are few: a contiguous pattern
-  (``:`` and ``:+`` only: at most one candidate per start event), or a window with no
-  iteration that can skip events. Otherwise the Python path's registers, which drop a partial
-  match as soon as a condition fails, keep the plan. ``NOT(E FILTER c)`` with c reading other
+  if some pass), so it stays exact. Used when the candidates are few (a contiguous pattern:
+  ``:`` and ``:+`` only, at most one candidate per start event; or a window with no iteration
+  that can skip events), and on any pattern with strategy ALL and no LIMIT, whose twin without
+  the condition enumerates the same candidates. ANY and LIMIT with conditions on patterns with
+  many candidates stay with the Python path's registers, which drop a partial match as soon as
+  a condition fails (enumerating every candidate to keep a few would cost exponentially more).
+  ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
 - **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
+- **Windows over a double attribute**: the kernel runs a looser integer window and each
+  complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
   its (sub-)stream, checked on each one from the events' indexes in their sub-stream (as the
   Python path does).
@@ -40,6 +45,8 @@ from ceql.lang.visit import walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
+#: explain's note for patterns without a small bound on their candidates.
+MANY = "many candidates: each trigger's are all enumerated, as the pattern without the check enumerates them"
 
 
 @dataclass
@@ -56,6 +63,7 @@ class PostFilter:
     #: checked on each instance of the filtered formula (the events between two of its ends).
     instances: list[Instanced] = field(default_factory=list)
     select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
+    window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -67,6 +75,7 @@ class PostFilter:
             or self.strict
             or bool(self.instances)
             or self.select is not None
+            or self.window is not None
         )
 
 
@@ -87,18 +96,42 @@ def post_filter(plan: Plan) -> PostFilter | str | None:
     PostFilter, or the reason the plan stays on the Python path (a string)."""
     cached = plan.__dict__.get(_CACHE, _CACHE)
     if cached is _CACHE:
-        cached = plan.__dict__[_CACHE] = _decide(plan)
+        cached = plan.__dict__[_CACHE] = _with_window(plan, _decide(plan))
     return cached
+
+
+def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | str | None:
+    """A window over a double attribute: the kernel runs a looser integer window and each
+    complex event is checked exactly (windows.py)."""
+    from ceql.runtime.kernel.windows import inexact_window
+
+    window = inexact_window(plan)
+    if window is None or isinstance(decided, str):
+        return decided
+    post = decided if decided is not None else PostFilter(plan)
+    post.window = window
+    post.notes.append(
+        f"WITHIN {window} over a double attribute: the kernel's window is over floor(value) and one wider, "
+        "and each complex event is checked exactly"
+    )
+    return post
 
 
 def _decide(plan: Plan) -> PostFilter | str | None:
     repeats = plan.repeats and plan.strategy != "ANY"
     select = plan.strategy if plan.strategy in ("NEXT", "LAST", "MAX") else None
-    if select is not None:
-        # NEXT, LAST, MAX: chosen among each trigger's complex events (so all are enumerated).
-        bounded = few_candidates(plan.formula, plan)
-        if bounded is None:
+    # Every candidate is enumerated and checked column-wise. On a pattern with many candidates
+    # that costs what the twin query without the check costs only when the twin enumerates
+    # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
+    # and enumerating all would cost exponentially more there.
+    bounded = few_candidates(plan.formula, plan)
+    if bounded is None:
+        if select is not None:
             return f"strategy {select} on a pattern with many candidates"
+        if plan.registers is not None and (plan.strategy == "ANY" or plan.limit is not None):
+            what = "strategy ANY" if plan.strategy == "ANY" else "LIMIT"
+            return f"conditions across events with {what} on a pattern with many candidates (registers prune them)"
+        bounded = MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None
@@ -142,9 +175,6 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             # One instance (or, in an OR branch, a universal condition on its events: true
             # when the branch is not taken).
             conditions.append(source)
-    bounded = few_candidates(plan.formula, plan)
-    if bounded is None:
-        return "conditions across events on a pattern with many candidates (registers prune them)"
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]

@@ -6,12 +6,12 @@ and partition key codes (a persistent dictionary, so codes are stable across bat
 kernel then does the per-event work and the enumeration; projection and Arrow building are
 vectorised again (output.py).
 
-Plans the kernel does not evaluate (``unsupported`` says why): conditions across events
-(registers), measures, the strategies NEXT, LAST and MAX, STRICT when it cannot be rewritten
-into contiguous operators, complex events that several runs derive (except with ANY),
-attribute windows over non-integer attributes, and LIMIT with a projection other than ``*``
-(the first n distinct projected matches need deduplication during the enumeration, which the
-Python evaluator does). These stay on the Python evaluator.
+Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
+across events inside UNLESS's right side or on labels of a repeated scope, NEXT/LAST/MAX (and
+ANY or LIMIT with conditions) on patterns with many candidates, LIMIT with a projection other
+than ``*`` on such patterns (the first n distinct projected matches would need every candidate),
+and windows of 2**61 units or more. These stay on the Python evaluator (``runtime/backend.py``
+says so once per query).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from ceql.runtime.kernel.postfilter import (
 )
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
+from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -78,11 +79,12 @@ def unsupported(plan: Plan) -> str | None:
     if within is not None:
         if within.value >= MAX_WINDOW:
             return "a window of 2**61 units or more"
-        if within.kind == "attribute" and plan.catalog.arrow_types.get(within.attribute or "") != pa.int64():
-            return f"a window over the non-integer attribute {within.attribute}"
+        if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
+            return "a window of 2**61 units or more"
     projection = Projection.from_plan(plan)
     if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
-        # The first n distinct projected matches: every candidate is enumerated first.
+        # The first n distinct projected matches: every candidate would be enumerated first,
+        # where the twin with * stops after n.
         return "LIMIT with a projection other than * on a pattern with many candidates"
     return None
 
@@ -114,6 +116,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
     storages = {name: catalog.columns[name].storage for name in attributes if name in catalog.columns}
     if post is not None and post.strict:
         storages[LOCAL] = "int"
+    if post is not None and post.window is not None:
+        storages[WINDOW] = "double"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -373,15 +377,21 @@ class PlanKernel:
         self.kept = _kept_values(plan, attributes, self.post)
         self.limit = plan.limit if self.checked or self.projection.merges else None
         self.max_nodes = DEFAULT_MAX_NODES if max_nodes is None else max_nodes
+        window = None if within is None else int(within.value)
+        if window is not None and self.post is not None and self.post.window is not None:
+            window += 1  # over floor(value): wide enough for every exact match (windows.py)
         self.kernel = KernelEvaluator(
             plan.det,
-            window=None if within is None else int(within.value),
+            window=window,
             monotone=plan.monotone,
             consume=plan.consume,
             strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
             limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
-            whole_triggers=self.projection.merges or self.checked,
+            # A trigger's complex events stay in one chunk where the checks choose among them
+            # (repeats, NEXT/LAST/MAX, ANY, LIMIT, CONSUME BY) or a projection merges them;
+            # conditions alone are checked chunk by chunk (bounded memory, as the twin query).
+            whole_triggers=self.projection.merges or (self.checked and self._chooses()),
             labels=labels or self.projection.needs_labels or self.measures is not None or self.checked,
             # With CONSUME BY, each trigger's complex events are checked before consumption.
             check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
@@ -418,6 +428,18 @@ class PlanKernel:
         self._type_array = pa.array(plan.type_names, pa.string())
         self._time_types = np.array(
             [i for i, name in enumerate(plan.type_names) if name in plan.time_attributes], dtype=np.int64
+        )
+
+    def _chooses(self) -> bool:
+        """Whether the per-complex-event checks choose among each trigger's complex events."""
+        post = self.post
+        assert post is not None
+        return (
+            post.distinct
+            or post.select is not None
+            or self.source.strategy == "ANY"
+            or self.limit is not None
+            or self.plan.consume != "NONE"
         )
 
     # ------------------------------------------------------------------ public API
@@ -547,6 +569,8 @@ class PlanKernel:
             else:
                 local = np.arange(self.position - n, self.position, dtype=np.int64)
             out[LOCAL] = Raw("int", local, local >= 0)
+        if post.window is not None:
+            out[WINDOW] = measure_values(self.plan, table)
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -562,6 +586,14 @@ class PlanKernel:
         assert post is not None
         frame = self._frame(chunk)
         keep = np.ones(len(chunk), dtype=bool)
+        if post.window is not None and len(chunk):
+            measures = frame.column(WINDOW)
+            # (A complex event without events, NOT's, is in every window.)
+            some = np.flatnonzero(frame.ends > frame.starts)
+            first, last = frame.starts[some], frame.ends[some] - 1
+            present = measures.valid[first] & measures.valid[last]  # a missing measure: in no window
+            data = measures.data.astype(np.float64)
+            keep[some] &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
         for keys in post.groups:
@@ -686,6 +718,8 @@ class PlanKernel:
             if positions is None:
                 return np.arange(base, base + n, dtype=np.int64), np.zeros(n, dtype=bool)
             return positions.astype(np.int64), np.zeros(n, dtype=bool)
+        if self.post is not None and self.post.window is not None:
+            return kernel_measures(measure_values(plan, table))
         names = set(plan.time_attributes.values())
         if len(names) == 1:  # one attribute for every type: whole-column operations
             column = pc.cast(table.column(names.pop()), pa.int64())

@@ -1,0 +1,299 @@
+"""No cliff (issue 40): the path each query takes with the default engine, and its events per CPU
+second beside a *twin*, the same pattern without the feature (side by side in one run).
+
+Two sets of queries:
+
+- **users**: queries shaped as users write them (every row of issue 40's table, and more), each
+  with its twin, on ~200k keyed events (``PARTITION BY [k] WITHIN 5 SECONDS``, 2,000 keys);
+- **docs**: every query string of docs/*.md and README.md that compiles against a declaration
+  of the docs, on ~200k generated events of that declaration; its twin is the same query with
+  strategy ALL (``SELECT *``) where it names another strategy, else the query itself. Queries
+  whose output on generated data outgrows the input (no window, no key: quadratic and more)
+  are listed as skipped.
+
+Each run is ``Query.run(table, output="arrow")`` with the default engine (``auto``), CPU time
+(``time.process_time``), best of 3. The path is where the evaluator ran (``kernel`` or
+``python``). ``ratio`` is the query's rate over its twin's: the issue asks for at least 0.5, and
+no query on the Python evaluator.
+
+    .venv/bin/python -m benchmarks.nocliff                 # both sets
+    .venv/bin/python -m benchmarks.nocliff --set users --events 50000 --only UNLESS
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import ceql
+from ceql.errors import SlowPathWarning
+
+HERE = Path(__file__).resolve().parent
+EVENTS = 200_000
+KEYS = 2_000
+REPEATS = 3
+
+DECLARATION = """CREATE STREAM S {
+EVENT A { k:int, v:int, n:int, x:double, s:string, t:primary_time },
+EVENT B { k:int, v:int, n:int, x:double, s:string, t:primary_time },
+EVENT C { k:int, v:int, n:int, x:double, s:string, t:primary_time },
+EVENT D { k:int, v:int, n:int, x:double, s:string, t:primary_time }
+}"""
+W = "PARTITION BY [k] WITHIN 5 SECONDS"
+
+#: (query, twin): the twin is the same pattern without the feature.
+USERS: list[tuple[str, str]] = [
+    # issue 40's table
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE B+ AS b FILTER b.v > PREV(b.v) {W}", f"SELECT * FROM S WHERE B+ AS b {W}"),
+    (f"SELECT NEXT * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
+    (f"SELECT LAST * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
+    (f"SELECT MAX * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.n = a.n) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
+    ),
+    (f"SELECT * FROM S WHERE A AS a ; (B+ AS b PARTITION BY [n]) {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b {W}"),
+    (
+        "SELECT * FROM S WHERE A AS a NOT FOLLOWED BY B AS b FILTER b.k = a.k WITHIN 5 SECONDS",
+        f"SELECT * FROM S WHERE A AS a ; B AS b {W}",
+    ),
+    (f"SELECT * FROM S WHERE A AS a NOT FOLLOWED BY B {W}", f"SELECT * FROM S WHERE A AS a ; B {W}"),
+    (f"SELECT a FROM S WHERE A AS a ; B+ AS b ; C AS c {W} LIMIT 1", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W} LIMIT 1"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER COUNT(b) >= 3 {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    # more of the same kinds
+    (f"SELECT * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a.n = c.n {W}", f"SELECT * FROM S WHERE A AS a ; B AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b FILTER b.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b {W}"),
+    (f"SELECT * FROM S WHERE A+ AS a ; B AS b FILTER a.v < b.v {W}", f"SELECT * FROM S WHERE A+ AS a ; B AS b {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER SUM(b.v) > 10 {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER AVG(b.x) > 50.0 {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER MAX(b.v) < c.v {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE (A AS a ; B AS b FILTER b.v > a.v)+ {W}", f"SELECT * FROM S WHERE (A AS a ; B AS b)+ {W}"),
+    (f"SELECT * FROM S WHERE A AS a : B AS b : C AS c FILTER c.v > a.v {W}", f"SELECT * FROM S WHERE A AS a : B AS b : C AS c {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B:+ AS b ; C AS c FILTER c.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B:+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE (A AS a ; B AS b) OR (B AS b ; A AS a) FILTER a.v < b.v {W}", f"SELECT * FROM S WHERE (A AS a ; B AS b) OR (B AS b ; A AS a) {W}"),
+    (f"SELECT * FROM S WHERE (A AS a ALL B AS b) FILTER a.n = b.n {W}", f"SELECT * FROM S WHERE (A AS a ALL B AS b) {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W} CONSUME BY ANY", f"SELECT * FROM S WHERE A AS a ; B AS b {W} CONSUME BY ANY"),
+    (f"SELECT * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W} CONSUME BY PARTITION", f"SELECT * FROM S WHERE A AS a ; B AS b {W} CONSUME BY PARTITION"),
+    (f"SELECT ANY * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W}", f"SELECT ANY * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT NEXT * FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT LAST * FROM S WHERE A AS a ; B AS b {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT MAX * FROM S WHERE A AS a ; B AS b ; C AS c {W}", f"SELECT * FROM S WHERE A AS a ; B AS b ; C AS c {W}"),
+    (f"SELECT STRICT * FROM S WHERE A AS a ; B AS b {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT a, b FROM S WHERE A AS a ; B AS b FILTER b.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT a FROM S WHERE A AS a ; B AS b {W} LIMIT 1", f"SELECT * FROM S WHERE A AS a ; B AS b {W} LIMIT 1"),
+    (
+        f"SELECT a.v AS first, COUNT(b) AS n, SUM(b.v) AS total FROM S WHERE A AS a ; B+ AS b ; C AS c {W}",
+        f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}",
+    ),
+    (f"SELECT * FROM S WHERE A AS a ; B AS b FILTER a[v > 5] AND b[s = 'x'] {W}", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; NOT(D) ; B AS b FILTER b.v > a.v {W}", f"SELECT * FROM S WHERE A AS a ; NOT(D) ; B AS b {W}"),
+    (f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS D {W}", f"SELECT * FROM S WHERE A AS a ; C AS c {W}"),
+    (
+        "SELECT * FROM S WHERE A AS a ; B AS b FILTER a.k = b.k WITHIN 5 SECONDS",
+        f"SELECT * FROM S WHERE A AS a ; B AS b {W}",
+    ),
+    (
+        "SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a.k = b.k AND b.k = c.k AND c.v > a.v WITHIN 5 SECONDS",
+        f"SELECT * FROM S WHERE A AS a ; B AS b ; C AS c {W}",
+    ),
+    ("SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k] WITHIN 200 [x]", "SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k] WITHIN 200 [n]"),
+    ("SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k] WITHIN 40 EVENTS", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v > a.v AND COUNT(b) <= 4 {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT * FROM S WHERE A AS a ; (B AS b ; C AS c FILTER c.v > b.v)+ {W}", f"SELECT * FROM S WHERE A AS a ; (B AS b ; C AS c)+ {W}"),
+]
+
+
+def keyed_events(n: int, seed: int = 7) -> pa.Table:
+    """n events of types A..D over KEYS keys, 1 ms apart (about 5 events per key in 5 s)."""
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "event_type": pa.array(np.array(["A", "B", "C", "D"])[rng.integers(0, 4, n)]),
+            "k": pa.array(rng.integers(0, KEYS, n), pa.int64()),
+            "v": pa.array(rng.integers(0, 20, n), pa.int64()),
+            "n": pa.array(rng.integers(0, 3, n), pa.int64()),
+            "x": pa.array(rng.uniform(0, 100, n) + np.arange(n) / 1000.0, pa.float64()),
+            "s": pa.array(np.array(["x", "y", "z"])[rng.integers(0, 3, n)]),
+            "t": pa.array(1_700_000_000_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000, pa.int64()),
+        }
+    )
+
+
+def run_once(query: ceql.Query, table: pa.Table) -> tuple[float, str, int]:
+    """CPU seconds, the path taken, the matches."""
+    evaluator = query.evaluator()
+    started = time.process_time()
+    out = evaluator.arrow(table)
+    spent = time.process_time() - started
+    return spent, evaluator.backend.name, out.num_rows
+
+
+def best(query: ceql.Query, table: pa.Table, repeats: int = REPEATS) -> tuple[float, str, int]:
+    results = [run_once(query, table) for _ in range(repeats)]
+    return min(r[0] for r in results), results[0][1], results[0][2]
+
+
+# --------------------------------------------------------------------------------------- docs
+
+
+def _declarations(text: str) -> list[str]:
+    """Every ``CREATE STREAM`` declaration in a Markdown file (doctest prompts removed)."""
+    text = re.sub(r"^\s*(>>>|\.\.\.) ?", "", text, flags=re.M)
+    found = []
+    for match in re.finditer(r"CREATE STREAM \w+\s*\{", text):
+        depth, i = 0, match.end() - 1
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                found.append(text[match.start() : i + 1])
+                break
+            i += 1
+    return found
+
+
+def docs_queries() -> list[tuple[str, str, str]]:
+    """(where, query, declaration) for the docs' query strings that compile."""
+    files = sorted((HERE.parent / "docs").glob("*.md")) + [HERE.parent / "README.md"]
+    everywhere = [d for path in files for d in _declarations(path.read_text(encoding="utf-8"))]
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        local = _declarations(text)
+        for match in re.finditer(r""""(SELECT [^"\n]*)"|'(SELECT [^'\n]*)'""", text):
+            query = match.group(1) or match.group(2)
+            if query in seen:
+                continue
+            for declaration in local + everywhere:
+                try:
+                    ceql.compile(query, ceql.declare(declaration))
+                except Exception:  # noqa: BLE001 - not this declaration's query
+                    continue
+                seen.add(query)
+                out.append((path.name, query, declaration))
+                break
+    return out
+
+
+def schema_events(schema: ceql.Schema, n: int, literals: list[str], seed: int = 11) -> pa.Table:
+    """n events of a declared schema: small ints (keys that repeat), doubles, the query's own
+    string literals, times 1 ms apart."""
+    rng = np.random.default_rng(seed)
+    names = sorted(schema.event_types)
+    types = np.array(names)[rng.integers(0, len(names), n)]
+    columns: dict[str, pa.Array] = {"event_type": pa.array(types)}
+    kinds: dict[str, str] = {}
+    for event in schema.event_types.values():
+        for attribute in event.attributes:
+            kinds.setdefault(attribute.name, attribute.type)
+    words = np.array((literals or []) + ["a", "b"])
+    for name, kind in kinds.items():
+        if kind == "primary_time":
+            columns[name] = pa.array(1_700_000_000_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000)
+        elif kind == "int":
+            columns[name] = pa.array(rng.integers(0, 50, n), pa.int64())
+        elif kind == "double":
+            columns[name] = pa.array(rng.uniform(0, 20, n), pa.float64())
+        elif kind == "string":
+            columns[name] = pa.array(words[rng.integers(0, len(words), n)])
+        elif kind == "boolean":
+            columns[name] = pa.array(rng.integers(0, 2, n).astype(bool))
+    return pa.table(columns)
+
+
+def docs_twin(query: str) -> str:
+    return re.sub(r"^SELECT (NEXT|LAST|MAX|ANY|STRICT) ", "SELECT ", query)
+
+
+# --------------------------------------------------------------------------------------- main
+
+
+def row(label: str, query: str, twin: str, schema: ceql.Schema, table: pa.Table) -> dict:
+    compiled, twin_compiled = ceql.compile(query, schema), ceql.compile(twin, schema)
+    seconds, path, matches = best(compiled, table)
+    twin_seconds, twin_path, _ = best(twin_compiled, table)
+    rate, twin_rate = table.num_rows / max(seconds, 1e-9), table.num_rows / max(twin_seconds, 1e-9)
+    return {
+        "set": label,
+        "query": query,
+        "path": path,
+        "rate": rate,
+        "twin_rate": twin_rate,
+        "twin_path": twin_path,
+        "ratio": rate / twin_rate,
+        "matches": matches,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=("users", "docs", "both"), default="both")
+    parser.add_argument("--events", type=int, default=EVENTS)
+    parser.add_argument("--only", default=None, help="queries containing this text")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", SlowPathWarning)
+    # The kernel's machine code is loaded before any timing (every query pays it once otherwise).
+    from ceql.runtime.kernel.warm import warm
+
+    warm()
+    rows: list[dict] = []
+    if args.set in ("users", "both"):
+        schema = ceql.declare(DECLARATION)
+        table = keyed_events(args.events)
+        for query, twin in USERS:
+            if args.only and args.only not in query:
+                continue
+            rows.append(row("users", query, twin, schema, table))
+            _print(rows[-1])
+    if args.set in ("docs", "both"):
+        for where, query, declaration in docs_queries():
+            if args.only and args.only not in query:
+                continue
+            schema = ceql.declare(declaration)
+            literals = re.findall(r"'([^']*)'", query)
+            # Output that outgrows the input (no window, no key: quadratic and more) is not a
+            # rate to compare: the twin's output on 2,500 and 5,000 events tells.
+            twin = ceql.compile(docs_twin(query), schema)
+            sizes = [twin.run(schema_events(schema, n, literals), output="arrow").num_rows for n in (2_500, 5_000)]
+            if sizes[1] > 20 * 5_000 or sizes[1] > 3 * max(sizes[0], 1) and sizes[1] > 5_000:
+                print(f"docs   skipped (output outgrows the input on generated data)  {where}: {query}")
+                continue
+            rows.append(row(f"docs:{where}", query, docs_twin(query), schema, schema_events(schema, args.events, literals)))
+            _print(rows[-1])
+    _summary(rows)
+
+
+def _print(r: dict) -> None:
+    flag = "" if r["path"] == "kernel" and r["ratio"] >= 0.5 else "  <--"
+    print(
+        f"{r['set'][:14]:14} {r['path']:6} {r['rate'] / 1e6:6.2f} M/s  twin {r['twin_rate'] / 1e6:6.2f} M/s "
+        f"({r['twin_path']})  x{r['ratio']:.2f}  {r['matches']:>8} CEs  {r['query']}{flag}",
+        flush=True,
+    )
+
+
+def _summary(rows: list[dict]) -> None:
+    if not rows:
+        return
+    kernel = sum(r["path"] == "kernel" for r in rows)
+    half = sum(r["ratio"] >= 0.5 for r in rows)
+    ratios = sorted(r["ratio"] for r in rows)
+    print(
+        f"\n{len(rows)} queries: {kernel} on the kernel, {len(rows) - kernel} on the Python evaluator; "
+        f"{half} at least half their twin's rate; ratio min {ratios[0]:.2f}, median {ratios[len(ratios) // 2]:.2f}"
+    )
+    for r in rows:
+        if r["path"] != "kernel" or r["ratio"] < 0.5:
+            print(f"  not yet: {r['path']}, x{r['ratio']:.2f}: {r['query']}")
+
+
+if __name__ == "__main__":
+    main()
