@@ -252,9 +252,18 @@ class EventStep:
             if not runner.position:  # values kept per event: a fresh evaluator pushes on the Python path
                 self.evaluator._kernel = None
                 return self._push_absence(event)
-        if getattr(runner, "is_absence", False) or runner.kept is not None or runner.checked or runner.measures is not None:
+        if (
+            getattr(runner, "is_absence", False)
+            or runner.kept is not None
+            or runner.checked
+            or runner.measures is not None
+            or getattr(runner, "join", None) is not None
+            or getattr(runner, "chain", None) is not None
+        ):
             # The kernel keeps event values for checks and measures per complex event
-            # (kernel/runner.py): those plans take its batch path, one row at a time.
+            # (kernel/runner.py), or evaluates the plan as a hash join or a column-wise chain
+            # (joins.py, contiguous.py) whose state the automaton's per-event loop does not
+            # hold: those plans take the batch path, one row at a time.
             return list(self.evaluator.process([event]))
         type_name, values = self.typer.type(event)
         facts = self.types[type_name]
@@ -300,9 +309,12 @@ class EventStep:
             if self._codes_of is not keys.codes:  # codes are reassigned when a state is loaded
                 self._codes_of = keys.codes
                 self._codes = {}
-            found = self._codes.get(tuple(key))
-            if found is None:
-                found = self._codes[tuple(key)] = keys._code(tuple(key))
+            if keys.cacheable:
+                found = self._codes.get(tuple(key))
+                if found is None:
+                    found = self._codes[tuple(key)] = keys._code(tuple(key))
+            else:  # recycled window codes (issue 34): the table is the one truth
+                found = keys._code(tuple(key))
             code = found
         chunks = runner.kernel.process_one(symbol, pos, measure, code, missing)
         if not chunks:

@@ -739,6 +739,8 @@ def _code(
             if value.is_integer():
                 value = int(value)
         key.append(value)
+    if not kernel.keys.cacheable:  # recycled window codes (issue 34): never cached
+        cache = reverse = None
     found = cache.get(tuple(key)) if cache is not None else None
     if found is None:
         found = kernel.keys._code(tuple(key))

@@ -133,6 +133,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
 class KeyCodes:
     """Dense int64 codes for PARTITION BY keys (tuples of values), stable across batches."""
 
+    cacheable = True  # a key keeps its code: push's per-event path may cache it
+
     def __init__(self, plan: Plan) -> None:
         type_index = {name: i for i, name in enumerate(plan.type_names)}
         self.groups: list[tuple[tuple[str, ...], np.ndarray]] = [
@@ -325,6 +327,17 @@ class WindowKeyCodes(KeyCodes):
     def recycle(self, slot_of: np.ndarray) -> None:
         """Give back the codes of partitions without a live run (after each batch)."""
         self.window.recycle(slot_of)
+
+    def _code(self, key: tuple) -> int:
+        """The code of one key (push's per-event path), from the same table the batch path
+        encodes with: a code may be recycled after a batch, so callers must not cache it
+        (``cacheable``)."""
+        value = key[0]
+        if len(key) != 1 or type(value) is not int or not -(2**63) <= value < 2**63:
+            return -1  # (not an int64: no partition has this key)
+        return int(self.window.encode(np.array([value], dtype=np.int64), None)[0])
+
+    cacheable = False  # codes are given back and reused: push's caches must ask every time
 
 
 class PlanKernel:
