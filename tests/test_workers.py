@@ -136,13 +136,56 @@ def test_a_window_longer_than_a_batch_runs_on_the_carrying_worker() -> None:
     table = keyed_events(2000)
     assert workers(query, table, arrow=True, batch=40).equals(one_core(query, table, arrow=True))
     runner = ParallelKernel(query.plan, 2, batch_size=40)
-    assert runner._overlaps([0, 20, 40], 0, None) is None  # the window reaches into the batch before
+    assert runner._overlaps([0, 20, 40], 0, None) == [0, None]  # into the batch before: one run
     assert runner._overlaps([0, 200, 400], 0, None) == [0, 149]
+    three = ParallelKernel(query.plan, 3, batch_size=120)
+    assert three._overlaps([0, 40, 80, 120], 0, None) == [0, None, 29]  # the second run joins the first
+    assert workers(query, table, arrow=True, count=3, batch=120).equals(one_core(query, table, arrow=True))
 
 
-def test_string_keys_run_on_one_core() -> None:
-    schema = ceql.declare("CREATE STREAM S { EVENT A { k:string }, EVENT B { k:string } }")
-    assert split_of(ceql.compile("SELECT * FROM S WHERE A ; B PARTITION BY [k]", schema).plan) is None
+MIXED = (
+    "CREATE STREAM S { EVENT A { s:string, v:double, k:int, t:primary_time }, "
+    "EVENT B { s:string, v:double, k:int, t:primary_time }, EVENT C { s:string, w:int, k:int, t:primary_time } }"
+)
+
+
+def mixed_events(count: int, seed: int = 3) -> pa.Table:
+    """String, double (integral, fractional, NaN, null) and int keys, with nulls."""
+    rng = np.random.default_rng(seed)
+    strings = np.array(["x", "y", "zé", "", "w"], dtype=object)[rng.integers(0, 5, size=count)]
+    doubles = rng.integers(0, 6, size=count).astype(float)
+    doubles[rng.random(count) < 0.2] += 0.5
+    doubles[rng.random(count) < 0.05] = np.nan
+    return pa.table(
+        {
+            "event_type": pa.array(np.array(["A", "B", "C"])[rng.integers(0, 3, size=count)]),
+            "s": pa.array([None if i % 17 == 0 else v for i, v in enumerate(strings)], pa.string()),
+            "v": pa.array(doubles),
+            "w": pa.array(rng.integers(0, 6, size=count)),
+            "k": pa.array(rng.integers(0, 7, size=count)),
+            "t": pa.array(np.cumsum(rng.integers(0, 3, size=count))),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM S WHERE A ; B ; C PARTITION BY [s] WITHIN 30 EVENTS",
+        "SELECT * FROM S WHERE A : B PARTITION BY [s, k]",
+        "SELECT * FROM S WHERE A ; B+ PARTITION BY [v] WITHIN 20 [t]",
+        "SELECT * FROM S WHERE A ; C PARTITION BY [v], [w] WITHIN 25 EVENTS",  # 3.0 is 3
+    ],
+)
+@pytest.mark.parametrize("count", [2, 3])
+def test_string_double_and_multi_attribute_keys_split(text, count) -> None:
+    query = ceql.compile(text, ceql.declare(MIXED))
+    assert split_of(query.plan) == "keys"
+    table = mixed_events(1200)
+    one = one_core(query, table, arrow=True)
+    assert one.num_rows > 0
+    assert workers(query, table, arrow=True, count=count, batch=100).equals(one)
+    assert workers(query, table, arrow=False, count=count, batch=100) == one_core(query, table, arrow=False)
 
 
 # ------------------------------------------------------------------ the API
