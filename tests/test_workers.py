@@ -107,6 +107,16 @@ QUERIES = [
     ("shards", "SELECT * FROM S WHERE A ; (B OR D)+ ; C WITHIN 12 [t]"),
     ("shards", "SELECT ANY * FROM S WHERE A ; B ; C WITHIN 9 EVENTS"),
     ("shards", "SELECT * FROM S WHERE A : B WITHIN 3 EVENTS LIMIT 1"),
+    # Measures and checks per complex event (kept values at the worker's positions).
+    ("keys", "SELECT a.id AS first, COUNT(b) AS n, LAST(b).t AS at FROM S WHERE A AS a ; B+ AS b ; C PARTITION BY [k] WITHIN 30 EVENTS"),
+    ("keys", "SELECT * FROM S WHERE (A AS a ; B AS b ; C AS c) FILTER a.id + 20 > c.id PARTITION BY [k] WITHIN 90 EVENTS"),
+    ("keys", "SELECT LAST * FROM S WHERE A ; B ; C PARTITION BY [k] WITHIN 60 EVENTS"),
+    ("keys", "SELECT STRICT * FROM S WHERE A ; B ; C PARTITION BY [k]"),
+    ("keys", "SELECT * FROM S WHERE (A AS a ; B AS b) FILTER a.t < b.t PARTITION BY [k] WITHIN 40 [t] CONSUME BY PARTITION"),
+    ("shards", "SELECT a.id AS first, COUNT(b) AS n FROM S WHERE A AS a ; B+ AS b ; C WITHIN 9 EVENTS"),
+    ("shards", "SELECT * FROM S WHERE (A AS a ; B AS b ; C AS c) FILTER a.id + 4 > c.id WITHIN 8 [t]"),
+    ("shards", "SELECT NEXT * FROM S WHERE A ; (B OR D) ; C WITHIN 7 EVENTS"),
+    (None, "SELECT MAX * FROM S WHERE A ; (B OR D)+ ; C WITHIN 7 EVENTS"),
     (None, "SELECT * FROM S WHERE A ; B ; C"),
     (None, "SELECT * FROM S WHERE A ; B WITHIN 10 EVENTS CONSUME BY ANY"),
 ]
@@ -228,7 +238,11 @@ def test_max_matches_with_workers(monkeypatch) -> None:
         list(query.run(table, workers=2, max_matches=total - 1))
 
 
-@pytest.mark.parametrize("text", [text for split, text in QUERIES if split is not None and "[t]" in text])
+# (With a per-match FILTER, the one-core kernel does not check time order today: no error to
+# compare.)
+@pytest.mark.parametrize(
+    "text", [text for split, text in QUERIES if split is not None and "[t]" in text and "FILTER" not in text]
+)
 def test_the_same_error_after_the_same_matches(text) -> None:
     """Out-of-order time in a later batch: the matches of the earlier batches, then the
     one-core run's error (row and reason)."""

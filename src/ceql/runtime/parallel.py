@@ -74,10 +74,10 @@ from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
-from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES, KernelMatches
+from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_keys import shares
-from ceql.runtime.parallel_merge import END, KWayMerge, before, merge
+from ceql.runtime.parallel_merge import END, KWayMerge, before, from_trigger, merge
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
@@ -109,8 +109,6 @@ def plan_split(plan: Plan) -> tuple[str | None, str]:
     if reason is not None:
         return None, f"the compiled kernel does not evaluate {reason}"
     runner = PlanKernel(plan)
-    if runner.post is not None or runner.kept is not None or runner.measures is not None:
-        return None, "measures and checks per complex event read kept values by stream position"
     kernel_plan = runner.plan
     consume = kernel_plan.consume
     if runner.partitioned:
@@ -603,6 +601,8 @@ class ParallelKernel:
     ) -> list:
         """A worker starting over at ``position``; it reports the triggers from ``own`` on."""
         runner.kernel._reset()
+        if runner.kept is not None:
+            runner.kept.load({})  # nothing kept: the run starts over
         runner.position = position
         runner.last_time = None
         return self._emit(pool, runner, table, None, own, channel, schema)
@@ -629,13 +629,14 @@ class ParallelKernel:
             for chunk in runner.process_table(table, positions):
                 if pool.cancel.is_set():
                     raise _Cancelled
-                if own is not None:
-                    chunk = _from_trigger(chunk, own)
-                    if not len(chunk):
-                        continue
-                columns = runner.columns(chunk)
-                if not len(columns):
+                if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
+                    continue  # the overlap's own triggers: the shard before reports them
+                found: MatchColumns | None = runner.columns(chunk)
+                if own is not None and found is not None:
+                    found = from_trigger(found, own)
+                if found is None or not len(found):
                     continue
+                columns = found
                 if channel is not None:
                     pool.put(channel, columns)
                 else:
@@ -750,19 +751,3 @@ def _copy(plan: Plan) -> Plan:
 def _row(error: BaseException) -> int:
     row = getattr(error, "row", None)
     return row if isinstance(row, int) else -1
-
-
-def _from_trigger(chunk: KernelMatches, first: int) -> KernelMatches:
-    """The complex events of ``chunk`` triggered at ``first`` or later."""
-    i = int(np.searchsorted(chunk.trigger, first, side="left"))
-    if i == 0:
-        return chunk
-    lo = int(chunk.offsets[i])
-    return KernelMatches(
-        chunk.trigger[i:],
-        chunk.partition[i:],
-        chunk.offsets[i:] - lo,
-        chunk.positions[lo:],
-        chunk.labels[lo:] if chunk.labels is not None else None,
-        chunk.label_sets,
-    )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ceql.runtime.arrow import MatchColumns
 
@@ -31,12 +33,29 @@ def before(columns: MatchColumns, bound: int) -> tuple[MatchColumns | None, Matc
     return _rows(columns, 0, cut), _rows(columns, cut, len(columns))
 
 
+def from_trigger(columns: MatchColumns, first: int) -> MatchColumns | None:
+    """The complex events of ``columns`` triggered at ``first`` or later (None: none)."""
+    cut = int(np.searchsorted(columns.trigger, first, side="left"))
+    if cut == len(columns):
+        return None
+    return columns if cut == 0 else _rows(columns, cut, len(columns))
+
+
 def _rows(columns: MatchColumns, lo: int, hi: int) -> MatchColumns:
     """Complex events ``lo:hi`` (views; the offsets keep pointing into the whole arrays)."""
     labels = {name: (offsets[lo : hi + 1], values) for name, (offsets, values) in columns.labels.items()}
     partition = columns.partition[lo:hi] if columns.partition is not None else None
+    measures = {name: values[lo:hi] for name, values in columns.measures.items()}
+    deadline = columns.deadline[lo:hi] if columns.deadline is not None else None
     return MatchColumns(
-        columns.trigger[lo:hi], columns.offsets[lo : hi + 1], columns.positions, labels, partition, columns.keys
+        columns.trigger[lo:hi],
+        columns.offsets[lo : hi + 1],
+        columns.positions,
+        labels,
+        partition,
+        columns.keys,
+        measures,
+        deadline,
     )
 
 
@@ -49,8 +68,29 @@ def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
     offsets, positions = _stack([(p.offsets, p.positions) for p in parts])
     labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
     partition, keys = _keys(parts)
-    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys)
+    measures = {name: _concat([p.measures[name] for p in parts]) for name in parts[0].measures}
+    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys, measures)
     return _take(merged, np.argsort(trigger, kind="stable"))
+
+
+def _concat(values: list) -> Any:
+    """One measure's raw values of several parts (Arrow arrays, numpy arrays or lists)."""
+    if all(isinstance(v, pa.Array) for v in values) and len({v.type for v in values}) == 1:
+        return pa.concat_arrays(values)
+    if all(isinstance(v, np.ndarray) for v in values):
+        return np.concatenate(values)
+    out: list = []
+    for v in values:
+        out.extend(v.to_pylist() if isinstance(v, pa.Array) else list(v))
+    return out
+
+
+def _pick(values: Any, rows: np.ndarray) -> Any:
+    if isinstance(values, pa.Array):
+        return values.take(pa.array(rows))
+    if isinstance(values, np.ndarray):
+        return values[rows]
+    return [values[i] for i in rows.tolist()]
 
 
 def _compact(part: MatchColumns) -> MatchColumns:
@@ -59,7 +99,9 @@ def _compact(part: MatchColumns) -> MatchColumns:
         return part
     offsets, positions = _stack([(part.offsets, part.positions)])
     labels = {name: _stack([pair]) for name, pair in part.labels.items()}
-    return MatchColumns(part.trigger, offsets, positions, labels, part.partition, part.keys)
+    return MatchColumns(
+        part.trigger, offsets, positions, labels, part.partition, part.keys, part.measures, part.deadline
+    )
 
 
 def _keys(parts: Sequence[MatchColumns]) -> tuple[np.ndarray | None, list | None]:
@@ -96,7 +138,8 @@ def _take(columns: MatchColumns, rows: np.ndarray) -> MatchColumns:
     offsets, positions = _take_list(columns.offsets, columns.positions, rows)
     labels = {name: _take_list(o, v, rows) for name, (o, v) in columns.labels.items()}
     partition = columns.partition[rows] if columns.partition is not None else None
-    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys)
+    measures = {name: _pick(values, rows) for name, values in columns.measures.items()}
+    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys, measures)
 
 
 class KWayMerge:

@@ -346,7 +346,7 @@ class PlanKernel:
     def process_table(self, table: pa.Table, positions: np.ndarray | None = None) -> Iterator[KernelMatches]:
         """Complex events of one normalised table (BatchBuilder output), in chunks.
         ``positions``: the stream positions of the table's rows when they are not the next
-        ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
+        ones (a worker's share of the keys, runtime/parallel.py)."""
         plan = self.plan
         n = table.num_rows
         base = self.position
@@ -358,7 +358,7 @@ class PlanKernel:
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         if self.kept is not None:
-            self.kept.append(table, base, types, self._derived(table, types))
+            self.kept.append(table, base, types, self._derived(table, types), positions)
         at = relevant + base if positions is None else positions[relevant]
         for chunk in self.kernel.process_chunks(symbols[relevant], at, measures[relevant], codes, missing[relevant]):
             if self.checked and self.kernel.check is None:
