@@ -307,3 +307,59 @@ def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, text) -> N
         outputs[count] = out.read_text()
     assert outputs["1"] and outputs["2"] == outputs["1"] == outputs["0"]
     assert len(made) == (2 if parallel.cores() > 1 else 1)  # --workers 2, and 0 (every core)
+
+
+# ------------------------------------------------------------------ saying how it splits
+
+
+def test_explain_says_how_a_query_splits_and_why_not() -> None:
+    def said(text: str) -> str:
+        lines = ceql.compile(text, KEYED_SCHEMA).explain().splitlines()
+        return next(line.strip() for line in lines if line.strip().startswith("workers:"))
+
+    assert said(QUERIES[0][1]).startswith("workers: split by the partition key [k]")
+    assert said("SELECT * FROM S WHERE A ; B ; C WITHIN 10 EVENTS").startswith("workers: split by runs of events")
+    assert said("SELECT * FROM S WHERE A ; B ; C") == (
+        "workers: one core: no PARTITION BY and no WITHIN window: a complex event may span the whole stream"
+    )
+    assert "CONSUME BY ANY" in said("SELECT * FROM S WHERE A ; B WITHIN 10 EVENTS CONSUME BY ANY")
+
+
+def test_workers_that_cannot_be_used_are_named_once(monkeypatch, caplog) -> None:
+    import logging
+    import warnings
+
+    monkeypatch.setattr(parallel, "MIN_ROWS", 1000)
+    query = ceql.compile("SELECT * FROM S WHERE A : B", KEYED_SCHEMA)
+    table = keyed_events(3000)
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, logger="ceql"):
+        warnings.simplefilter("always")
+        expected = query.run(table, output="arrow", engine="compiled")
+        assert not caught and not caplog.records
+        assert query.run(table, output="arrow", workers=4).equals(expected)
+    assert len(caught) == 1 and len(caplog.records) == 1
+    assert "workers=4 not used, the query runs on one core: no PARTITION BY" in str(caught[0].message)
+    assert caplog.records[0].getMessage() == str(caught[0].message)
+    splits = ceql.compile(QUERIES[0][1], KEYED_SCHEMA)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        splits.run(table.slice(0, 10), output="arrow", workers=4)  # small: one core, by design
+    assert not caught
+
+
+def test_cli_says_once_why_asked_workers_are_not_used(tmp_path, monkeypatch, capsys) -> None:
+    import pyarrow.parquet as pq
+
+    from ceql.cli import main
+
+    monkeypatch.setattr(parallel, "CHUNK_MIN_ROWS", 100)
+    declaration = tmp_path / "s.ceql"
+    declaration.write_text(KEYED)
+    data = tmp_path / "e.parquet"
+    pq.write_table(keyed_events(3000), data, row_group_size=500)
+    args = ["run", "-d", str(declaration), "-q", "SELECT * FROM S WHERE A : B", "-i", str(data), "--quiet"]
+    assert main(args + ["--workers", "2", "-o", str(tmp_path / "a.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("--workers 2 not used, the query runs on one core: no PARTITION BY") == 1
+    assert main(args + ["-o", str(tmp_path / "b.jsonl")]) == 0  # the default: every core where it helps
+    assert "not used" not in capsys.readouterr().err
