@@ -259,7 +259,8 @@ class _Piece:
     measures: np.ndarray | None = None  # window measures (time and attribute windows)
     missing: np.ndarray | None = None
     reached: np.ndarray | None = None  # shards: running maximum of the measures (MISSING: none)
-    shares: np.ndarray | None = None  # keys: the worker of each row
+    owners: np.ndarray | None = None  # keys: the rows, grouped by worker (ascending in each)
+    bounds: np.ndarray | None = None  # keys: worker w's rows are owners[bounds[w]:bounds[w + 1]]
     suspect: bool = False  # a missing time or a time out of order inside the piece
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
@@ -429,7 +430,9 @@ class ParallelKernel:
                 if len(values):
                     piece.first_time, piece.last_time = int(values[0]), int(values[-1])
         if self.split == "keys":
-            piece.shares = shares(table, types, self.key_groups, self.count)
+            owner = shares(table, types, self.key_groups, self.count)
+            piece.owners = np.argsort(owner, kind="stable")  # a radix sort of small integers
+            piece.bounds = np.searchsorted(owner[piece.owners], np.arange(self.count + 1), side="left")
         return piece
 
     def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
@@ -513,22 +516,17 @@ class ParallelKernel:
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """Worker ``w``'s events of the batch, at their stream positions."""
-        tables, positions = [], []
+        """Worker ``w``'s events of the batch, at their stream positions, piece by piece (the
+        one-core batch size: the kernel's per-batch arrays stay small)."""
+        parts = []
         for piece in valid:
-            rows = np.flatnonzero(piece.shares == w)
+            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
+            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
             if len(rows) == piece.rows:
-                tables.append(piece.table)
+                parts.append((piece.table, rows + piece.first))
             elif len(rows):
-                tables.append(piece.table.take(pa.array(rows)))
-            positions.append(rows + piece.first)
-        at = np.concatenate(positions)
-        if not len(at):
-            if channel is not None:
-                pool.put(channel, END)
-            return []
-        table = pa.concat_tables(tables).combine_chunks()
-        return self._emit(pool, self.kernels[w], table, at, None, channel, None)
+                parts.append((piece.table.take(pa.array(rows)), rows + piece.first))
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
         """The keyed batch's outputs merged by trigger in the workers (each a range of
@@ -566,7 +564,7 @@ class ParallelKernel:
             channels.append(channel)
             piece = table.slice(start, end - start)
             if i == 0:
-                job = partial(self._emit, pool, self.kernels[w], piece, None, None, channel, schema)
+                job = partial(self._emit, pool, self.kernels[w], _tables(piece), None, channel, schema)
             else:
                 job = partial(self._fresh, pool, self.kernels[w], piece, base + start, base + own, channel, schema)
             jobs.append(pool.submit(w, job))
@@ -605,11 +603,38 @@ class ParallelKernel:
             runner.kept.load({})  # nothing kept: the run starts over
         runner.position = position
         runner.last_time = None
-        return self._emit(pool, runner, table, None, own, channel, schema)
+        return self._emit(pool, runner, _tables(table), own, channel, schema)
 
     # ------------------------------------------------------------------ output of one worker
 
     def _emit(
+        self,
+        pool: _Pool,
+        runner: PlanKernel,
+        parts: list[tuple[pa.Table, np.ndarray | None]],
+        own: int | None,
+        channel: queue.Queue | None,
+        schema: Any,
+    ) -> list:
+        """One worker's matches of consecutive tables (each with its rows' positions, or None:
+        the next ones), from trigger ``own`` on: put into ``channel`` one chunk at a time, or
+        returned as MatchColumns (``schema``: as record batches)."""
+        out: list = []
+        kernel = runner.kernel
+        if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
+            kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
+        try:
+            for table, positions in parts:
+                out.extend(self._emit_table(pool, runner, table, positions, own, channel, schema))
+        except BaseException as error:
+            if channel is not None and not isinstance(error, _Cancelled):
+                pool.put(channel, error)
+            raise
+        if channel is not None:
+            pool.put(channel, END)
+        return out
+
+    def _emit_table(
         self,
         pool: _Pool,
         runner: PlanKernel,
@@ -618,36 +643,27 @@ class ParallelKernel:
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
-    ) -> list:
-        """One worker's matches of a table (from trigger ``own`` on): put into ``channel`` one
-        chunk at a time, or returned as MatchColumns (``schema``: as record batches)."""
-        out: list = []
-        kernel = runner.kernel
-        if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
-            kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
-        try:
-            for chunk in runner.process_table(table, positions):
-                if pool.cancel.is_set():
-                    raise _Cancelled
-                if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
-                    continue  # the overlap's own triggers: the shard before reports them
-                found: MatchColumns | None = runner.columns(chunk)
-                if own is not None and found is not None:
-                    found = from_trigger(found, own)
-                if found is None or not len(found):
-                    continue
-                columns = found
-                if channel is not None:
-                    pool.put(channel, columns)
-                else:
-                    out.append(record_batch(schema, columns) if schema is not None else columns)
-        except BaseException as error:
-            if channel is not None and not isinstance(error, _Cancelled):
-                pool.put(channel, error)
-            raise
-        if channel is not None:
-            pool.put(channel, END)
-        return out
+    ) -> Iterator[Any]:
+        """The output of one table (see ``_emit``)."""
+        for chunk in runner.process_table(table, positions):
+            if pool.cancel.is_set():
+                raise _Cancelled
+            if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
+                continue  # the overlap's own triggers: the shard before reports them
+            found: MatchColumns | None = runner.columns(chunk)
+            if own is not None and found is not None:
+                found = from_trigger(found, own)
+            if found is None or not len(found):
+                continue
+            if channel is not None:
+                pool.put(channel, found)
+            else:
+                yield record_batch(schema, found) if schema is not None else found
+
+
+def _tables(table: pa.Table) -> list[tuple[pa.Table, None]]:
+    """A shard's rows as the tables of its chunks (the pieces it spans), at the next positions."""
+    return [(pa.Table.from_batches([batch]), None) for batch in table.to_batches() if batch.num_rows]
 
 
 def _failed(error: BaseException) -> _Result:

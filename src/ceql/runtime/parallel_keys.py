@@ -64,11 +64,17 @@ def shares(
     groups: Sequence[tuple[tuple[str, ...], np.ndarray]],
     workers: int,
 ) -> np.ndarray:
-    """The worker of each row of a typed table: a hash of its partition key (rows of types no
+    """The worker of each row of a typed table (uint16): a hash of its partition key (rows of types no
     key group covers, and rows whose key has a null, go to worker 0, whose kernel skips
     them as the one-core kernel does). ``groups``: per key group, its attributes and the type
     indexes keyed by it (``KeyCodes.groups``)."""
     n = table.num_rows
+    if len(groups) == 1 and len(groups[0][0]) == 1:
+        column = table.column(groups[0][0][0])
+        if pa.types.is_integer(column.type) and not column.null_count:  # the common case, in 4 passes
+            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+            return _owner(_int_hashes(values), workers)
     mixed = np.zeros(n, dtype=np.uint64)
     keyed = np.zeros(n, dtype=bool)
     for attributes, members in groups:
@@ -84,5 +90,12 @@ def shares(
         else:
             mixed[rows] = hashed[rows]
             keyed[rows] = valid[rows]
-    owner = ((mixed * _GOLDEN) >> np.uint64(32)) % np.uint64(workers)
-    return np.where(keyed, owner.astype(np.int64), 0)
+    return np.where(keyed, _owner(mixed, workers), 0)
+
+
+def _owner(hashed: np.ndarray, workers: int) -> np.ndarray:
+    """The worker of each hash (its high bits, mixed once more; ``hashed`` is overwritten)."""
+    np.multiply(hashed, _GOLDEN, out=hashed)
+    np.right_shift(hashed, np.uint64(32), out=hashed)
+    np.remainder(hashed, np.uint64(workers), out=hashed)
+    return hashed.astype(np.uint16)
