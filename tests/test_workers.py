@@ -345,6 +345,11 @@ def test_workers_that_cannot_be_used_are_named_once(monkeypatch, caplog) -> None
         warnings.simplefilter("always")
         splits.run(table.slice(0, 10), output="arrow", workers=4)  # small: one core, by design
     assert not caught
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        splits.run(table, output="arrow", workers=2, on_error="skip")
+    assert [str(w.message) for w in caught] == ["workers=2 not used, the query runs on one core: on_error='skip' runs on one core"]
+    assert caught[0].filename == __file__
 
 
 def test_cli_says_once_why_asked_workers_are_not_used(tmp_path, monkeypatch, capsys) -> None:

@@ -77,13 +77,12 @@ class Query:
             raise ValueError(f"output must be 'matches' or 'arrow', not {output!r}")
         sink, opened = _dead_letter_sink(on_error, dead_letter)
         evaluator = self.evaluator(on_error=on_error, dead_letter=sink, **options)
-        if on_error == "fail" and parallel.use_workers(self.plan, events, workers, options):
+        if on_error != "fail" and workers is not None and workers > 1:
+            parallel.say_one_core(workers, f"on_error={on_error!r} runs on one core", stacklevel=3)
+        elif parallel.use_workers(self.plan, events, workers, options):
             runner = parallel.ParallelKernel(self.plan, workers or 1, evaluator=evaluator)
             if output == "arrow":
-                table = runner.arrow(events, name=name)
-                if max_matches and table.num_rows > max_matches:
-                    raise too_many_matches(max_matches)
-                return table
+                return runner.arrow(events, name=name, max_matches=max_matches)  # stops at the bound
             found = runner.matches(events)
             return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
         if output == "arrow":

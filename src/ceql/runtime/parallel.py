@@ -165,11 +165,12 @@ def use_workers(plan: Plan, events: Any, workers: int | None, options: dict) -> 
     return rows is not None and rows >= MIN_ROWS
 
 
-def say_one_core(workers: int, why: str) -> None:
-    """Tell the caller that the workers it asked for are not used, and why."""
+def say_one_core(workers: int, why: str, stacklevel: int = 4) -> None:
+    """Tell the caller that the workers it asked for are not used, and why (``stacklevel``:
+    the caller's frame, for the warning's location)."""
     message = f"workers={workers} not used, the query runs on one core: {why}"
     logger.info(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
 
 
 # ---------------------------------------------------------------------- threads
