@@ -368,3 +368,15 @@ def test_cli_says_once_why_asked_workers_are_not_used(tmp_path, monkeypatch, cap
     assert err.count("--workers 2 not used, the query runs on one core: no PARTITION BY") == 1
     assert main(args + ["-o", str(tmp_path / "b.jsonl")]) == 0  # the default: every core where it helps
     assert "not used" not in capsys.readouterr().err
+
+
+def test_a_shard_whose_first_rows_have_no_time_looks_back_past_the_batch() -> None:
+    """Rows of a type the window does not concern start the batch: the window before the cut
+    reaches into the batch before (found by the generated cases)."""
+    query = ceql.compile("SELECT * FROM S WHERE A OR (A AS x ALL C AS x) AS x WITHIN 2 NANOSECONDS", SCHEMA)
+    kinds = "DCAABAACDA"
+    times = [1, 3, 3, 3, 3, 3, 3, 3, 3, 3]
+    events = [{"event_type": k, "id": i, "v": 1, "s": "x", "t": t} for i, (k, t) in enumerate(zip(kinds, times))]
+    one = one_core(query, events, arrow=False)
+    assert (1, 6) in [m.positions for m in one]
+    assert workers(query, events, arrow=False, count=2, batch=4) == one

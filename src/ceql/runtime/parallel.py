@@ -311,6 +311,7 @@ class ParallelKernel:
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
         self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
+        self.reached = int(MISSING)  # shards: the largest window measure of the batches so far
         self.last_time: int | None = None  # the time of the last time-ordered event so far
         # Input typing and the output schema: the evaluator's (Query.run, ceql run), else the
         # one-core PlanKernel's.
@@ -522,11 +523,12 @@ class ParallelKernel:
         parts = []
         for piece in valid:
             assert piece.table is not None and piece.owners is not None and piece.bounds is not None
+            assert piece.types is not None
             rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
             if len(rows) == piece.rows:
-                parts.append((piece.table, rows + piece.first))
-            elif len(rows):
-                parts.append((piece.table.take(pa.array(rows)), rows + piece.first))
+                parts.append((piece.table, rows + piece.first, piece.types))
+            elif len(rows):  # (the types come along: the kernel need not find them again)
+                parts.append((piece.table.take(pa.array(rows)), rows + piece.first, piece.types[rows]))
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
@@ -570,6 +572,9 @@ class ParallelKernel:
                 job = partial(self._fresh, pool, self.kernels[w], piece, base + start, base + own, channel, schema)
             jobs.append(pool.submit(w, job))
         self.carry = order[len(runs) - 1]
+        for piece in valid:  # the largest measure so far (time and attribute windows)
+            if piece.reached is not None and len(piece.reached):
+                self.reached = max(self.reached, int(piece.reached[-1]))
         if collect is None:
             return _streamed(_chain(channels), jobs)
         return _collected(jobs)
@@ -584,7 +589,7 @@ class ParallelKernel:
             if self.window_kind == "events":  # the measure is the position
                 start = cut - 1 - window
             else:
-                start = _window_start(valid or [], base, cut, window)
+                start = _window_start(valid or [], base, cut, window, self.reached)
             starts.append(start if start is not None and start > 0 else None)
         return starts
 
@@ -612,21 +617,21 @@ class ParallelKernel:
         self,
         pool: _Pool,
         runner: PlanKernel,
-        parts: list[tuple[pa.Table, np.ndarray | None]],
+        parts: list[tuple[pa.Table, np.ndarray | None, np.ndarray | None]],
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
     ) -> list:
         """One worker's matches of consecutive tables (each with its rows' positions, or None:
-        the next ones), from trigger ``own`` on: put into ``channel`` one chunk at a time, or
+        the next ones, and its rows' event types, or None), from trigger ``own`` on: put into ``channel`` one chunk at a time, or
         returned as MatchColumns (``schema``: as record batches)."""
         out: list = []
         kernel = runner.kernel
         if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
             kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
         try:
-            for table, positions in parts:
-                out.extend(self._emit_table(pool, runner, table, positions, own, channel, schema))
+            for table, positions, types in parts:
+                out.extend(self._emit_table(pool, runner, table, positions, types, own, channel, schema))
         except BaseException as error:
             if channel is not None and not isinstance(error, _Cancelled):
                 pool.put(channel, error)
@@ -641,12 +646,13 @@ class ParallelKernel:
         runner: PlanKernel,
         table: pa.Table,
         positions: np.ndarray | None,
+        types: np.ndarray | None,
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
     ) -> Iterator[Any]:
         """The output of one table (see ``_emit``)."""
-        for chunk in runner.process_table(table, positions):
+        for chunk in runner.process_table(table, positions, types):
             if pool.cancel.is_set():
                 raise _Cancelled
             if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
@@ -662,9 +668,9 @@ class ParallelKernel:
                 yield record_batch(schema, found) if schema is not None else found
 
 
-def _tables(table: pa.Table) -> list[tuple[pa.Table, None]]:
+def _tables(table: pa.Table) -> list[tuple[pa.Table, None, None]]:
     """A shard's rows as the tables of its chunks (the pieces it spans), at the next positions."""
-    return [(pa.Table.from_batches([batch]), None) for batch in table.to_batches() if batch.num_rows]
+    return [(pa.Table.from_batches([batch]), None, None) for batch in table.to_batches() if batch.num_rows]
 
 
 def _failed(error: BaseException) -> _Result:
@@ -735,13 +741,14 @@ def _merge_range(outputs: list[list[MatchColumns]], lo: int, hi: int, schema: An
     return [record_batch(schema, merged)]
 
 
-def _window_start(valid: list[_Piece], base: int, cut: int, window: int) -> int | None:
+def _window_start(valid: list[_Piece], base: int, cut: int, window: int, before: int) -> int | None:
     """The first row of the batch within the window before row ``cut`` (measures: the
-    pieces' running maxima), or None when no event before the cut has a measure."""
+    pieces' running maxima; ``before``: the largest measure of the batches before), or None
+    when no event before the cut has a measure."""
     piece_of = 0
     while valid[piece_of].first - base + valid[piece_of].rows < cut:
         piece_of += 1
-    prefix = [MISSING]
+    prefix = [before]  # rows without a measure at the batch's start follow the batches before
     for piece in valid[: piece_of + 1]:
         reached = piece.reached
         prefix.append(max(prefix[-1], int(reached[-1])) if reached is not None and len(reached) else prefix[-1])

@@ -343,14 +343,17 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ public API
 
-    def process_table(self, table: pa.Table, positions: np.ndarray | None = None) -> Iterator[KernelMatches]:
+    def process_table(
+        self, table: pa.Table, positions: np.ndarray | None = None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
         """Complex events of one normalised table (BatchBuilder output), in chunks.
         ``positions``: the stream positions of the table's rows when they are not the next
-        ones (a worker's share of the keys, runtime/parallel.py)."""
+        ones (a worker's share of the keys, runtime/parallel.py); ``types``: each row's index
+        in ``plan.type_names`` when the caller has them (the table may then lack event_type)."""
         plan = self.plan
         n = table.num_rows
         base = self.position
-        types, symbols = self._symbols(table)
+        types, symbols = self._symbols(table, types)
         measures, missing = self._measures(table, types, base, positions)
         if plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -495,10 +498,11 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ per batch
 
-    def _symbols(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    def _symbols(self, table: pa.Table, types: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         plan = self.plan
-        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-        types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
+        if types is None:
+            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+            types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
         masks = np.zeros(table.num_rows, dtype=np.uint64)
         for bit, values in enumerate(plan.compiled.predicates.evaluate(table)):
             masks |= values.astype(np.uint64) << np.uint64(bit)
