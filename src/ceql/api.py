@@ -182,14 +182,13 @@ class Query:
             )  # fmt: skip
         sink, opened = _dead_letter_sink(on_error, dead_letter)
         evaluator = self.evaluator(on_error=on_error, dead_letter=sink, **options)
-        _log_workers(self.plan, events, workers, on_error, options)
-        if on_error == "fail" and parallel.use_workers(self.plan, events, workers, options):
+        _log_workers(self.plan, events, workers, on_error, options)  # (small or unsized inputs)
+        if on_error != "fail" and workers is not None and workers > 1:
+            parallel.say_one_core(workers, f"on_error={on_error!r} runs on one core", stacklevel=3)
+        elif parallel.use_workers(self.plan, events, workers, options):
             runner = parallel.ParallelKernel(self.plan, workers or 1, evaluator=evaluator)
             if output == "arrow":
-                table = runner.arrow(events, name=name)
-                if max_matches and table.num_rows > max_matches:
-                    raise too_many_matches(max_matches)
-                return table
+                return runner.arrow(events, name=name, max_matches=max_matches)  # stops at the bound
             found = runner.matches(events)
             return Matches(limit_matches(found, max_matches) if max_matches else found, evaluator, opened)
         if output == "arrow":

@@ -247,7 +247,11 @@ def _parallel(evaluators: list, queries: list, args: argparse.Namespace, rows: i
     if workers <= 1 or len(queries) != 1 or args.evaluator == "python" or rows < parallel.CHUNK_MIN_ROWS:
         return evaluators
     name, query = queries[0]
-    if parallel.split_of(query.plan) is None:
+    split, why = parallel.plan_split(query.plan)
+    if split is None:
+        parallel.logger.info(f"--workers {workers}: the query runs on one core: {why}")
+        if args.workers > 1:  # asked for: say why not, once
+            print(f"ceql run: --workers {args.workers} not used, the query runs on one core: {why}", file=sys.stderr)
         return evaluators
     return [(name, parallel.ParallelKernel(query.plan, workers, evaluator=evaluators[0][1]))]
 

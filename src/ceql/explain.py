@@ -122,6 +122,10 @@ def explain(query: Query, dot: bool = False) -> str:
             lines.append(f"  kernel: {note}")
     else:
         lines.append(f"  engine: the Python evaluator (the compiled kernel does not evaluate {reason})")
+    from ceql.runtime.parallel import plan_split
+
+    split, how = plan_split(plan)  # run(..., workers=N), ceql run --workers N
+    lines.append(f"  workers: split {how}" if split else f"  workers: one core: {how}")
     for warning in growth_warnings(checked):
         lines.append(f"  warning: {warning}")
     lines.append("")

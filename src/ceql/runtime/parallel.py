@@ -2,43 +2,65 @@
 
 ``Query.run(events, workers=N)`` (``ceql run --workers N``) evaluates a plan the kernel supports
 with N kernels, one per thread. numba's compiled loop runs without the GIL (``nogil=True``), and
-so do most of the per-batch Arrow and numpy work, so the threads use N cores. Each worker owns a
+so does most of the per-batch Arrow and numpy work, so the threads use N cores. Each worker owns a
 whole PlanKernel over its own copy of the plan (symbols, lazily determinized automaton, key
 codes): no mutable state is shared between threads.
 
-Two plans split the stream (``split_of`` says which, and why not):
+Nothing per event runs on the calling thread. The input is cut into pieces (the one-core run's
+batches: zero-copy slices of Arrow input); per batch of pieces:
 
-- **keys** (``PARTITION BY`` on one integer attribute per key group, CONSUME BY NONE or
-  PARTITION): every event goes to the worker its key hashes to, so each sub-stream is wholly in
-  one worker, which sees its events at their positions in the whole stream. Its complex events
-  are exactly those of the one-core run.
+1. **prepare** (a job per piece, spread over the workers): type the piece (the one-core
+   typing), find its event types, window measures and time-order facts, and for a keyed plan
+   the worker of each event (``parallel_keys.shares``: a hash of its key, of any type).
+2. the calling thread combines the pieces' facts (O(1) per piece): the first piece with an
+   input error (typing, missing time, time order) ends the run there, after the matches of the
+   pieces before it, as on one core; a piece with an error is checked again on this thread
+   only to raise the one-core error itself.
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece and
+   runs them at their stream positions; a sharded plan's worker runs its run of rows (see
+   below). Each worker projects its complex events (``PlanKernel.columns``) and, for
+   ``arrow``, builds the record batches.
+4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
+   the kernel's order, so the result is the one-core result in the same order): ``arrow``
+   merges each batch in the workers (each a range of triggers) and concatenates; ``matches``
+   and ``ceql run`` merge lazily (``parallel_merge.KWayMerge``) from bounded queues, one chunk
+   per worker, so a lazy run holds about one core's output at a time.
+
+How a plan splits (``plan_split`` says, or why not):
+
+- **keys** (``PARTITION BY``, keys of any types, CONSUME BY NONE or PARTITION): every event goes
+  to the worker its key hashes to, so each sub-stream is wholly in one worker, which sees its
+  events at their positions in the whole stream. Its complex events are exactly those of the
+  one-core run.
 - **shards** (no partition, a ``WITHIN`` window on a non-decreasing measure, CONSUME BY NONE, no
-  START): each input batch is cut into N runs of rows; the worker of a later run first reads the
+  START): each batch is cut into N runs of rows; the worker of a later run first reads the
   events of the window before it (the overlap) and reports only the complex events it triggers
   in its own run. A complex event lies within the window of its trigger, so the overlap holds
-  every event it can use. The worker of the last run carries its state to the next batch. When
-  the window reaches past the start of a batch (a window longer than a batch), that batch runs
-  on the carrying worker alone.
-
-Per batch, the workers' outputs are merged by trigger position: a trigger belongs to one
-worker, whose complex events for it come in the kernel's order, so the result is the one-core
-result in the same order. Time-order and window-value errors are checked on the whole batch
-first, as the one-core run does, so the same error is raised. The main thread reads and
-normalises the next batch while the workers evaluate the current one.
+  every event it can use. The worker of the first run carries its state from the batch before.
+  A run whose window reaches back past the batch's start joins the run before it (a window
+  longer than the batch: the carrying worker alone).
 
 Only the stateless ``run`` path uses workers: an ``Evaluator`` (push, saved state) runs on one
 core. Inputs under ``MIN_ROWS`` events, plans without a split, and options the kernel does not
-take (``engine="python"``, ``type_labels``) run on one core too.
+take (``engine="python"``, ``type_labels``) run on one core too; ``use_workers`` says so once
+(``warnings`` and the ``ceql`` logger) when workers were asked for a plan or options that
+cannot use them.
+
+Ctrl-C and SIGTERM (``ceql run`` turns it into SystemExit) reach the calling thread, which only
+waits on queues and events: the run ends at once, and the workers stop at their next chunk.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -47,21 +69,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan, build_plan
+from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import DEFAULT_BATCH, iter_tables
+from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
-from ceql.runtime.kernel.engine import KernelMatches
+from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
+from ceql.runtime.parallel_keys import shares
+from ceql.runtime.parallel_merge import END, KWayMerge, before, from_trigger, merge
 
-#: Events per input batch: larger than one core's (DEFAULT_BATCH) so that each worker's share
-#: amortises the per-batch work (measured: 4x cuts the workers' extra CPU time by about half).
-BATCH = 4 * DEFAULT_BATCH
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
 CHUNK_MIN_ROWS = 20_000
-_GOLDEN = np.uint64(11400714819323198485)  # Fibonacci hashing of integer keys
+#: Pieces of the one-core batch size per worker in one batch: larger batches amortise the
+#: per-batch synchronisation (measured: 4 pieces per worker halves the workers' extra CPU).
+PIECES_PER_WORKER = 4
+
+logger = logging.getLogger("ceql")
+
+
+class _Cancelled(Exception):
+    """The run ended (an error, Ctrl-C, the caller stopped iterating): a worker gives up."""
 
 
 def cores() -> int:
@@ -72,28 +102,37 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def split_of(plan: Plan) -> str | None:
-    """How workers split this plan: "keys", "shards", or None (it runs on one core)."""
-    if unsupported(plan) is not None or plan.absence is not None:  # (NOT FOLLOWED BY: one core)
-        return None
+def plan_split(plan: Plan) -> tuple[str | None, str]:
+    """How workers split this plan: ("keys" or "shards", how), or (None, why it runs on one
+    core)."""
+    reason = unsupported(plan)
+    if reason is not None:
+        return None, f"the compiled kernel does not evaluate {reason}"
+    if plan.absence is not None:
+        return None, "NOT FOLLOWED BY runs on one core (workers do not use its per-key split yet)"
     runner = PlanKernel(plan)
-    if runner.post is not None or runner.kept is not None or runner.measures is not None:
-        return None  # per-match checks and measures read kept values by stream position
     kernel_plan = runner.plan
     consume = kernel_plan.consume
     if runner.partitioned:
         if consume not in ("NONE", "PARTITION"):
-            return None
-        catalog = kernel_plan.catalog
-        for group in kernel_plan.partition_groups:
-            if len(group) != 1 or not pa.types.is_integer(catalog.arrow_types.get(group[0], pa.null())):
-                return None
-        return "keys"
+            return None, f"CONSUME BY {consume} across partitions needs the whole stream in order"
+        keys = ", ".join("[" + ", ".join(group) + "]" for group in kernel_plan.partition_groups)
+        return "keys", f"by the partition key {keys}: each worker evaluates the sub-streams of its keys"
     within = kernel_plan.checked.query.within
-    anchored = bool(runner.kernel.cfg[C_ANCHORED])  # START: a fresh shard would differ
-    if within is None or not kernel_plan.monotone or consume != "NONE" or anchored:
-        return None
-    return "shards"
+    if bool(runner.kernel.cfg[C_ANCHORED]):
+        return None, "START anchors matches at the stream's start: a shard cannot start afresh"
+    if consume != "NONE":
+        return None, f"CONSUME BY {consume} needs the whole stream in order"
+    if within is None:
+        return None, "no PARTITION BY and no WITHIN window: a complex event may span the whole stream"
+    if not kernel_plan.monotone:
+        return None, "the WITHIN attribute does not grow with the stream: no shard holds a whole window"
+    return "shards", "by runs of events: each worker reads the window before its run, then reports its run's triggers"
+
+
+def split_of(plan: Plan) -> str | None:
+    """How workers split this plan: "keys", "shards", or None (it runs on one core)."""
+    return plan_split(plan)[0]
 
 
 def rows_of(events: Any) -> int | None:
@@ -105,89 +144,185 @@ def rows_of(events: Any) -> int | None:
 
 
 def use_workers(plan: Plan, events: Any, workers: int | None, options: dict) -> bool:
-    """Whether ``Query.run`` evaluates ``events`` with several workers."""
+    """Whether ``Query.run`` evaluates ``events`` with several workers. Workers asked for a
+    plan or options that cannot use them say why, once per run (small inputs run on one core
+    by design and say nothing)."""
     if workers is None or workers <= 1:
         return False
-    if options.get("engine", "auto") == "python" or options.get("type_labels"):
-        return False
-    if os.environ.get("CEQL_KERNEL") == "0":
+    why = None
+    if options.get("engine", "auto") == "python":
+        why = 'engine="python" runs on one core'
+    elif options.get("type_labels"):
+        why = "type_labels runs on the Python path, on one core"
+    elif os.environ.get("CEQL_KERNEL") == "0":
+        why = "CEQL_KERNEL=0 turns the compiled kernel off"
+    else:
+        split, reason = plan_split(plan)
+        if split is None:
+            why = reason
+    if why is not None:
+        say_one_core(workers, why)
         return False
     rows = rows_of(events)
-    return rows is not None and rows >= MIN_ROWS and split_of(plan) is not None
+    return rows is not None and rows >= MIN_ROWS
 
 
-class _Worker:
-    """One thread running the jobs given to it in order (one PlanKernel's batches)."""
+def say_one_core(workers: int, why: str, stacklevel: int = 4) -> None:
+    """Tell the caller that the workers it asked for are not used, and why (``stacklevel``:
+    the caller's frame, for the warning's location)."""
+    message = f"workers={workers} not used, the query runs on one core: {why}"
+    logger.info(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+
+
+# ---------------------------------------------------------------------- threads
+
+
+class _Result:
+    """What a job gives, once done (its value, or the exception it raised)."""
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.cpu = 0.0  # CPU seconds of this thread's jobs (benchmarks/workers.py reports it)
-        self.thread = threading.Thread(target=self._loop, daemon=True, name="ceql-worker")
-        self.thread.start()
+        self.done = threading.Event()
+        self.ok = True
+        self.value: Any = None
 
-    def _loop(self) -> None:
+    def get(self) -> Any:
+        self.done.wait()  # interruptible (Ctrl-C, SIGTERM as SystemExit) on POSIX
+        if not self.ok:
+            raise self.value
+        return self.value
+
+
+class _Pool:
+    """N threads, each running the jobs given to it in order. ``cancel`` ends the run: jobs not
+    started are skipped, running ones stop at their next chunk."""
+
+    def __init__(self, count: int) -> None:
+        self.cancel = threading.Event()
+        self.jobs: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(count)]
+        self.cpu = [0.0] * count  # CPU seconds of each thread's jobs (benchmarks/workers.py)
+        for w in range(count):
+            thread = threading.Thread(target=self._loop, args=(w,), daemon=True, name=f"ceql-worker-{w}")
+            thread.start()
+
+    def _loop(self, w: int) -> None:
+        jobs = self.jobs[w]
         while True:
-            item = self.jobs.get()
+            item = jobs.get()
             if item is None:
                 return
-            job, box, done = item
+            job, result = item
             started = time.thread_time()
             try:
-                box.append((True, job()))
-            except BaseException as error:  # noqa: BLE001 - handed to the main thread
-                box.append((False, error))
-            self.cpu += time.thread_time() - started
-            done.set()
+                if self.cancel.is_set():
+                    raise _Cancelled
+                result.value = job()
+            except BaseException as error:  # noqa: BLE001 - handed to the calling thread
+                result.ok, result.value = False, error
+            self.cpu[w] += time.thread_time() - started
+            result.done.set()
 
-    def submit(self, job: Callable[[], Any]) -> Callable[[], Any]:
-        box: list = []
-        done = threading.Event()
-        self.jobs.put((job, box, done))
-
-        def result() -> Any:
-            done.wait()
-            ok, value = box[0]
-            if not ok:
-                raise value
-            return value
-
+    def submit(self, w: int, job: Callable[[], Any]) -> _Result:
+        result = _Result()
+        self.jobs[w].put((job, result))
         return result
 
+    def put(self, channel: queue.Queue, item: Any) -> None:
+        """Hand ``item`` to the calling thread, waiting for room (bounded), unless cancelled."""
+        while True:
+            try:
+                channel.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                if self.cancel.is_set():
+                    raise _Cancelled from None
+
     def stop(self) -> None:
-        self.jobs.put(None)
+        self.cancel.set()
+        for jobs in self.jobs:
+            jobs.put(None)
+
+
+def _stop(pool: _Pool) -> None:
+    pool.stop()
+
+
+# ---------------------------------------------------------------------- pieces
+
+
+@dataclass
+class _Piece:
+    """One piece of the input, prepared by a worker."""
+
+    first: int  # stream position of its first row
+    rows: int
+    table: pa.Table | None = None  # typed
+    error: BaseException | None = None  # typing failed (the first bad row)
+    types: np.ndarray | None = None
+    measures: np.ndarray | None = None  # window measures (time and attribute windows)
+    missing: np.ndarray | None = None
+    reached: np.ndarray | None = None  # shards: running maximum of the measures (MISSING: none)
+    owners: np.ndarray | None = None  # keys: the rows, grouped by worker (ascending in each)
+    bounds: np.ndarray | None = None  # keys: worker w's rows are owners[bounds[w]:bounds[w + 1]]
+    suspect: bool = False  # a missing time or a time out of order inside the piece
+    first_time: int | None = None  # time-ordered plans: the piece's first and last times
+    last_time: int | None = None
+
+
+def _pandas_piece(frame: Any, builder: BatchBuilder, first: int) -> pa.Table:
+    """A slice of a pandas input typed as ``iter_tables`` types it (rows named in the input)."""
+    try:
+        return next(iter_tables(frame, builder, max(1, len(frame))))
+    except EventError as error:
+        raise EventError(error.reason, None if error.row is None else first + error.row) from None
+
+
+# ---------------------------------------------------------------------- the runner
 
 
 class ParallelKernel:
-    """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring)."""
+    """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring).
 
-    def __init__(self, plan: Plan, workers: int, batch_size: int = BATCH, evaluator: Any = None) -> None:
-        split = split_of(plan)
+    ``batch_size``: events per batch (default: ``PIECES_PER_WORKER`` one-core batches per
+    worker); pieces are the one-core batch size or ``batch_size`` if smaller (tests make it
+    small)."""
+
+    def __init__(
+        self, plan: Plan, workers: int, batch_size: int | None = None, evaluator: Any = None
+    ) -> None:
+        split, why = plan_split(plan)
         if split is None:
-            raise ValueError("this plan runs on one core")
+            raise ValueError(f"this plan runs on one core: {why}")
         self.split = split
         self.plan = plan
         self.count = workers
-        self.batch_size = batch_size  # events per input batch (tests make it small)
+        self.batch_size = batch_size or PIECES_PER_WORKER * workers * DEFAULT_BATCH
+        self.piece = min(DEFAULT_BATCH, self.batch_size)
         self.kernels = [PlanKernel(_copy(plan)) for _ in range(workers)]
         for runner in self.kernels:
             runner.plan.det.max_states = plan.det.max_states
             runner.plan.det.max_work = plan.det.max_work
-        # The whole-batch checks of the one-core run (window values, time order).
+        # Per piece: its measures and time-order facts (read only by the workers); the
+        # calling thread checks a suspect piece again, to raise the one-core error.
         self.checker = PlanKernel(_copy(plan))
         kernel_plan = self.checker.plan
         self.window_kind = kernel_plan.window_kind
+        self.ordered_time = bool(kernel_plan.ordered_time)
         within = kernel_plan.checked.query.within
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
+        self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
+        self.reached = int(MISSING)  # shards: the largest window measure of the batches so far
+        self.last_time: int | None = None  # the time of the last time-ordered event so far
         # Input typing and the output schema: the evaluator's (Query.run, ceql run), else the
         # one-core PlanKernel's.
         self.evaluator = evaluator
         self.builder = evaluator.builder if evaluator is not None else self.checker.builder
         self.reports_partition = self.kernels[0].reports_partition
-        self.position = 0  # events given to ``process`` so far
-        self._threads: list[_Worker] | None = None
-        self.thread_cpu: list[float] = []  # after ``arrow``/``matches``: each worker's CPU seconds
+        self.position = 0  # events given to ``columns`` so far
+        self._pool: _Pool | None = None
+        self.thread_cpu: list[float] = []  # after a run: each worker's CPU seconds
 
     # ------------------------------------------------------------------ outputs
 
@@ -197,229 +332,441 @@ class ParallelKernel:
             return self.evaluator.output_schema(name)
         return self.checker.output_schema(name=name)
 
-    def arrow(self, events: Any, name: str = "query") -> pa.Table:
-        """The matches as one Arrow table of the output schema, as on one core."""
-        batches = [record_batch(self.schema(name), columns) for part in self._run(events) for columns in part]
-        if not batches:
-            return pa.Table.from_batches([], schema=self.schema(name).arrow)
+    def arrow(self, events: Any, name: str = "query", max_matches: int | None = None) -> pa.Table:
+        """The matches as one Arrow table of the output schema, as on one core (LimitError as
+        soon as there are more than ``max_matches``)."""
+        from ceql.compile.limits import too_many_matches
+
+        batches: list[pa.RecordBatch] = []
+        found = 0
+        pool = _Pool(self.count)
+        try:
+            for part in self._run(pool, self._pieces(events), collect=name):
+                batches.extend(part)
+                found += sum(b.num_rows for b in part)
+                if max_matches and found > max_matches:
+                    raise too_many_matches(max_matches)
+        finally:
+            self.thread_cpu = list(pool.cpu)
+            pool.stop()
         return pa.Table.from_batches(batches, schema=self.schema(name).arrow)
 
     def matches(self, events: Any) -> Iterator[Match]:
         """The matches as Match objects, lazily, in trigger order."""
-        for part in self._run(events):
-            schema = self.schema() if self.evaluator is not None else None  # as PlanKernel.matches
-            for columns in part:
+        pool = _Pool(self.count)
+        try:
+            for columns in self._run(pool, self._pieces(events)):
+                schema = self.schema() if self.evaluator is not None else None  # as PlanKernel.matches
                 yield from MatchRows(columns, schema, self.reports_partition)
+        finally:
+            self.thread_cpu = list(pool.cpu)
+            pool.stop()
 
     def columns(self, table: pa.Table, batch: int = 0) -> Iterator[MatchColumns]:
-        """The matches of the next table of a stream as MatchColumns (``ceql run``'s chunks,
-        as ``Evaluator.columns``): the stream goes on across calls, in threads that ``close``
-        stops."""
-        if self._threads is None:
-            self._threads = [_Worker() for _ in range(self.count)]
-            self._finalizer = weakref.finalize(self, _stop, self._threads)
-        for part in iter_tables(table, self.builder, self.batch_size):
-            merged = self._submit(self._threads, part, self.position)()
-            self.position += part.num_rows
-            yield from merged
+        """The matches of the next typed table of a stream as MatchColumns (``ceql run``'s
+        chunks, as ``Evaluator.columns``): the stream goes on across calls, in threads that
+        ``close`` stops."""
+        if self._pool is None:
+            self._pool = _Pool(self.count)
+            self._finalizer = weakref.finalize(self, _stop, self._pool)
+        pieces = [
+            (table.slice(start, self.piece), self.position + start, True)
+            for start in range(0, table.num_rows, self.piece)
+        ]
+        self.position += table.num_rows
+        yield from self._run(self._pool, iter(pieces))
 
     def close(self) -> None:
         """Stop the threads ``columns`` started."""
-        if self._threads is not None:
+        if self._pool is not None:
             self._finalizer()
-            self._threads = None
+            self._pool = None
 
-    # ------------------------------------------------------------------ batches
+    # ------------------------------------------------------------------ input pieces
 
-    def _run(self, events: Any) -> Iterator[list[MatchColumns]]:
-        workers = [_Worker() for _ in range(self.count)]
+    def _pieces(self, events: Any) -> Iterator[tuple[Any, int, bool]]:
+        """(raw piece, its first row, whether it is typed already): zero-copy slices of Arrow
+        input and of pandas frames (typed by the workers), else typed tables."""
+        if isinstance(events, pa.RecordBatch):
+            events = pa.Table.from_batches([events])
+        if isinstance(events, pa.Table):
+            first = 0
+            for piece in events.to_batches(max_chunksize=self.piece):
+                yield pa.Table.from_batches([piece]), first, False
+                first += piece.num_rows
+            return
+        if type(events).__module__.startswith("pandas") and hasattr(events, "iloc"):
+            for start in range(0, len(events), self.piece):
+                yield events.iloc[start : start + self.piece], start, False
+            return
+        first = 0
+        for table in iter_tables(events, self.builder, self.piece):  # rows: typed here
+            yield table, first, True
+            first += table.num_rows
+
+    def _prepare(self, raw: Any, first: int, typed: bool) -> _Piece:
+        """Type one piece and find what the calling thread and the evaluation need (a job)."""
+        rows = raw.num_rows if isinstance(raw, pa.Table) else len(raw)
+        piece = _Piece(first, rows)
         try:
-            tables = iter_tables(events, self.builder, self.batch_size)
-            pending: Callable[[], list[MatchColumns]] | None = None
-            base = 0
-            while True:
+            if typed:
+                table = raw
+            elif isinstance(raw, pa.Table):
+                table = self.builder.from_table(raw, first, self.builder.notices)
+            else:
+                table = _pandas_piece(raw, self.builder, first)
+        except Exception as error:  # the one-core run raises it after the pieces before
+            piece.error = error
+            return piece
+        piece.table = table
+        kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
+        types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        piece.types = types
+        if self.window_kind not in (None, "events"):
+            measures, missing = self.checker._measures(table, types, first)
+            piece.measures, piece.missing = measures, missing
+            if self.split == "shards":
+                piece.reached = np.maximum.accumulate(np.where(missing, MISSING, measures))
+            if self.ordered_time:
+                timed = np.isin(types, self.checker._time_types)
+                values = measures[timed]
+                piece.suspect = bool(missing[timed].any()) or bool(len(values) > 1 and (np.diff(values) < 0).any())
+                if len(values):
+                    piece.first_time, piece.last_time = int(values[0]), int(values[-1])
+        if self.split == "keys":
+            owner = shares(table, types, self.key_groups, self.count)
+            piece.owners = np.argsort(owner, kind="stable")  # a radix sort of small integers
+            piece.bounds = np.searchsorted(owner[piece.owners], np.arange(self.count + 1), side="left")
+        return piece
+
+    def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
+        """The pieces before the first input error, and that error (the one-core run's: the
+        first piece with one raises it, typing first, then missing times, then time order)."""
+        for i, piece in enumerate(prepared):
+            if piece.error is not None:
+                return prepared[:i], piece.error
+            if not self.ordered_time:
+                continue
+            late = self.last_time is not None and piece.first_time is not None and piece.first_time < self.last_time
+            if piece.suspect or late:
+                checker = self.checker
+                checker.last_time = self.last_time
+                try:  # the one-core check raises the one-core error (rare: the run ends here)
+                    checker._check_order(piece.types, piece.measures, piece.missing, piece.first)
+                except EventError as error:
+                    return prepared[:i], error
+            if piece.last_time is not None:
+                self.last_time = piece.last_time
+        return prepared, None
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def _run(
+        self, pool: _Pool, pieces: Iterator[tuple[Any, int, bool]], collect: str | None = None
+    ) -> Iterator[Any]:
+        """Per batch: prepare its pieces, evaluate, and give the output (``collect``: the
+        query name; lists of record batches per batch; else MatchColumns, lazily)."""
+        w = 0
+
+        def submit_batch() -> list[_Result] | BaseException | None:
+            nonlocal w
+            jobs: list[_Result] = []
+            rows = 0
+            while rows < self.batch_size:
                 try:
-                    table = next(tables)
+                    raw, first, typed = next(pieces)
                 except StopIteration:
                     break
-                except Exception:
-                    if pending is not None:  # the one-core run reports the earlier batch first
-                        yield pending()
-                    raise
-                submitted = self._submit(workers, table, base)
-                base += table.num_rows
-                if pending is not None:
-                    yield pending()
-                pending = submitted
-            if pending is not None:
-                yield pending()
-        finally:
-            self.thread_cpu = [worker.cpu for worker in workers]
-            _stop(workers)
+                except Exception as error:  # reading failed: after the pieces before it
+                    return jobs + [_failed(error)]
+                jobs.append(pool.submit(w, partial(self._prepare, raw, first, typed)))
+                w = (w + 1) % self.count
+                rows += raw.num_rows if isinstance(raw, pa.Table) else len(raw)
+            return jobs or None
 
-    def _submit(self, workers: list[_Worker], table: pa.Table, base: int) -> Callable[[], list[MatchColumns]]:
-        """Give one batch to the workers; returns a function giving its merged output."""
         try:
-            measures = self._check(table, base)
-        except Exception as error:  # raised once the earlier batch is out, as on one core
-            failure = error
+            upcoming = submit_batch()
+            while upcoming is not None:
+                prepared = [job.get() for job in upcoming]  # type: ignore[union-attr]
+                valid, error = self._valid(prepared)
+                outputs = self._evaluate(pool, valid, collect) if valid else None
+                upcoming = submit_batch() if error is None else None  # read on while they work
+                if outputs is not None:
+                    yield from outputs
+                if error is not None:
+                    raise error
+        except BaseException:  # an error, Ctrl-C, or the caller stopped: the workers stop too
+            pool.cancel.set()
+            if pool is self._pool:
+                self.close()
+            raise
 
-            def failed() -> list[MatchColumns]:
-                raise failure
-
-            return failed
+    def _evaluate(self, pool: _Pool, valid: list[_Piece], collect: str | None) -> Iterator[Any]:
+        """Submit one batch's evaluation; returns the iterator of its output."""
         if self.split == "keys":
-            shares = self._shares(table)
-            results = [
-                workers[w].submit(partial(self._keys_job, w, table, base, shares)) for w in range(self.count)
-            ]
-        else:
-            results = self._submit_shards(workers, table, base, measures)
-
-        def merged() -> list[MatchColumns]:
-            outputs = []
-            error: BaseException | None = None
-            for result in results:
-                try:
-                    outputs.append(result())
-                except BaseException as raised:  # noqa: BLE001 - the first in stream order wins
-                    if error is None or _row(raised) < _row(error):
-                        error = raised
-            if error is not None:
-                raise error
-            parts = [columns for output in outputs for columns in output]
-            if self.split == "shards" or len(parts) <= 1:
-                return parts  # the shards' triggers follow each other
-            return [_merge(parts)]  # the key groups' interleave
-
-        return merged
-
-    def _check(self, table: pa.Table, base: int) -> np.ndarray | None:
-        """The window measures of the whole batch (None for events windows), after the
-        one-core run's checks: window values in range, time order."""
-        if self.window_kind in (None, "events"):
-            return None
-        checker = self.checker
-        types = self._types(table)
-        measures, missing = checker._measures(table, types, base)
-        if checker.plan.ordered_time:
-            checker._check_order(types, measures, missing, base)
-        # Events without a measure are MISSING here: the shard cuts skip them (a measure equal
-        # to MISSING itself only keeps the batch on one worker).
-        return np.where(missing, MISSING, measures)
-
-    def _types(self, table: pa.Table) -> np.ndarray:
-        types = pc.index_in(table.column("event_type"), value_set=self.type_names)
-        return np.asarray(pc.fill_null(types, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            return self._keys(pool, valid, collect)
+        return self._shards(pool, valid, collect)
 
     # ------------------------------------------------------------------ keys
 
-    def _shares(self, table: pa.Table) -> np.ndarray:
-        """The worker of each row: a hash of its partition key (-1 rows: no key)."""
-        groups = self.checker.plan.partition_groups
-        n = table.num_rows
-        if len(groups) == 1:
-            keys = _ints(table.column(groups[0][0]))
-        else:
-            types = self._types(table)
-            keys = np.zeros(n, dtype=np.int64)
-            names = self.checker.plan.type_names
-            for group in groups:
-                members = [names.index(t) for t, g in self.checker.plan.partition_types.items() if g == group]
-                rows = np.isin(types, members)
-                keys[rows] = _ints(table.column(group[0]))[rows]
-        mixed = keys.view(np.uint64) * _GOLDEN
-        return ((mixed >> np.uint64(32)) % np.uint64(self.count)).astype(np.int64)
+    def _keys(self, pool: _Pool, valid: list[_Piece], collect: str | None) -> Iterator[Any]:
+        channels: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in range(self.count)]
+        jobs = [
+            pool.submit(w, partial(self._keys_job, pool, w, valid, None if collect else channels[w]))
+            for w in range(self.count)
+        ]
+        if collect is None:
+            return _streamed(KWayMerge(channels), jobs)
+        return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
-    def _keys_job(self, w: int, table: pa.Table, base: int, shares: np.ndarray) -> list:
-        rows = np.flatnonzero(shares == w)
-        if not len(rows):
-            return []
-        sub = table.take(pa.array(rows)) if len(rows) < table.num_rows else table
-        return self._emit(self.kernels[w], sub.combine_chunks(), rows + base, None)
+    def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
+        """Worker ``w``'s events of the batch, at their stream positions, piece by piece (the
+        one-core batch size: the kernel's per-batch arrays stay small)."""
+        parts = []
+        for piece in valid:
+            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
+            assert piece.types is not None
+            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
+            if len(rows) == piece.rows:
+                parts.append((piece.table, rows + piece.first, piece.types))
+            elif len(rows):  # (the types come along: the kernel need not find them again)
+                parts.append((piece.table.take(pa.array(rows)), rows + piece.first, piece.types[rows]))
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
+        """The keyed batch's outputs merged by trigger in the workers (each a range of
+        triggers), as lists of record batches."""
+        outputs = _gather(jobs)
+        schema = self.schema(name)
+        cuts = [lo + (hi - lo) * i // self.count for i in range(self.count + 1)]
+        merges = [
+            pool.submit(w, partial(_merge_range, outputs, cuts[w], cuts[w + 1], schema)) for w in range(self.count)
+        ]
+        for job in merges:
+            yield job.get()
 
     # ------------------------------------------------------------------ shards
 
-    def _submit_shards(
-        self, workers: list[_Worker], table: pa.Table, base: int, measures: np.ndarray | None
-    ) -> list[Callable[[], list]]:
-        n = table.num_rows
+    def _shards(self, pool: _Pool, valid: list[_Piece], collect: str | None) -> Iterator[Any]:
+        table = pa.concat_tables([p.table for p in valid])
+        base, n = valid[0].first, table.num_rows
         cuts = [n * i // self.count for i in range(self.count + 1)]
-        starts = self._overlaps(cuts, base, measures)
-        carry = self.carry
-        if starts is None:  # the window reaches past the batch: the carrying worker alone
-            return [workers[carry].submit(partial(self._emit, self.kernels[carry], table, None, None))]
-        results = []
-        order = [carry] + [w for w in range(self.count) if w != carry]
-        for shard, w in enumerate(order):
-            lo, hi = cuts[shard], cuts[shard + 1]
-            if shard == 0:
-                results.append(
-                    workers[w].submit(partial(self._emit, self.kernels[w], table.slice(0, hi), None, None))
-                )
+        starts = self._overlaps(cuts, base, valid)
+        runs = [(0, 0, cuts[1])]  # (first row read, first row reported, end)
+        for shard in range(1, self.count):
+            start = starts[shard]
+            if start is None:  # its window reaches into the batch before: the run before goes on
+                runs[-1] = (runs[-1][0], runs[-1][1], cuts[shard + 1])
             else:
-                start = starts[shard]
-                piece = table.slice(start, hi - start)
-                results.append(
-                    workers[w].submit(partial(self._fresh, self.kernels[w], piece, base + start, base + lo))
-                )
-        self.carry = order[-1]
-        return results
+                runs.append((start, cuts[shard], cuts[shard + 1]))
+        carry = self.carry
+        order = [carry] + [w for w in range(self.count) if w != carry]
+        schema = self.schema(collect) if collect is not None else None
+        jobs, channels = [], []
+        for i, (start, own, end) in enumerate(runs):
+            w = order[i]
+            channel: queue.Queue | None = queue.Queue(maxsize=1) if collect is None else None
+            channels.append(channel)
+            piece = table.slice(start, end - start)
+            if i == 0:
+                job = partial(self._emit, pool, self.kernels[w], _tables(piece), None, channel, schema)
+            else:
+                job = partial(self._fresh, pool, self.kernels[w], piece, base + start, base + own, channel, schema)
+            jobs.append(pool.submit(w, job))
+        self.carry = order[len(runs) - 1]
+        for piece in valid:  # the largest measure so far (time and attribute windows)
+            if piece.reached is not None and len(piece.reached):
+                self.reached = max(self.reached, int(piece.reached[-1]))
+        if collect is None:
+            return _streamed(_chain(channels), jobs)
+        return _collected(jobs)
 
-    def _overlaps(self, cuts: list[int], base: int, measures: np.ndarray | None) -> list[int] | None:
-        """Per shard, the first row its worker reads (the window before the shard's first row),
-        or None when some shard's window reaches into an earlier batch."""
+    def _overlaps(self, cuts: list[int], base: int, valid: list[_Piece] | None) -> list[int | None]:
+        """Per shard, the first row its worker reads (the window before the shard's first row;
+        rows of the batch), or None when that window reaches into the batch before."""
         window = self.window
         assert window is not None
-        starts = [0]
-        if measures is None:  # an events window: the measure is the position
-            for cut in cuts[1:-1]:
-                start = cut - 1 - window
-                if start <= 0:
-                    return None
-                starts.append(start)
-            return starts
-        reached = np.maximum.accumulate(measures) if len(measures) else measures
+        starts: list[int | None] = [0]
         for cut in cuts[1:-1]:
-            if cut == 0:
-                return None
-            latest = int(reached[cut - 1])  # no trigger of the shard is earlier than this
-            if latest == MISSING:
-                return None
-            start = int(np.searchsorted(reached, max(latest - window, MISSING), side="left"))
-            if start <= 0:
-                return None
-            starts.append(start)
+            if self.window_kind == "events":  # the measure is the position
+                start = cut - 1 - window
+            else:
+                start = _window_start(valid or [], base, cut, window, self.reached)
+            starts.append(start if start is not None and start > 0 else None)
         return starts
 
-    def _fresh(self, runner: PlanKernel, table: pa.Table, position: int, own: int) -> list:
+    def _fresh(
+        self,
+        pool: _Pool,
+        runner: PlanKernel,
+        table: pa.Table,
+        position: int,
+        own: int,
+        channel: queue.Queue | None,
+        schema: Any,
+    ) -> list:
         """A worker starting over at ``position``; it reports the triggers from ``own`` on."""
         runner.kernel._reset()
+        if runner.kept is not None:
+            runner.kept.load({})  # nothing kept: the run starts over
         runner.position = position
         runner.last_time = None
-        return self._emit(runner, table, None, own)
+        return self._emit(pool, runner, _tables(table), own, channel, schema)
 
     # ------------------------------------------------------------------ output of one worker
 
     def _emit(
-        self, runner: PlanKernel, table: pa.Table, positions: np.ndarray | None, own: int | None
+        self,
+        pool: _Pool,
+        runner: PlanKernel,
+        parts: list[tuple[pa.Table, np.ndarray | None, np.ndarray | None]],
+        own: int | None,
+        channel: queue.Queue | None,
+        schema: Any,
     ) -> list:
-        """One worker's matches of a table, as MatchColumns (from trigger ``own`` on)."""
+        """One worker's matches of consecutive tables (each with its rows' positions, or None:
+        the next ones, and its rows' event types, or None), from trigger ``own`` on: put into ``channel`` one chunk at a time, or
+        returned as MatchColumns (``schema``: as record batches)."""
         out: list = []
-        for chunk in runner.process_table(table, positions):
-            if own is not None:
-                chunk = _from_trigger(chunk, own)
-                if not len(chunk):
-                    continue
-            columns = runner.columns(chunk)
-            if len(columns):
-                out.append(columns)
+        kernel = runner.kernel
+        if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
+            kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
+        try:
+            for table, positions, types in parts:
+                out.extend(self._emit_table(pool, runner, table, positions, types, own, channel, schema))
+        except BaseException as error:
+            if channel is not None and not isinstance(error, _Cancelled):
+                pool.put(channel, error)
+            raise
+        if channel is not None:
+            pool.put(channel, END)
         return out
 
+    def _emit_table(
+        self,
+        pool: _Pool,
+        runner: PlanKernel,
+        table: pa.Table,
+        positions: np.ndarray | None,
+        types: np.ndarray | None,
+        own: int | None,
+        channel: queue.Queue | None,
+        schema: Any,
+    ) -> Iterator[Any]:
+        """The output of one table (see ``_emit``)."""
+        for chunk in runner.process_table(table, positions, types):
+            if pool.cancel.is_set():
+                raise _Cancelled
+            if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
+                continue  # the overlap's own triggers: the shard before reports them
+            found: MatchColumns | None = runner.columns(chunk)
+            if own is not None and found is not None:
+                found = from_trigger(found, own)
+            if found is None or not len(found):
+                continue
+            if channel is not None:
+                pool.put(channel, found)
+            else:
+                yield record_batch(schema, found) if schema is not None else found
 
-def _stop(workers: list[_Worker]) -> None:
-    for worker in workers:
-        worker.stop()
+
+def _tables(table: pa.Table) -> list[tuple[pa.Table, None, None]]:
+    """A shard's rows as the tables of its chunks (the pieces it spans), at the next positions."""
+    return [(pa.Table.from_batches([batch]), None, None) for batch in table.to_batches() if batch.num_rows]
+
+
+def _failed(error: BaseException) -> _Result:
+    result = _Result()
+    result.ok, result.value = False, error
+    result.done.set()
+    return result
+
+
+def _gather(jobs: list[_Result]) -> list:
+    """The jobs' values; an error: the first in stream order (by its row) is raised."""
+    values, error = [], None
+    for job in jobs:
+        try:
+            values.append(job.get())
+        except _Cancelled:
+            continue
+        except BaseException as raised:  # noqa: BLE001 - the first in stream order wins
+            if error is None or _row(raised) < _row(error):
+                error = raised
+    if error is not None:
+        raise error
+    return values
+
+
+def _streamed(merged: Iterator[MatchColumns], jobs: list[_Result]) -> Iterator[MatchColumns]:
+    """A batch's merged chunks, then the jobs' end (their errors reach the caller through the
+    channels)."""
+    yield from merged
+    for job in jobs:
+        job.done.wait()
+
+
+def _collected(jobs: list[_Result]) -> Iterator[list]:
+    """The shards' record batches, shard after shard, once they are done."""
+    yield [batch for output in _gather(jobs) for batch in output]
+
+
+def _chain(channels: list[queue.Queue | None]) -> Iterator[MatchColumns]:
+    """The shards' chunks, shard after shard (their triggers follow each other)."""
+    for channel in channels:
+        assert channel is not None
+        while True:
+            item = channel.get()
+            if item is END:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+def _merge_range(outputs: list[list[MatchColumns]], lo: int, hi: int, schema: Any) -> list[pa.RecordBatch]:
+    """The complex events triggered in ``[lo, hi)`` of every worker's output, merged, as
+    record batches (a job)."""
+    parts = []
+    for output in outputs:
+        for columns in output:
+            if not len(columns) or columns.trigger[-1] < lo or columns.trigger[0] >= hi:
+                continue
+            _, rest = before(columns, lo - 1)
+            if rest is not None:
+                mine, _ = before(rest, hi - 1)
+                if mine is not None:
+                    parts.append(mine)
+    if not parts:
+        return []
+    merged = merge(parts)
+    return [record_batch(schema, merged)]
+
+
+def _window_start(valid: list[_Piece], base: int, cut: int, window: int, before: int) -> int | None:
+    """The first row of the batch within the window before row ``cut`` (measures: the
+    pieces' running maxima; ``before``: the largest measure of the batches before), or None
+    when no event before the cut has a measure."""
+    piece_of = 0
+    while valid[piece_of].first - base + valid[piece_of].rows < cut:
+        piece_of += 1
+    prefix = [before]  # rows without a measure at the batch's start follow the batches before
+    for piece in valid[: piece_of + 1]:
+        reached = piece.reached
+        prefix.append(max(prefix[-1], int(reached[-1])) if reached is not None and len(reached) else prefix[-1])
+    holder = valid[piece_of]
+    assert holder.reached is not None
+    latest = max(prefix[piece_of], int(holder.reached[cut - 1 - (holder.first - base)]))
+    if latest == MISSING:
+        return None
+    target = max(latest - window, MISSING)
+    for i in range(piece_of + 1):
+        if prefix[i + 1] >= target:  # the first piece reaching the target holds the start
+            piece = valid[i]
+            assert piece.reached is not None
+            local = np.maximum(piece.reached, prefix[i])
+            return piece.first - base + int(np.searchsorted(local, target, side="left"))
+    return None  # pragma: no cover - the piece of the cut reaches ``latest``
 
 
 def _copy(plan: Plan) -> Plan:
@@ -427,81 +774,6 @@ def _copy(plan: Plan) -> Plan:
     return build_plan(plan.checked)
 
 
-def _ints(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """An integer key column as int64 (nulls: 0; such events have no key and are skipped by
-    whichever worker gets them)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if column.type != pa.int64():
-        column = pc.cast(column, pa.int64())
-    if column.null_count:
-        column = pc.fill_null(column, 0)
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
 def _row(error: BaseException) -> int:
     row = getattr(error, "row", None)
     return row if isinstance(row, int) else -1
-
-
-def _from_trigger(chunk: KernelMatches, first: int) -> KernelMatches:
-    """The complex events of ``chunk`` triggered at ``first`` or later."""
-    i = int(np.searchsorted(chunk.trigger, first, side="left"))
-    if i == 0:
-        return chunk
-    lo = int(chunk.offsets[i])
-    return KernelMatches(
-        chunk.trigger[i:],
-        chunk.partition[i:],
-        chunk.offsets[i:] - lo,
-        chunk.positions[lo:],
-        chunk.labels[lo:] if chunk.labels is not None else None,
-        chunk.label_sets,
-    )
-
-
-def _merge(parts: list[MatchColumns]) -> MatchColumns:
-    """One MatchColumns from the workers' parts, in trigger order (a trigger's matches all
-    come from one part, in order, so a stable sort keeps them as they are). Partition codes
-    are made distinct across workers."""
-    trigger = np.concatenate([p.trigger for p in parts])
-    offsets, positions = _stack([(p.offsets, p.positions) for p in parts])
-    labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
-    partition = keys = None
-    if parts[0].partition is not None:
-        codes, keys, shift = [], [], 0
-        seen: dict[int, int] = {}
-        for p in parts:
-            # Workers own their key lists; several chunks of one worker share one list.
-            start = seen.get(id(p.keys))
-            if start is None:
-                start = seen[id(p.keys)] = shift
-                keys.extend(p.keys or ())
-                shift += len(p.keys or ())
-            codes.append(np.where(p.partition >= 0, p.partition + start, -1))
-        partition = np.concatenate(codes)
-    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys)
-    return _take(merged, np.argsort(trigger, kind="stable"))
-
-
-def _stack(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenated (offsets, values) list columns."""
-    shifts = np.cumsum([0] + [len(values) for _, values in pairs[:-1]])
-    offsets = np.concatenate([pairs[0][0][:1]] + [o[1:] - o[0] + s for (o, _), s in zip(pairs, shifts)])
-    offsets = offsets - offsets[0]
-    return offsets, np.concatenate([values[o[0] : o[-1]] for o, values in pairs])
-
-
-def _take_list(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.diff(offsets)[rows]
-    out = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    flat = np.repeat(offsets[:-1][rows] - out[:-1], counts) + np.arange(int(out[-1]), dtype=np.int64)
-    return out, values[flat]
-
-
-def _take(columns: MatchColumns, rows: np.ndarray) -> MatchColumns:
-    offsets, positions = _take_list(columns.offsets, columns.positions, rows)
-    labels = {name: _take_list(o, v, rows) for name, (o, v) in columns.labels.items()}
-    partition = columns.partition[rows] if columns.partition is not None else None
-    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys)

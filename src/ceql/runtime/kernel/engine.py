@@ -146,6 +146,8 @@ class KernelEvaluator:
         self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
         self.max_nodes = max_nodes
+        # Complex events per output chunk (runtime/parallel.py lowers it for N workers' queues).
+        self.max_chunk = MAX_CHUNK_MATCHES
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._one: tuple[np.ndarray, ...] | None = None  # process_one's input arrays
         self._reset()
@@ -387,7 +389,7 @@ class KernelEvaluator:
         nm = int(self.st[k.S_NMATCH])
         take = int(self.st[k.S_TFIRST]) if self.whole_triggers else nm
         capacity = self.out_m.shape[1] - 1
-        if capacity < MAX_CHUNK_MATCHES or take == 0:
+        if capacity < self.max_chunk or take == 0:
             out_m = np.empty((3, 2 * capacity + 1), dtype=np.int64)
             out_m[:, : nm + 1] = self.out_m[:, : nm + 1]
             self.out_m = out_m

@@ -457,20 +457,23 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ public API
 
-    def process_table(self, table: pa.Table, positions: np.ndarray | None = None) -> Iterator[KernelMatches]:
+    def process_table(
+        self, table: pa.Table, positions: np.ndarray | None = None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
         """Complex events of one normalised table (BatchBuilder output), in chunks.
         ``positions``: the stream positions of the table's rows when they are not the next
-        ones (a worker's share of the keys, runtime/parallel.py; plans without kept values)."""
+        ones (a worker's share of the keys, runtime/parallel.py); ``types``: each row's index
+        in ``plan.type_names`` when the caller has them (the table may then lack event_type)."""
         if self.join is not None:
-            yield from self._join_table(table, positions)
+            yield from self._join_table(table, positions, types)
             return
         if self.chain is not None:
-            yield from self._chain_table(table, positions)
+            yield from self._chain_table(table, positions, types)
             return
         plan = self.plan
         n = table.num_rows
         base = self.position
-        types, symbols = self._symbols(table)
+        types, symbols = self._symbols(table, types)
         measures, missing = self._measures(table, types, base, positions)
         if plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -478,7 +481,7 @@ class PlanKernel:
         codes = self.keys.encode(table, relevant, types) if self.keys is not None else None
         self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         if self.kept is not None:
-            self.kept.append(table, base, types, self._derived(table, types))
+            self.kept.append(table, base, types, self._derived(table, types), positions)
         at = relevant + base if positions is None else positions[relevant]
         for chunk in self.kernel.process_chunks(symbols[relevant], at, measures[relevant], codes, missing[relevant]):
             if self.checked and self.kernel.check is None:
@@ -502,14 +505,17 @@ class PlanKernel:
             dtype=np.int64,
         )
 
-    def _chain_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+    def _chain_table(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
         """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
         chain = self.chain
         assert chain is not None
         n = table.num_rows
         base = self.position
-        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
+            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+            types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -529,15 +535,18 @@ class PlanKernel:
                 self.kernel.label_sets,
             )
 
-    def _join_table(self, table: pa.Table, positions: np.ndarray | None) -> Iterator[KernelMatches]:
+    def _join_table(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
         """``process_table`` for a join plan (joins.py): types, measures and keys column-wise,
         then the compiled hash join."""
         join, keys = self.join, self.keys
         assert join is not None and keys is not None
         n = table.num_rows
         base = self.position
-        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-        types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
+            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+            types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -704,10 +713,11 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ per batch
 
-    def _symbols(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    def _symbols(self, table: pa.Table, types: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         plan = self.plan
-        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-        types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
+        if types is None:
+            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+            types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
         masks = np.zeros(table.num_rows, dtype=np.uint64)
         for bit, values in enumerate(plan.compiled.predicates.evaluate(table)):
             masks |= values.astype(np.uint64) << np.uint64(bit)

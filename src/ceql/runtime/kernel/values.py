@@ -137,10 +137,18 @@ class KeptValues:
     def __len__(self) -> int:
         return self.batch_rows + self.compact_rows
 
-    def append(self, table: pa.Table, first: int, types: np.ndarray, derived: dict[str, Raw] | None = None) -> None:
+    def append(
+        self,
+        table: pa.Table,
+        first: int,
+        types: np.ndarray,
+        derived: dict[str, Raw] | None = None,
+        positions: np.ndarray | None = None,
+    ) -> None:
         """Keep the values of a typed table whose rows are positions ``first, first + 1, ...``
         (after every kept one); ``types``: each row's event type index; ``derived``: values
-        that are not columns of the table, one per row."""
+        that are not columns of the table, one per row. ``positions``: the rows' positions when
+        they are not consecutive (increasing; a worker's share of the keys, runtime/parallel.py)."""
         n = table.num_rows
         if n == 0:
             return
@@ -153,6 +161,12 @@ class KeptValues:
             int_rows = np.isin(types, np.fromiter(ints, dtype=np.int64)) if ints else None
             columns[name] = read_column(table, name, storage, int_rows)
         self.batch_rows += n
+        if positions is not None:  # a sparse segment: rows found by search
+            positions = np.asarray(positions, dtype=np.int64)
+            self._tail = False
+            self.segments.append(_Segment(int(positions[0]), int(positions[-1]), columns, positions))
+            self._firsts = np.append(self._firsts, int(positions[0]))
+            return
         last = self.segments[-1] if self.segments else None
         if n < SMALL_BATCH and last is not None and self._tail and last.last + 1 == first:
             self._extend_tail(last, columns, n)
@@ -219,14 +233,15 @@ class KeptValues:
         which = np.searchsorted(self._firsts, live, side="right") - 1
         live, which = live[which >= 0], which[which >= 0]
         rows = live - self._firsts[which]  # dense segments: the row is the offset
-        compacted = self.segments[0].positions
-        if compacted is not None:  # the compacted segment (always the first) is searched
-            old = which == 0
-            rows[old] = np.searchsorted(compacted, live[old])
+        # The compacted segment (always the first) and sparse ones are searched.
+        sparse = [s for s, segment in enumerate(self.segments) if segment.positions is not None]
+        for s in sparse:
+            old = which == s
+            rows[old] = np.searchsorted(self.segments[s].positions, live[old])
         ok = rows < sizes[which]
-        if compacted is not None:
-            old = ok & (which == 0)
-            ok[old] = compacted[rows[old]] == live[old]
+        for s in sparse:
+            old = ok & (which == s)
+            ok[old] = self.segments[s].positions[rows[old]] == live[old]
         mark = np.zeros(int(offsets[-1]), dtype=bool)
         mark[offsets[which[ok]] + rows[ok]] = True
         kept = np.flatnonzero(mark)

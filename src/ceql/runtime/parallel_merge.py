@@ -1,0 +1,187 @@
+"""The workers' outputs merged by trigger position, in bounded pieces.
+
+Each worker's complex events come in trigger order, and a trigger belongs to one worker (its
+event went to that worker), so the one-core order is a stable merge by trigger. ``merge``
+merges parts (in worker threads for whole batches, ``ParallelKernel.arrow``); ``KWayMerge``
+does it lazily over the workers' streams of chunks, holding at most what the workers' bounded
+queues hold (``ParallelKernel.matches`` and ``ceql run``).
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ceql.runtime.arrow import MatchColumns
+
+#: What a worker's stream ends with.
+END = object()
+
+
+def before(columns: MatchColumns, bound: int) -> tuple[MatchColumns | None, MatchColumns | None]:
+    """``columns`` split into its complex events triggered at ``bound`` or before, and the rest
+    (None for an empty side; no copy: views of the arrays)."""
+    cut = int(np.searchsorted(columns.trigger, bound, side="right"))
+    if cut == 0:
+        return None, columns
+    if cut == len(columns):
+        return columns, None
+    return _rows(columns, 0, cut), _rows(columns, cut, len(columns))
+
+
+def from_trigger(columns: MatchColumns, first: int) -> MatchColumns | None:
+    """The complex events of ``columns`` triggered at ``first`` or later (None: none)."""
+    cut = int(np.searchsorted(columns.trigger, first, side="left"))
+    if cut == len(columns):
+        return None
+    return columns if cut == 0 else _rows(columns, cut, len(columns))
+
+
+def _rows(columns: MatchColumns, lo: int, hi: int) -> MatchColumns:
+    """Complex events ``lo:hi`` (views; the offsets keep pointing into the whole arrays)."""
+    labels = {name: (offsets[lo : hi + 1], values) for name, (offsets, values) in columns.labels.items()}
+    partition = columns.partition[lo:hi] if columns.partition is not None else None
+    measures = {name: values[lo:hi] for name, values in columns.measures.items()}
+    deadline = columns.deadline[lo:hi] if columns.deadline is not None else None
+    return MatchColumns(
+        columns.trigger[lo:hi],
+        columns.offsets[lo : hi + 1],
+        columns.positions,
+        labels,
+        partition,
+        columns.keys,
+        measures,
+        deadline,
+    )
+
+
+def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
+    """One MatchColumns of ``parts`` (each in trigger order, a trigger in one part only), in
+    trigger order. Partition codes are renumbered over the keys the parts use."""
+    if len(parts) == 1:
+        return _compact(parts[0])
+    trigger = np.concatenate([p.trigger for p in parts])
+    offsets, positions = _stack([(p.offsets, p.positions) for p in parts])
+    labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
+    partition, keys = _keys(parts)
+    measures = {name: _concat([p.measures[name] for p in parts]) for name in parts[0].measures}
+    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys, measures)
+    return _take(merged, np.argsort(trigger, kind="stable"))
+
+
+def _concat(values: list) -> Any:
+    """One measure's raw values of several parts (Arrow arrays, numpy arrays or lists)."""
+    if all(isinstance(v, pa.Array) for v in values) and len({v.type for v in values}) == 1:
+        return pa.concat_arrays(values)
+    if all(isinstance(v, np.ndarray) for v in values):
+        return np.concatenate(values)
+    out: list = []
+    for v in values:
+        out.extend(v.to_pylist() if isinstance(v, pa.Array) else list(v))
+    return out
+
+
+def _pick(values: Any, rows: np.ndarray) -> Any:
+    if isinstance(values, pa.Array):
+        return values.take(pa.array(rows))
+    if isinstance(values, np.ndarray):
+        return values[rows]
+    return [values[i] for i in rows.tolist()]
+
+
+def _compact(part: MatchColumns) -> MatchColumns:
+    """A part whose offsets start at 0 (a view cut by ``before`` may not)."""
+    if part.offsets[0] == 0 and not any(o[0] for o, _ in part.labels.values()):
+        return part
+    offsets, positions = _stack([(part.offsets, part.positions)])
+    labels = {name: _stack([pair]) for name, pair in part.labels.items()}
+    return MatchColumns(
+        part.trigger, offsets, positions, labels, part.partition, part.keys, part.measures, part.deadline
+    )
+
+
+def _keys(parts: Sequence[MatchColumns]) -> tuple[np.ndarray | None, list | None]:
+    """The parts' partition codes renumbered over the keys they use (each worker has its own
+    codes), and those keys."""
+    if parts[0].partition is None:
+        return None, None
+    codes, keys = [], []
+    for p in parts:
+        used = np.unique(p.partition[p.partition >= 0])
+        start = len(keys)
+        keys.extend(p.keys[int(c)] for c in used)  # type: ignore[index]
+        local = np.searchsorted(used, p.partition)
+        codes.append(np.where(p.partition >= 0, local + start, -1))
+    return np.concatenate(codes), keys
+
+
+def _stack(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated (offsets, values) list columns (offsets need not start at 0)."""
+    shifts = np.cumsum([0] + [int(o[-1] - o[0]) for o, _ in pairs[:-1]])
+    offsets = np.concatenate([np.zeros(1, np.int64)] + [o[1:] - o[0] + s for (o, _), s in zip(pairs, shifts)])
+    return offsets, np.concatenate([values[o[0] : o[-1]] for o, values in pairs])
+
+
+def _take_list(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.diff(offsets)[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    flat = np.repeat(offsets[:-1][rows] - out[:-1], counts) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, values[flat]
+
+
+def _take(columns: MatchColumns, rows: np.ndarray) -> MatchColumns:
+    offsets, positions = _take_list(columns.offsets, columns.positions, rows)
+    labels = {name: _take_list(o, v, rows) for name, (o, v) in columns.labels.items()}
+    partition = columns.partition[rows] if columns.partition is not None else None
+    measures = {name: _pick(values, rows) for name, values in columns.measures.items()}
+    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys, measures)
+
+
+class KWayMerge:
+    """The workers' streams (each a queue of MatchColumns in trigger order, then ``END`` or an
+    exception) merged by trigger, lazily.
+
+    A worker's last chunk ends at trigger t: it has given every complex event triggered
+    before t. So every complex event triggered at or before the smallest such t over the
+    workers still running is final (a trigger's events all come from the worker that owns its
+    event) and is handed out. The merge then waits only on the worker with that smallest t, so
+    it never waits on a worker that is itself waiting for room in its queue."""
+
+    def __init__(self, streams: Sequence[queue.Queue]) -> None:
+        self.streams = list(streams)
+
+    def __iter__(self) -> Iterator[MatchColumns]:
+        count = len(self.streams)
+        pending: list[list[MatchColumns]] = [[] for _ in range(count)]
+        frontier = [-1] * count
+        running = set(range(count))
+        while True:
+            waiting = min(running, key=lambda w: frontier[w]) if running else None
+            bound = frontier[waiting] if waiting is not None else None
+            ready: list[MatchColumns] = []
+            for w in range(count):
+                kept = []
+                for part in pending[w]:
+                    done, rest = (part, None) if bound is None else before(part, bound)
+                    if done is not None:
+                        ready.append(done)
+                    if rest is not None:
+                        kept.append(rest)
+                pending[w] = kept
+            if ready:
+                yield merge(ready)
+            if waiting is None:
+                return
+            item = self.streams[waiting].get()
+            if item is END:
+                running.discard(waiting)
+            elif isinstance(item, BaseException):
+                raise item
+            elif len(item):
+                pending[waiting].append(item)
+                frontier[waiting] = int(item.trigger[-1])
