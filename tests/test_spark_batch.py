@@ -268,3 +268,34 @@ def test_iso_text_times_and_double_windows_agree_with_the_local_engine(spark) ->
         expected = sorted((m.trigger, m.positions) for m in query.run(iso))
         got = find(_frame(spark, iso), query, positions=True, shards=9).collect()
         assert expected and sorted((r.trigger, tuple(r.positions)) for r in got) == expected, text
+
+
+ABSENCE_QUERIES = [
+    # time window: a key's deadlines pass at its own events, the trigger is the stream's
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B AS y PARTITION BY [id] WITHIN 3 SECONDS", "partitioned"),
+    ("SELECT * WHERE A AS x; C AS z NOT FOLLOWED BY B AS y FILTER y[v > 1] PARTITION BY [id] WITHIN 5 SECONDS", "partitioned"),
+    # n EVENTS: the deadline is a position of the whole stream
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 6 EVENTS", "partitioned"),
+    # an attribute window
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY (B ; D) PARTITION BY [id] WITHIN 4 [t]", "partitioned"),
+    # what acts on the complex events of one trigger: kept whole
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS LIMIT 1", "single"),
+    ("SELECT ANY * WHERE A+ AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS", "single"),
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS CONSUME BY PARTITION", "single"),
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B WITHIN 3 SECONDS", "single"),
+]
+
+
+@pytest.mark.parametrize("text, kind", ABSENCE_QUERIES)
+def test_not_followed_by_splits_by_key_and_equals_the_engine(spark, text, kind) -> None:
+    events = _stream(120, seed=5)
+    query = ceql.compile(text, SCHEMA)
+    assert plan_kind(query) == kind
+    frame = _frame(spark, events)
+    local = sorted((m.trigger, m.positions, tuple(sorted(m.labels.items()))) for m in query.run(events))
+    assert local  # the data has complex events, some at the end of the input
+    rows = find(frame, query, SCHEMA, positions=True).collect()
+    assert sorted((r.trigger, tuple(r.positions), _labels(r)) for r in rows) == local
+    # Without positions (no trigger shown): the same complex events, no trigger step.
+    plain = find(frame, query, SCHEMA, id_columns=["t", "s"]).collect()
+    assert len(plain) == len(local)
