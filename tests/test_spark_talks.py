@@ -149,3 +149,69 @@ def test_a_time_column_of_another_type_is_refused_by_find(spark) -> None:
     declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT B { id:int, t:primary_time } }"
     with pytest.raises(ceql.CeqlError, match="primary_time 't' of A is a Spark double column"):
         find(frame, "SELECT * FROM S WHERE A; B PARTITION BY [id]", declared)
+
+
+class _Stage:
+    def __init__(self, stage_id: int, done: int, active: int, total: int, age_s: float) -> None:
+        import time
+
+        self.stageId, self.numCompletedTasks, self.numActiveTasks, self.numTasks = stage_id, done, active, total
+        self.name = "collect at <stdin>:1"
+        self.submissionTime = int((time.time() - age_s) * 1000)
+
+
+class _Tracker:
+    def __init__(self, stages) -> None:
+        self.stages = {s.stageId: s for s in stages}
+
+    def getJobIdsForGroup(self, group):  # noqa: N802 - Spark's names
+        return [0]
+
+    def getJobInfo(self, job_id):  # noqa: N802
+        return type("Job", (), {"stageIds": list(self.stages)})()
+
+    def getStageInfo(self, stage_id):  # noqa: N802
+        return self.stages.get(stage_id)
+
+    def getActiveStageIds(self):  # noqa: N802
+        return list(self.stages)
+
+
+class _Context:
+    def __init__(self, tracker) -> None:
+        self.tracker = tracker
+
+    def statusTracker(self):  # noqa: N802
+        return self.tracker
+
+    def setLogLevel(self, level) -> None:  # noqa: N802
+        pass
+
+    def setJobGroup(self, group, name) -> None:  # noqa: N802
+        pass
+
+
+def test_a_long_task_is_never_silent() -> None:
+    """One task that runs for minutes finishes no stage and no tenth of one: the heartbeat says
+    that it runs, every ``heartbeat`` seconds, at the CLI (the run's steps) and for a session."""
+    import time
+
+    from ceql.spark.progress import Progress
+
+    lines: list[str] = []
+    stage = _Stage(7, 0, 1, 1, age_s=60)
+    cli = Progress(write=lines.append, heartbeat=0.05)
+    cli.context = _Context(_Tracker([stage]))
+    cli.step("finding and writing the matches")
+    cli._poll()
+    time.sleep(0.06)
+    cli._poll()
+    cli._poll()  # right after a line: quiet
+    assert len(lines) == 1 and "finding and writing the matches: stage 7: 0/1 tasks done, 1 running" in lines[0]
+    session_lines: list[str] = []
+    watcher = Progress(prefix="ceql", write=session_lines.append, heartbeat=0.05, every_job=True)
+    time.sleep(0.06)
+    watcher.context = _Context(_Tracker([stage, _Stage(8, 0, 2, 2, age_s=0.0)]))
+    watcher._poll()
+    # The stage that just started stays quiet (short jobs print nothing).
+    assert session_lines == [session_lines[0]] and session_lines[0].startswith("ceql: [") and "collect: stage 7" in session_lines[0]

@@ -18,7 +18,9 @@ def session(master: str | None = None, app_name: str = "ceql", *, progress: bool
     """Get or create a SparkSession for ceql: Arrow on, the RocksDB state store (needed by
     transformWithStateInPandas), the workers on this Python interpreter. Spark's web UI and
     console progress bar stay as Spark sets them unless ``progress=False`` (what ``ceql run``
-    does: it prints its own progress lines). ``conf``: more Spark settings."""
+    does: it prints its own progress lines); with ``progress=True`` a stage that runs 20 s or
+    more also gets a ceql line on standard error every 20 s (its tasks done and running), so a
+    long task is never silent. ``conf``: more Spark settings."""
     if not java_available():
         from ceql.errors import CeqlError
 
@@ -52,4 +54,8 @@ def session(master: str | None = None, app_name: str = "ceql", *, progress: bool
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if progress:  # a long task is never silent: a heartbeat line every 20 s (ceql.spark.progress)
+        from ceql.spark.progress import watch
+
+        watch(spark)
     return spark

@@ -399,7 +399,10 @@ def find_streaming(
     time = time_ns(schema, df, row_label(tie_break))
     if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
-    partitioned = bool(facts.partition_groups) and facts.consume != "ANY"
+    from ceql.spark.batch import absence_splits_by_key
+
+    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule).
+    partitioned = bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
     if partitioned and facts.window_kind == "events":
         raise CeqlError(
             "WITHIN n EVENTS with PARTITION BY counts events of the whole stream, which a stream split "
