@@ -39,6 +39,17 @@ Traceback (most recent call last):
 ModuleNotFoundError: No module named 'ceql'
 """
 
+HIDDEN_TRACE = """
+  An exception was thrown from the Python worker. Please see the stack trace below.
+ceql.errors.EventError: row 1: out of order: time 3 after 5 (the event with seq=2)
+"""
+
+JOB_ABORTED = """An error occurred while calling o99.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 5.0 failed 1 times, most recent failure: Lost task 0.0 in stage 5.0 (TID 3) (192.0.2.2 executor driver): org.apache.spark.api.python.PythonException: ceql.errors.LimitError: more than 3 matches
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:645)
+"""
+
 RAISED = """[USER_RAISED_EXCEPTION] the time column 't' of a A event is missing (null) in the row {"seq":7} SQLSTATE: P0001
 == DataFrame ==
 "parquet" was called from
@@ -53,6 +64,8 @@ RAISED = """[USER_RAISED_EXCEPTION] the time column 't' of a A event is missing 
             "row 480: out of order: time 2868 after 2891 (a time window needs events in time order)",
         ),
         (OTHER_PYTHON, "a Spark task failed: ModuleNotFoundError: No module named 'ceql'"),
+        (HIDDEN_TRACE, "row 1: out of order: time 3 after 5 (the event with seq=2)"),
+        (JOB_ABORTED, "more than 3 matches"),
         (RAISED, """the time column 't' of a A event is missing (null) in the row {"seq":7}"""),
         (
             "[PATH_NOT_FOUND] Path does not exist: file:/nowhere.\nmore",

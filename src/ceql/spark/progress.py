@@ -61,9 +61,17 @@ def _python_cause(text: str) -> tuple[str, str] | None:
     """The exception that ends the last Python traceback in ``text`` (class, message; the
     message may span several lines, up to the JVM's stack or a blank line)."""
     start = text.rfind("Traceback (most recent call last):")
-    if start < 0:
-        return None
-    lines = text[start:].splitlines()[1:]
+    if start >= 0:
+        lines = text[start:].splitlines()[1:]
+    else:  # the worker showed only its exception (hideTraceback, what ceql's session sets)
+        start = max(text.rfind("thrown from the Python worker"), text.rfind("PythonException: "))
+        if start < 0:
+            return None
+        rest = text[start:]
+        if rest.startswith("PythonException: "):  # "...PythonException: module.Error: message"
+            lines = rest[len("PythonException: ") :].splitlines()
+        else:  # "...thrown from the Python worker. Please see ...", then the exception's line
+            lines = rest.splitlines()[1:]
     for index, line in enumerate(lines):
         if line.startswith((" ", "\t")) or not line:
             continue  # the traceback's frames and their source lines

@@ -48,14 +48,56 @@ def session(master: str | None = None, app_name: str = "ceql", *, progress: bool
         # Workers forked with ceql loaded (ceql.spark.daemon): no import and JIT per worker.
         .config("spark.python.daemon.module", "ceql.spark.daemon")
     )
+    if not verbose():
+        # A failing task reports its exception's message, not the worker's traceback.
+        builder = builder.config("spark.sql.execution.pyspark.udf.hideTraceback.enabled", "true")
     if not progress:
         builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if not verbose():
+        quiet_task_failures(spark)
     if progress:  # a long task is never silent: a heartbeat line every 20 s (ceql.spark.progress)
         from ceql.spark.progress import watch
 
         watch(spark)
     return spark
+
+
+VERBOSE = "CEQL_SPARK_VERBOSE"
+# Loggers that print a failed task's (or stream's) Java stack at ERROR, although the failure
+# reaches the caller anyway as the exception of the action (or of awaitTermination).
+_TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.util.Utils",  # "Aborting task" (a write's task)
+    "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+    "org.apache.spark.sql.execution.datasources.v2.AppendDataExec",
+    "org.apache.spark.sql.execution.streaming.runtime.StreamExecution",
+    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+    "org.apache.spark.sql.execution.streaming.StreamExecution",
+    "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+)
+
+
+def verbose() -> bool:
+    """Whether Spark's own traces of failed tasks are wanted (``CEQL_SPARK_VERBOSE=1``, or
+    ``ceql run --verbose``): the Python worker's traceback and the Java stack at ERROR."""
+    return os.environ.get(VERBOSE, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def quiet_task_failures(spark) -> None:
+    """Turn off the log lines in which Spark repeats a failed task's Java stack (about 25 lines
+    at ERROR per failure): the error reaches the caller as one message (``job_failure``). A
+    failure here only leaves them on."""
+    try:
+        jvm = spark.sparkContext._jvm
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        for name in _TASK_FAILURE_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    except Exception:  # noqa: BLE001 - only log lines are at stake (e.g. Spark Connect: no JVM)
+        pass
