@@ -299,3 +299,16 @@ def test_not_followed_by_splits_by_key_and_equals_the_engine(spark, text, kind) 
     # Without positions (no trigger shown): the same complex events, no trigger step.
     plain = find(frame, query, SCHEMA, id_columns=["t", "s"]).collect()
     assert len(plain) == len(local)
+
+
+def test_find_without_a_declaration_refuses_an_event_type_the_data_lacks(spark) -> None:
+    """A misspelt type would match nothing: find refuses it, as the CLI refuses a type its
+    declaration lacks, and names the types the data has."""
+    frame = _frame(spark, _stream(30))
+    with pytest.raises(ceql.CeqlError, match=r"event type AA \(did you mean A\?\), which no row .* \(it has: A, B, C, D\)"):
+        find(frame, "SELECT * WHERE AA; B PARTITION BY [id]", time_column="t")
+    # Present types: accepted (and a declaration may name types the data lacks).
+    assert find(frame, "SELECT * WHERE A; B PARTITION BY [id]", time_column="t").count() > 0
+    declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT E { id:int, t:primary_time } }"
+    only_a = frame.where("event_type = 'A'").select("event_type", "id", "t")
+    assert find(only_a, "SELECT * FROM S WHERE A; E PARTITION BY [id]", declared).count() == 0

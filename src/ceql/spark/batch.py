@@ -358,6 +358,8 @@ def prepare_stream(
         schema = schema_from_dataframe(
             df, query, event_type=event_type, time_column=time_column, time_unit=time_unit
         )
+        if not df.isStreaming:
+            check_types_present(df, event_type, list(schema.event_types))
         # The stream is the rows of the event types the query names (nothing declares others).
         df = df.where(F.col(event_type).isin(list(schema.event_types)))
     else:
@@ -390,6 +392,35 @@ def prepare_stream(
         "user_columns": user_columns,
     }
     return compiled, df, settings
+
+
+def check_types_present(df, event_type: str, names: list[str]) -> None:
+    """Without a declaration nothing says which event types exist: a misspelt one (``PURCHSE``)
+    would match nothing. So each type the query names must occur in the data, as the CLI
+    refuses a type its declaration lacks. One small job: per type, each input partition is read
+    up to its first row of that type (a type that is there is found at once; only a missing one
+    costs a whole scan, and then the error names a few of the types the data has)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    column = F.col(f"`{event_type}`")
+    probes = [df.where(column == F.lit(name)).select(F.lit(name).alias("t")).limit(1) for name in names]
+    found = {row["t"] for row in reduce(lambda a, b: a.unionAll(b), probes).collect()}
+    missing = [name for name in names if name not in found]
+    if missing:
+        some = sorted(str(row[0]) for row in df.select(column).distinct().limit(20).collect())
+        import difflib
+
+        hints = []
+        for name in missing:
+            close = difflib.get_close_matches(name, some, 1)
+            hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
+        raise CeqlError(
+            f"the query names event type{'s' if len(missing) > 1 else ''} {', '.join(hints)}, which no row of the "
+            f"DataFrame has in {event_type!r} (it has: {', '.join(some) or 'no rows'}); pass a declaration to "
+            "declare event types the data may lack"
+        )
 
 
 def _names(value: list[str] | str | None) -> list[str]:
