@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv  # noqa: F401 - pa.csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -228,3 +229,34 @@ def test_a_long_task_is_never_silent() -> None:
     watcher._poll()
     # The stage that just started stays quiet (short jobs print nothing).
     assert session_lines == [session_lines[0]] and session_lines[0].startswith("ceql: [") and "collect: stage 7" in session_lines[0]
+
+
+SQL_QUERY = (
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES FIRST(A.seq) AS a, "
+    "LAST(B.seq) AS b, COUNT(B.*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS A.k = 'a', "
+    "B AS B.v >= PREV(B.v))"
+)
+
+
+def test_ceql_sql_on_spark_equals_local_and_fails_in_one_line(spark, tmp_path, capsys) -> None:
+    """``ceql sql --engine spark`` (with ``--conf``) writes the local engine's rows; a runtime
+    error in a task (division by zero) is one line, not a Python and a Java trace."""
+    import random
+
+    rng = random.Random(5)
+    rows = [{"p": rng.randint(1, 3), "t": i // 2, "k": rng.choice("ab"), "v": rng.randint(0, 4), "seq": i} for i in range(80)]
+    pa.csv.write_csv(pa.Table.from_pylist(rows), tmp_path / "ev.csv")
+    common = ["sql", SQL_QUERY, "-i", str(tmp_path / "ev.csv")]
+    assert main([*common, "-o", str(tmp_path / "local.jsonl")]) == 0
+    spark_run = [*common, "--engine", "spark", "--conf", "spark.sql.shuffle.partitions=3"]
+    assert main([*spark_run, "-o", str(tmp_path / "spark.jsonl")]) == 0
+    local = sorted((tmp_path / "local.jsonl").read_text().splitlines())
+    assert local and sorted((tmp_path / "spark.jsonl").read_text().splitlines()) == local
+    capsys.readouterr()
+    failing = SQL_QUERY.replace("B.v >= PREV(B.v)", "B.v / (B.v - B.v) > 0")
+    status = main(["sql", failing, "-i", str(tmp_path / "ev.csv"), "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "division by zero" in err, err
+    assert "Traceback" not in err and "\tat " not in err
+    assert main([*spark_run, "--conf", "novalue"]) == 2
+    assert "--conf takes KEY=VALUE" in capsys.readouterr().err
