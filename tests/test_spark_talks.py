@@ -222,6 +222,10 @@ def test_a_long_task_is_never_silent() -> None:
     cli._poll()
     cli._poll()  # right after a line: quiet
     assert len(lines) == 1 and "finding and writing the matches: stage 7: 0/1 tasks done, 1 running" in lines[0]
+    cli.context = _Context(_Tracker([]))  # between stages (the driver plans, workers start)
+    time.sleep(0.06)
+    cli._poll()
+    assert len(lines) == 2 and lines[1].endswith("finding and writing the matches: preparing the next Spark stage")
     session_lines: list[str] = []
     watcher = Progress(prefix="ceql", write=session_lines.append, heartbeat=0.05, every_job=True)
     time.sleep(0.06)

@@ -1,9 +1,10 @@
 """ceql on Spark DataFrames, batch: a lazy transformation, exact, parallel where the query allows.
 
 Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them):
-- **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): rows are
-  grouped by key and each key's sub-stream is sorted and evaluated in its own task
-  (``groupBy(...).applyInArrow``). NOT FOLLOWED BY too when that is exact
+- **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): keys go to
+  buckets by a hash, and each bucket's rows are sorted and evaluated by one evaluator, which
+  keeps each key's sub-stream apart as the local engine does (``groupBy(bucket).applyInArrow``:
+  one Python call per bucket, not per key). NOT FOLLOWED BY too when that is exact
   (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
   of its rows, and the trigger the whole stream would give is found afterwards
   (``_global_triggers``);
@@ -42,6 +43,7 @@ from ceql.spark.rows import output_batch
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
 KEY = "__ceql_key"
+BUCKET = "__ceql_bucket"  # the partitioned plan's bucket of keys
 DEADLINE = "__ceql_deadline"  # NOT FOLLOWED BY split by key: each match's deadline, for its trigger
 _FLUSH_ROWS = 10_000
 
@@ -317,7 +319,12 @@ def plan_batch(
     keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
         grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
-        found = grouped.groupBy(*key_columns).applyInArrow(evaluate_group, task_schema)
+        # Keys in hashed buckets, one evaluator per bucket running PARTITION BY inside it: the
+        # local engine restricted to the bucket's keys (every event of a key is in its bucket),
+        # with a Python call and a sort per bucket rather than per key.
+        buckets = _buckets(df)
+        bucketed = grouped.withColumn(BUCKET, F.pmod(F.xxhash64(*key_columns), F.lit(buckets)))
+        found = bucketed.groupBy(BUCKET).applyInArrow(evaluate_group, task_schema)
         if fix_triggers:
             return _global_triggers(found, timeline, compiled, counted, out_schema)
         return found
@@ -326,6 +333,12 @@ def plan_batch(
         return sharded.groupBy(SHARD).applyInArrow(evaluate_group, out_schema)
     single = keyed.repartition(1).sortWithinPartitions(*sort_keys)
     return single.mapInArrow(evaluate_stream, out_schema)
+
+
+def _buckets(df) -> int:
+    """How many buckets of keys the partitioned plan makes: the shuffle partitions (each a
+    task; ``spark.sql.shuffle.partitions``, ``CEQL_SHUFFLE_PARTITIONS`` for ``ceql.spark.session``)."""
+    return max(1, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8))
 
 
 def prepare_stream(

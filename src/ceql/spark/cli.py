@@ -254,7 +254,9 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
-    spark = session(args.master, progress=False, **spark_conf(args.conf))
+    if not args.quiet:  # the JVM's start takes a while: say what is happening
+        print(f"ceql run: starting Spark ({args.master or os.environ.get('CEQL_SPARK_MASTER', 'local[*]')})", file=sys.stderr)
+    spark = session(args.master, progress=False, light_jvm=_small(paths), **spark_conf(args.conf))
     progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
@@ -368,6 +370,20 @@ def _too_many(limit: int):
     return too_many_matches(limit, "--max-matches", "; no output was written")
 
 
+SMALL_INPUT = 64 * 2**20  # bytes: below this, a run's cost is the JVM's start (session.LIGHT_JVM)
+
+
+def _small(paths: list[str]) -> bool:
+    """Whether the input files are small enough that a light driver JVM pays off."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            return False
+    return total < SMALL_INPUT
+
+
 def spark_conf(pairs: list[str] | None) -> dict[str, str]:
     """``--conf KEY=VALUE`` options as Spark settings."""
     conf: dict[str, str] = {}
@@ -388,7 +404,8 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     from ceql.spark.session import session
     from ceql.sql.cli import read_table
 
-    spark = session(args.master, progress=False, **spark_conf(args.conf))
+    light = _small(list(paths.values()))
+    spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
     progress = Progress(enabled=False, prefix="ceql sql")
     progress.attach(spark)  # Spark's log off while the job runs: the cause is reported below
     try:

@@ -194,11 +194,18 @@ class Progress:
         self._beat(running)
 
     def _beat(self, running: list[tuple[str, Any]]) -> None:
-        """A line per running stage when nothing was printed for ``heartbeat`` seconds."""
+        """A line per running stage when nothing was printed for ``heartbeat`` seconds (for a
+        run's steps, also between stages: the driver plans, or Spark starts workers)."""
         now = time.perf_counter()
-        if not running or now - self._last_line < self.heartbeat:
+        if now - self._last_line < self.heartbeat:
             return
         elapsed = now - self.started
+        if not running:
+            with self._lock:
+                step = self._groups[-1][1] if self._groups else None
+            if step is not None and not self.every_job:
+                self._line(f"{self.prefix}: [{elapsed:6.1f} s] {step}: preparing the next Spark stage")
+            return
         for name, stage in running:
             self.write(
                 f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId}: "
