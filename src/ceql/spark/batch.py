@@ -216,7 +216,7 @@ def find(
     the order columns), typed measure columns, and with ``positions=True`` the positions of the
     local engine (see docs/spark.md for the schema). A streaming DataFrame gives a streaming
     result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
-    own instead of stopping the query). With ``max_matches``, a task (a key's group, a shard
+    own instead of stopping the query). With ``max_matches``, a task (a bucket of keys, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     compiled, df, settings = prepare_stream(
