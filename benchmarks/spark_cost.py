@@ -14,7 +14,11 @@ Per master, in a fresh process (its own driver, JVM and Python workers):
 - **find**: ``find`` on a partitioned query with about 300,000 matches (``MANY``), each written
   with the ids of its events, as Parquet;
 - **batch (time) / stream (time)**: a query with a time window, by ``find`` on the files and as a
-  stream over the same files (``trigger(availableNow=True)``), both written as Parquet.
+  stream over the same files (``trigger(availableNow=True)``), both written as Parquet;
+- **users** (``--users`` events, 60,000 user keys, ``users()``): the funnel LOGIN -> FAIL ->
+  PURCHASE > 500 per user within 30 minutes by ``find`` and by a hand-written self-join (the
+  same complex events), and LOGIN NOT FOLLOWED BY PURCHASE per user (``ABSENCE``), each against
+  the local engine's CPU on the same rows.
 
 Figures are CPU seconds of the whole process tree (driver, JVM, Python daemon and workers; from
 /proc), wall seconds in brackets; ratios are of CPU seconds. A warm-up job runs before floor,
@@ -55,6 +59,58 @@ TINY_QUERY = (
     "SELECT * FROM S WHERE SELL AS a; BUY AS b; BUY AS c FILTER a[name = 'INTC'] PARTITION BY [volume]"
 )
 FILES = 8
+USERS_DECLARATION = """CREATE STREAM S {
+EVENT LOGIN { user_id:int, amount:double, ts:primary_time(ms) },
+EVENT FAIL { user_id:int, amount:double, ts:primary_time(ms) },
+EVENT PURCHASE { user_id:int, amount:double, ts:primary_time(ms) }
+}"""
+FUNNEL = (
+    "SELECT * FROM S WHERE LOGIN AS l; FAIL AS f; PURCHASE AS p FILTER p[amount > 500] "
+    "PARTITION BY [user_id] WITHIN 30 MINUTES"
+)
+ABSENCE = "SELECT * FROM S WHERE LOGIN AS l NOT FOLLOWED BY PURCHASE AS p PARTITION BY [user_id] WITHIN 30 MINUTES"
+USER_KEYS = 60_000
+
+
+def users(events: int, keys: int = USER_KEYS, seed: int = 12):
+    """User events in time order: a random user each, LOGIN / FAIL / PURCHASE, amounts up to
+    1,000, 10 ms apart on average (so a user's 30 minutes hold about three of their events)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    kinds = np.array(["LOGIN", "FAIL", "PURCHASE"])
+    return pa.table(
+        {
+            "event_type": kinds[rng.choice(3, events, p=[0.4, 0.3, 0.3])],
+            "id": np.arange(events, dtype=np.int64),
+            "user_id": rng.integers(0, keys, events),
+            "amount": np.round(rng.random(events) * 1000, 2),
+            "ts": np.cumsum(rng.integers(0, 21, events)).astype(np.int64),
+        }
+    )
+
+
+def self_join(frame):
+    """The funnel as a Spark engineer writes it: a self-join per user, each step after the
+    previous (equal times in the input order, ``id``), the PURCHASE within 30 minutes of the
+    LOGIN (the window admits spans below 30 minutes, as WITHIN does)."""
+    from pyspark.sql import functions as F
+
+    def step(kind: str, name: str):
+        return frame.where(F.col("event_type") == kind).select(
+            F.col("user_id"), F.col("ts").alias(f"{name}_ts"), F.col("id").alias(f"{name}_id"), F.col("amount").alias(f"{name}_amount")
+        )
+
+    logins, fails = step("LOGIN", "l"), step("FAIL", "f")
+    purchases = step("PURCHASE", "p").where(F.col("p_amount") > 500)
+    return (
+        logins.join(fails, "user_id")
+        .where(F.col("f_id") > F.col("l_id"))
+        .join(purchases, "user_id")
+        .where((F.col("p_id") > F.col("f_id")) & (F.col("p_ts") - F.col("l_ts") < 30 * 60 * 1000))
+        .select("l_id", "f_id", "p_id")
+    )
 
 
 def _processes(own: bool = False) -> tuple[dict[int, int], dict[int, float]]:
@@ -101,7 +157,7 @@ def measured(action) -> tuple[float, float]:
     return round(tree_cpu() - cpu, 2), round(time.perf_counter() - wall, 2)
 
 
-def run_master(master: str, data: str, out: str) -> dict:
+def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
     """Every in-session figure for one master, in this (fresh) process."""
     import pyarrow as pa
 
@@ -169,6 +225,23 @@ def run_master(master: str, data: str, out: str) -> dict:
     figures["find"] = measured(many)
     figures["batch"] = measured(batch)
     figures["stream"] = measured(stream)
+    if user_data:
+        people = spark.read.parquet(user_data)
+
+        def written(found, name: str):
+            return lambda: found.write.mode("overwrite").parquet(f"{out}/{name}")
+
+        funnel = find(people, FUNNEL, USERS_DECLARATION, tie_break="id", id_columns=["id"])
+        absent = find(people, ABSENCE, USERS_DECLARATION, tie_break="id", id_columns=["id"])
+        find(people.limit(2000), ABSENCE, USERS_DECLARATION, tie_break="id").count()  # warm-up
+        figures["funnel"] = measured(written(funnel, "funnel"))
+        figures["self_join"] = measured(written(self_join(people), "self_join"))
+        figures["absence"] = measured(written(absent, "absence"))
+        from ceql.spark.batch import _buckets
+
+        figures["absence_tasks"] = _buckets(people)
+        for name in ("funnel", "self_join", "absence"):
+            figures[f"{name}_matches"] = spark.read.parquet(f"{out}/{name}").count()
     figures["find_matches"] = spark.read.parquet(f"{out}/find").count()
     figures["batch_matches"] = spark.read.parquet(f"{out}/batch").count()
     figures["stream_matches"] = spark.read.parquet(f"{out}/stream").count()
@@ -201,9 +274,11 @@ def cli_tiny(master: str, root: Path) -> dict:
     (folder / "decl.core").write_text(STOCK_DECLARATION)
     lines = ["event_type,id,name,volume,price,stock_time"] + [",".join(map(str, row)) for row in TINY]
     (folder / "tiny.csv").write_text("\n".join(lines) + "\n")
+    # A bare session that reads the same file: the least a Spark run of it costs.
     session_only = (
         "from ceql.spark import session; "
-        f"session({master!r}, progress=False, **{{'spark.sql.shuffle.partitions': {master[6:-1]!r}}}).stop()"
+        f"spark = session({master!r}, progress=False, **{{'spark.sql.shuffle.partitions': {master[6:-1]!r}}}); "
+        f"spark.read.option('header', True).csv({str(folder / 'tiny.csv')!r}).count(); spark.stop()"
     )
     env_python = sys.executable
     start = run_process([env_python, "-c", session_only])
@@ -221,7 +296,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--masters", default="local[1],local[2]")
-    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--users", type=int, default=1_000_000, help="user events (0: none)")
+    parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_master(*args.one)))
@@ -245,6 +321,22 @@ def main() -> None:
     local = (round(time.process_time() - cpu, 2), round(time.perf_counter() - wall, 2))
     print(f"{args.events:,} events in {FILES} Parquet files; CPU s of the process tree (wall s)\n")
     print(f"local engine, the find query: {local[0]} ({local[1]}) s, {local_matches:,} matches\n")
+    user_data, local_users = "", {}
+    if args.users:
+        people = users(args.users)
+        folder = root / "users"
+        folder.mkdir()
+        step = -(-people.num_rows // FILES)
+        for index in range(FILES):
+            pq.write_table(people.slice(index * step, step), folder / f"part-{index}.parquet")
+        user_data = str(folder)
+        schema = ceql.declare(USERS_DECLARATION)
+        for name, text in (("funnel", FUNNEL), ("absence", ABSENCE)):
+            cpu, wall = time.process_time(), time.perf_counter()
+            count = ceql.compile(text, schema).run(pq.read_table(folder), output="arrow").num_rows
+            local_users[name] = (round(time.process_time() - cpu, 2), round(time.perf_counter() - wall, 2), count)
+            print(f"local engine, {name} ({args.users:,} user events): {local_users[name][0]} ({local_users[name][1]}) s, {count:,} matches")
+        print()
     rows = []
     for master in args.masters.split(","):
         result = subprocess.run(
@@ -256,6 +348,7 @@ def main() -> None:
                 master,
                 str(data),
                 str(root / f"out-{master[6:-1]}"),
+                user_data,
             ],
             capture_output=True,
             text=True,
@@ -294,6 +387,17 @@ def main() -> None:
             f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
             f"| {f['stream'][0] / f['batch'][0]:.2f} |"
         )
+    if local_users:
+        print()
+        print("| master | funnel find (matches) | x local | self-join (matches) | find/self-join | NOT FOLLOWED BY (matches, tasks) | x local |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for f in rows:
+            print(
+                f"| {f['master']} | {show(f['funnel'])} ({f['funnel_matches']:,}) | {f['funnel'][0] / max(local_users['funnel'][0], 0.01):.2f} "
+                f"| {show(f['self_join'])} ({f['self_join_matches']:,}) | {f['funnel'][0] / f['self_join'][0]:.2f} "
+                f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_tasks']}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} |"
+            )
+            assert f["funnel_matches"] == local_users["funnel"][2] and f["absence_matches"] == local_users["absence"][2], f
     print(json.dumps(rows), file=sys.stderr)
     shutil.rmtree(root, ignore_errors=True)
 

@@ -268,3 +268,47 @@ def test_iso_text_times_and_double_windows_agree_with_the_local_engine(spark) ->
         expected = sorted((m.trigger, m.positions) for m in query.run(iso))
         got = find(_frame(spark, iso), query, positions=True, shards=9).collect()
         assert expected and sorted((r.trigger, tuple(r.positions)) for r in got) == expected, text
+
+
+ABSENCE_QUERIES = [
+    # time window: a key's deadlines pass at its own events, the trigger is the stream's
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B AS y PARTITION BY [id] WITHIN 3 SECONDS", "partitioned"),
+    ("SELECT * WHERE A AS x; C AS z NOT FOLLOWED BY B AS y FILTER y[v > 1] PARTITION BY [id] WITHIN 5 SECONDS", "partitioned"),
+    # n EVENTS: the deadline is a position of the whole stream
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 6 EVENTS", "partitioned"),
+    # an attribute window
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY (B ; D) PARTITION BY [id] WITHIN 4 [t]", "partitioned"),
+    # what acts on the complex events of one trigger: kept whole
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS LIMIT 1", "single"),
+    ("SELECT ANY * WHERE A+ AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS", "single"),
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS CONSUME BY PARTITION", "single"),
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B WITHIN 3 SECONDS", "single"),
+]
+
+
+@pytest.mark.parametrize("text, kind", ABSENCE_QUERIES)
+def test_not_followed_by_splits_by_key_and_equals_the_engine(spark, text, kind) -> None:
+    events = _stream(120, seed=5)
+    query = ceql.compile(text, SCHEMA)
+    assert plan_kind(query) == kind
+    frame = _frame(spark, events)
+    local = sorted((m.trigger, m.positions, tuple(sorted(m.labels.items()))) for m in query.run(events))
+    assert local  # the data has complex events, some at the end of the input
+    rows = find(frame, query, SCHEMA, positions=True).collect()
+    assert sorted((r.trigger, tuple(r.positions), _labels(r)) for r in rows) == local
+    # Without positions (no trigger shown): the same complex events, no trigger step.
+    plain = find(frame, query, SCHEMA, id_columns=["t", "s"]).collect()
+    assert len(plain) == len(local)
+
+
+def test_find_without_a_declaration_refuses_an_event_type_the_data_lacks(spark) -> None:
+    """A misspelt type would match nothing: find refuses it, as the CLI refuses a type its
+    declaration lacks, and names the types the data has."""
+    frame = _frame(spark, _stream(30))
+    with pytest.raises(ceql.CeqlError, match=r"event type AA \(did you mean A\?\), which no row .* \(it has: A, B, C, D\)"):
+        find(frame, "SELECT * WHERE AA; B PARTITION BY [id]", time_column="t")
+    # Present types: accepted (and a declaration may name types the data lacks).
+    assert find(frame, "SELECT * WHERE A; B PARTITION BY [id]", time_column="t").count() > 0
+    declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT E { id:int, t:primary_time } }"
+    only_a = frame.where("event_type = 'A'").select("event_type", "id", "t")
+    assert find(only_a, "SELECT * FROM S WHERE A; E PARTITION BY [id]", declared).count() == 0

@@ -343,3 +343,43 @@ def test_write_stream_takes_writer_options_and_writes_no_empty_batches(spark, tm
         line for line in capsys.readouterr().err.splitlines() if line.startswith("ceql stream query: batch ")
     ]
     assert len(lines) >= 4 and "rows in" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "text, lateness",
+    [
+        ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 4 SECONDS", None),
+        ("SELECT * WHERE A AS x; C NOT FOLLOWED BY B PARTITION BY [id] WITHIN 6 SECONDS", "3 seconds"),
+    ],
+)
+def test_a_finished_stream_with_its_end_equals_batch_not_followed_by_included(spark, tmp_path, text, lateness) -> None:
+    """A bounded stream never sees its end; ``stream_end`` reads what the state still owes
+    (deadlines after the last event, events held back by the allowed lateness) so that the
+    stream and its end give what batch and the local engine give."""
+    from ceql.spark import stream_end
+
+    events = _events(60, seed=7)
+    # f completes at the last event: its deadline is after the end (and with an allowed
+    # lateness, its events are still held back when the stream stops).
+    events[-2].update(event_type="A", id=0)
+    events[-1].update(event_type="C", id=0, t=events[-2]["t"])
+    source = tmp_path / "in"
+    source.mkdir()
+    _write_files(source, events, per_file=30)
+    options = {"tie_break": "seq", "id_columns": ["seq"], "allowed_lateness": lateness}
+    query = (
+        find(_stream(spark, source), text, SCHEMA, **options)
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    streamed = spark.read.parquet(str(tmp_path / "out")).collect()
+    end = stream_end(_stream(spark, source), text, SCHEMA, checkpoint=str(tmp_path / "checkpoint"), **options).collect()
+    local = _local(text, events)
+    assert end and len(_ids(streamed)) < len(local)  # the stream alone misses some
+    assert _ids(streamed + end) == local
+    batch_frame = spark.read.schema(input_schema()).json(str(source))
+    assert _ids(find(batch_frame, text, SCHEMA, tie_break="seq", id_columns=["seq"]).collect()) == local

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv  # noqa: F401 - pa.csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -39,6 +40,17 @@ Traceback (most recent call last):
 ModuleNotFoundError: No module named 'ceql'
 """
 
+HIDDEN_TRACE = """
+  An exception was thrown from the Python worker. Please see the stack trace below.
+ceql.errors.EventError: row 1: out of order: time 3 after 5 (the event with seq=2)
+"""
+
+JOB_ABORTED = """An error occurred while calling o99.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 5.0 failed 1 times, most recent failure: Lost task 0.0 in stage 5.0 (TID 3) (192.0.2.2 executor driver): org.apache.spark.api.python.PythonException: ceql.errors.LimitError: more than 3 matches
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:645)
+"""
+
 RAISED = """[USER_RAISED_EXCEPTION] the time column 't' of a A event is missing (null) in the row {"seq":7} SQLSTATE: P0001
 == DataFrame ==
 "parquet" was called from
@@ -53,6 +65,8 @@ RAISED = """[USER_RAISED_EXCEPTION] the time column 't' of a A event is missing 
             "row 480: out of order: time 2868 after 2891 (a time window needs events in time order)",
         ),
         (OTHER_PYTHON, "a Spark task failed: ModuleNotFoundError: No module named 'ceql'"),
+        (HIDDEN_TRACE, "row 1: out of order: time 3 after 5 (the event with seq=2)"),
+        (JOB_ABORTED, "more than 3 matches"),
         (RAISED, """the time column 't' of a A event is missing (null) in the row {"seq":7}"""),
         (
             "[PATH_NOT_FOUND] Path does not exist: file:/nowhere.\nmore",
@@ -149,3 +163,104 @@ def test_a_time_column_of_another_type_is_refused_by_find(spark) -> None:
     declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT B { id:int, t:primary_time } }"
     with pytest.raises(ceql.CeqlError, match="primary_time 't' of A is a Spark double column"):
         find(frame, "SELECT * FROM S WHERE A; B PARTITION BY [id]", declared)
+
+
+class _Stage:
+    def __init__(self, stage_id: int, done: int, active: int, total: int, age_s: float) -> None:
+        import time
+
+        self.stageId, self.numCompletedTasks, self.numActiveTasks, self.numTasks = stage_id, done, active, total
+        self.name = "collect at <stdin>:1"
+        self.submissionTime = int((time.time() - age_s) * 1000)
+
+
+class _Tracker:
+    def __init__(self, stages) -> None:
+        self.stages = {s.stageId: s for s in stages}
+
+    def getJobIdsForGroup(self, group):  # noqa: N802 - Spark's names
+        return [0]
+
+    def getJobInfo(self, job_id):  # noqa: N802
+        return type("Job", (), {"stageIds": list(self.stages)})()
+
+    def getStageInfo(self, stage_id):  # noqa: N802
+        return self.stages.get(stage_id)
+
+    def getActiveStageIds(self):  # noqa: N802
+        return list(self.stages)
+
+
+class _Context:
+    def __init__(self, tracker) -> None:
+        self.tracker = tracker
+
+    def statusTracker(self):  # noqa: N802
+        return self.tracker
+
+    def setLogLevel(self, level) -> None:  # noqa: N802
+        pass
+
+    def setJobGroup(self, group, name) -> None:  # noqa: N802
+        pass
+
+
+def test_a_long_task_is_never_silent() -> None:
+    """One task that runs for minutes finishes no stage and no tenth of one: the heartbeat says
+    that it runs, every ``heartbeat`` seconds, at the CLI (the run's steps) and for a session."""
+    import time
+
+    from ceql.spark.progress import Progress
+
+    lines: list[str] = []
+    stage = _Stage(7, 0, 1, 1, age_s=60)
+    cli = Progress(write=lines.append, heartbeat=0.05)
+    cli.context = _Context(_Tracker([stage]))
+    cli.step("finding and writing the matches")
+    cli._poll()
+    time.sleep(0.06)
+    cli._poll()
+    cli._poll()  # right after a line: quiet
+    assert len(lines) == 1 and "finding and writing the matches: stage 7: 0/1 tasks done, 1 running" in lines[0]
+    cli.context = _Context(_Tracker([]))  # between stages (the driver plans, workers start)
+    time.sleep(0.06)
+    cli._poll()
+    assert len(lines) == 2 and lines[1].endswith("finding and writing the matches: preparing the next Spark stage")
+    session_lines: list[str] = []
+    watcher = Progress(prefix="ceql", write=session_lines.append, heartbeat=0.05, every_job=True)
+    time.sleep(0.06)
+    watcher.context = _Context(_Tracker([stage, _Stage(8, 0, 2, 2, age_s=0.0)]))
+    watcher._poll()
+    # The stage that just started stays quiet (short jobs print nothing).
+    assert session_lines == [session_lines[0]] and session_lines[0].startswith("ceql: [") and "collect: stage 7" in session_lines[0]
+
+
+SQL_QUERY = (
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES FIRST(A.seq) AS a, "
+    "LAST(B.seq) AS b, COUNT(B.*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS A.k = 'a', "
+    "B AS B.v >= PREV(B.v))"
+)
+
+
+def test_ceql_sql_on_spark_equals_local_and_fails_in_one_line(spark, tmp_path, capsys) -> None:
+    """``ceql sql --engine spark`` (with ``--conf``) writes the local engine's rows; a runtime
+    error in a task (division by zero) is one line, not a Python and a Java trace."""
+    import random
+
+    rng = random.Random(5)
+    rows = [{"p": rng.randint(1, 3), "t": i // 2, "k": rng.choice("ab"), "v": rng.randint(0, 4), "seq": i} for i in range(80)]
+    pa.csv.write_csv(pa.Table.from_pylist(rows), tmp_path / "ev.csv")
+    common = ["sql", SQL_QUERY, "-i", str(tmp_path / "ev.csv")]
+    assert main([*common, "-o", str(tmp_path / "local.jsonl")]) == 0
+    spark_run = [*common, "--engine", "spark", "--conf", "spark.sql.shuffle.partitions=3"]
+    assert main([*spark_run, "-o", str(tmp_path / "spark.jsonl")]) == 0
+    local = sorted((tmp_path / "local.jsonl").read_text().splitlines())
+    assert local and sorted((tmp_path / "spark.jsonl").read_text().splitlines()) == local
+    capsys.readouterr()
+    failing = SQL_QUERY.replace("B.v >= PREV(B.v)", "B.v / (B.v - B.v) > 0")
+    status = main(["sql", failing, "-i", str(tmp_path / "ev.csv"), "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "division by zero" in err, err
+    assert "Traceback" not in err and "\tat " not in err
+    assert main([*spark_run, "--conf", "novalue"]) == 2
+    assert "--conf takes KEY=VALUE" in capsys.readouterr().err

@@ -645,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="local",
         help="evaluate in this process (default) or on Spark",
     )
-    run.add_argument("--master", default=None, help="Spark master URL for --engine spark (default local[*])")
+    add_spark_options(run)
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser(
@@ -663,6 +663,24 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--overwrite", action="store_true", help="replace an existing --svg file")
     explain.set_defaults(func=cmd_explain)
     return parser
+
+
+def add_spark_options(parser: argparse.ArgumentParser) -> None:
+    """``--master`` and ``--conf`` of ``--engine spark`` (``ceql run``, ``ceql sql``)."""
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL for --engine spark (default: CEQL_SPARK_MASTER, else local[*])",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark, repeat for several (e.g. spark.sql.shuffle.partitions=200; "
+        "its default is CEQL_SHUFFLE_PARTITIONS, else 8; the driver's memory CEQL_DRIVER_MEMORY, else 2g); "
+        "CEQL_SPARK_VERBOSE=1 shows Spark's own traces of failed tasks",
+    )
 
 
 def _engine_options(args: argparse.Namespace) -> dict:

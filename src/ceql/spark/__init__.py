@@ -21,6 +21,6 @@ except ImportError as exc:  # the local engine works without Spark; say how to g
 from ceql.spark import sql  # MATCH_RECOGNIZE: ceql.spark.sql(text, t=df) (a module you can call)
 from ceql.spark.batch import explain_plan, find, matcher, plan_kind
 from ceql.spark.session import session
-from ceql.spark.streaming import write_stream
+from ceql.spark.streaming import stream_end, write_stream
 
-__all__ = ["explain_plan", "find", "matcher", "plan_kind", "session", "sql", "write_stream"]
+__all__ = ["explain_plan", "find", "matcher", "plan_kind", "session", "sql", "stream_end", "write_stream"]

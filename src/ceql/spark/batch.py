@@ -1,9 +1,13 @@
 """ceql on Spark DataFrames, batch: a lazy transformation, exact, parallel where the query allows.
 
 Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them):
-- **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): rows are
-  grouped by key and each key's sub-stream is sorted and evaluated in its own task
-  (``groupBy(...).applyInArrow``);
+- **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): keys go to
+  buckets by a hash, and each bucket's rows are sorted and evaluated by one evaluator, which
+  keeps each key's sub-stream apart as the local engine does (``groupBy(bucket).applyInArrow``:
+  one Python call per bucket, not per key). NOT FOLLOWED BY too when that is exact
+  (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
+  of its rows, and the trigger the whole stream would give is found afterwards
+  (``_global_triggers``);
 - **sharded**: no PARTITION BY, a WITHIN window over a non-decreasing measure and nothing that
   reads outside the window (``query.facts.shardable``): the stream is cut into shards of the
   measure, each also given the window's worth of events before it, and each reports only the
@@ -19,6 +23,7 @@ small window over the counts gives every partition its offset; nothing runs unti
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +43,8 @@ from ceql.spark.rows import output_batch
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
 KEY = "__ceql_key"
+BUCKET = "__ceql_bucket"  # the partitioned plan's bucket of keys
+DEADLINE = "__ceql_deadline"  # NOT FOLLOWED BY split by key: each match's deadline, for its trigger
 _FLUSH_ROWS = 10_000
 
 
@@ -53,11 +60,45 @@ def _compiled(query_text: str, declaration: str):
 def plan_kind(query) -> str:
     """Which batch plan a compiled query gets: partitioned, sharded or single."""
     facts = query.facts
-    if facts.partition_groups and facts.consume != "ANY" and not facts.deadlines:
+    if facts.partition_groups and facts.consume != "ANY" and (not facts.deadlines or absence_splits_by_key(query)):
         return "partitioned"
     if facts.shardable and _every_type_has_measure(query):
         return "sharded"
     return "single"
+
+
+def absence_splits_by_key(query) -> bool:
+    """Whether a NOT FOLLOWED BY query evaluated per PARTITION BY key reports what the whole
+    stream reports (docs/semantics.md, 5.2). The complex events of f and the g that cancels
+    them live in one key's sub-stream when g is partitioned like f (every event type either
+    side names has the same key attributes). A deadline passes at the first event at or past
+    it: in a key's sub-stream that is the first event of the key, which comes no earlier than
+    the whole stream's; no event of the key lies between the two (the stream is in measure
+    order), so no g of the key can cancel in between, and the complex events reported are the
+    same. Only their grouping by trigger differs (several deadlines of a key may pass at one
+    event of the key but at different events of the stream), so what acts on the complex events
+    of one trigger must not depend on the group: the strategy keeps them all (ALL, or STRICT
+    per complex event), no LIMIT, CONSUME BY NONE, and no projection (two complex events that
+    project alike are one at a trigger). The trigger itself is recomputed afterwards."""
+    plan = query.plan
+    absence = getattr(plan, "absence", None)
+    if absence is None:
+        return True
+    keyed = dict(plan.partition_types)
+    if not keyed or plan.auto_partition or absence.auto_partition:
+        return False
+    # The event types either side names (others move no run and pass no deadline).
+    named = set(query.checked.used_types) | set(getattr(query.checked, "absence", query.checked).used_types)
+    cancelling = dict(absence.partition_types)
+    if any(keyed.get(name) is None or cancelling.get(name) != keyed[name] for name in named):
+        return False
+    projection = plan.projection
+    return (
+        plan.strategy in ("ALL", "STRICT")
+        and plan.limit is None
+        and plan.consume == "NONE"
+        and (projection is None or (projection.kind == "star" and not projection.items))
+    )
 
 
 def _every_type_has_measure(query) -> bool:
@@ -113,6 +154,19 @@ class _Job:
     sharded: bool = False
     # The evaluator needs the stream positions (WITHIN n EVENTS on a part of the stream).
     positions_in_semantics: bool = False
+    # NOT FOLLOWED BY on a part of the stream: the end of the part is the end of the input for
+    # it, and with ``deadline_column`` each row carries its deadline (``DEADLINE``), from which
+    # the trigger of the whole stream is found afterwards.
+    deadlines: bool = False
+    deadline_column: str | None = None  # the Arrow type name of ``DEADLINE`` (int64, double)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The schema of the task's output (the output schema, and the deadlines if carried)."""
+        schema = self.spec.arrow_schema
+        if self.deadline_column:
+            schema = schema.append(pa.field(DEADLINE, pa.type_for_alias(self.deadline_column)))
+        return schema
 
     @property
     def whole_tables(self) -> bool:
@@ -162,7 +216,7 @@ def find(
     the order columns), typed measure columns, and with ``positions=True`` the positions of the
     local engine (see docs/spark.md for the schema). A streaming DataFrame gives a streaming
     result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
-    own instead of stopping the query). With ``max_matches``, a task (a key's group, a shard
+    own instead of stopping the query). With ``max_matches``, a task (a bucket of keys, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
     """
     compiled, df, settings = prepare_stream(
@@ -227,6 +281,14 @@ def plan_batch(
             buckets = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
             keyed = number_rows(keyed, sort_keys, bucket_key, buckets)
             sort_keys = [POS]
+    split_deadlines = kind == "partitioned" and compiled.facts.deadlines
+    # A key's deadlines pass at its own events: with triggers shown, find the stream's afterwards.
+    fix_triggers = split_deadlines and global_positions
+    task_schema = out_schema
+    if fix_triggers:
+        from pyspark.sql import types as T
+
+        task_schema = T.StructType([*out_schema.fields, T.StructField(DEADLINE, _deadline_type(compiled, df))])
     job = _Job(
         text=compiled.text,
         declaration=compiled.checked.schema.text(),
@@ -236,6 +298,8 @@ def plan_batch(
         max_matches=max_matches,
         sharded=kind == "sharded",
         positions_in_semantics=global_positions and compiled.facts.window_kind == "events",
+        deadlines=split_deadlines,
+        deadline_column=_deadline_type(compiled, df).typeName().replace("long", "int64") if fix_triggers else None,
     )
 
     # Plain closures: Spark infers the kind of UDF from the function's signature.
@@ -251,15 +315,30 @@ def plan_batch(
     wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *id_columns, *sort_keys]
     if compiled.facts.window_attribute:
         wanted.append(compiled.facts.window_attribute)
+    timeline = keyed
     keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
         grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
-        return grouped.groupBy(*key_columns).applyInArrow(evaluate_group, out_schema)
+        # Keys in hashed buckets, one evaluator per bucket running PARTITION BY inside it: the
+        # local engine restricted to the bucket's keys (every event of a key is in its bucket),
+        # with a Python call and a sort per bucket rather than per key.
+        buckets = _buckets(df)
+        bucketed = grouped.withColumn(BUCKET, F.pmod(F.xxhash64(*key_columns), F.lit(buckets)))
+        found = bucketed.groupBy(BUCKET).applyInArrow(evaluate_group, task_schema)
+        if fix_triggers:
+            return _global_triggers(found, timeline, compiled, counted, out_schema)
+        return found
     if kind == "sharded":
         sharded = _with_shards(keyed, compiled, shards, counted)
         return sharded.groupBy(SHARD).applyInArrow(evaluate_group, out_schema)
     single = keyed.repartition(1).sortWithinPartitions(*sort_keys)
     return single.mapInArrow(evaluate_stream, out_schema)
+
+
+def _buckets(df) -> int:
+    """How many buckets of keys the partitioned plan makes: the shuffle partitions (each a
+    task; ``spark.sql.shuffle.partitions``, ``CEQL_SHUFFLE_PARTITIONS`` for ``ceql.spark.session``)."""
+    return max(1, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8))
 
 
 def prepare_stream(
@@ -292,6 +371,8 @@ def prepare_stream(
         schema = schema_from_dataframe(
             df, query, event_type=event_type, time_column=time_column, time_unit=time_unit
         )
+        if not df.isStreaming:
+            check_types_present(df, event_type, list(schema.event_types))
         # The stream is the rows of the event types the query names (nothing declares others).
         df = df.where(F.col(event_type).isin(list(schema.event_types)))
     else:
@@ -324,6 +405,35 @@ def prepare_stream(
         "user_columns": user_columns,
     }
     return compiled, df, settings
+
+
+def check_types_present(df, event_type: str, names: list[str]) -> None:
+    """Without a declaration nothing says which event types exist: a misspelt one (``PURCHSE``)
+    would match nothing. So each type the query names must occur in the data, as the CLI
+    refuses a type its declaration lacks. One small job: per type, each input partition is read
+    up to its first row of that type (a type that is there is found at once; only a missing one
+    costs a whole scan, and then the error names a few of the types the data has)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    column = F.col(f"`{event_type}`")
+    probes = [df.where(column == F.lit(name)).select(F.lit(name).alias("t")).limit(1) for name in names]
+    found = {row["t"] for row in reduce(lambda a, b: a.unionAll(b), probes).collect()}
+    missing = [name for name in names if name not in found]
+    if missing:
+        some = sorted(str(row[0]) for row in df.select(column).distinct().limit(20).collect())
+        import difflib
+
+        hints = []
+        for name in missing:
+            close = difflib.get_close_matches(name, some, 1)
+            hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
+        raise CeqlError(
+            f"the query names event type{'s' if len(missing) > 1 else ''} {', '.join(hints)}, which no row of the "
+            f"DataFrame has in {event_type!r} (it has: {', '.join(some) or 'no rows'}); pass a declaration to "
+            "declare event types the data may lack"
+        )
 
 
 def _names(value: list[str] | str | None) -> list[str]:
@@ -384,6 +494,106 @@ def _with_partition_keys(df, query, reuse: bool = False):
         term = F.col(key).isNotNull()
         condition = term if condition is None else (condition & term)
     return df.where(condition), columns
+
+
+def _deadline_type(query, df):
+    """The Spark type of NOT FOLLOWED BY's deadlines: positions and nanoseconds are longs, an
+    attribute window's deadlines have the attribute's kind."""
+    from pyspark.sql import types as T
+
+    facts = query.facts
+    if facts.window_kind == "attribute" and dict(df.dtypes).get(facts.window_attribute or "") not in _INTEGRAL:
+        return T.DoubleType()
+    return T.LongType()
+
+
+_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+_M, _AT, _B, _FIRST, _LATER, _TOTAL, _LO, _HI = (
+    "__ceql_m",
+    "__ceql_at",
+    "__ceql_b",
+    "__ceql_first",
+    "__ceql_later",
+    "__ceql_total",
+    "__ceql_lo",
+    "__ceql_hi",
+)
+
+
+def _global_triggers(found, events, query, counted, out_schema):
+    """The triggers of NOT FOLLOWED BY matches found per key, as the whole stream gives them
+    (docs/semantics.md, 5.2): a deadline d passes at the first event of the stream whose
+    measure is at or past d (with ``n EVENTS``: position d; with a time or attribute window: an
+    event of a type the query names), else at the end of the input (the number of events).
+
+    Lazily and in parallel: the named events' (measure, position) and the matches' deadlines go
+    to buckets by a monotone function of the value (as ``number_rows`` cuts the stream); in its
+    bucket each deadline finds the first position at or past it, else it takes the first
+    position of the next bucket that has events, else the end."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    facts = query.facts
+    total = row_count(counted).select(F.col("__ceql_count").alias(_TOTAL))
+    columns = [F.col(f"`{f.name}`") for f in out_schema.fields]
+    if facts.window_kind == "events":  # the event at position d, if there is one
+        fixed = found.crossJoin(F.broadcast(total)).withColumn("trigger", F.least(F.col(DEADLINE), F.col(_TOTAL)))
+        return fixed.select(*columns)
+    named = sorted(query.plan.absence.time_attributes)
+    if facts.window_kind == "time":
+        measure = time_ns(query.checked.schema, events)
+    else:
+        measure = F.col(f"`{facts.window_attribute}`")
+    line = (
+        events.where(F.col("event_type").isin(named))
+        .select(measure.alias(_M), F.col(POS).alias(_AT))
+        .where(F.col(_M).isNotNull())
+    )
+    bounds = line.agg(F.min(_M).alias(_LO), F.max(_M).alias(_HI))
+    buckets = int(events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
+
+    def bucket(value):
+        # Monotone in the value (each double operation rounds monotonically): a value at or
+        # past d is in d's bucket or a later one.
+        share = (value.cast("double") - F.col(_LO).cast("double")) / (
+            F.col(_HI).cast("double") - F.col(_LO).cast("double") + F.lit(1.0)
+        )
+        return F.least(F.greatest(F.floor(share * F.lit(buckets)), F.lit(0)), F.lit(buckets - 1)).cast("int")
+
+    line = line.crossJoin(F.broadcast(bounds)).withColumn(_B, bucket(F.col(_M))).drop(_LO, _HI)
+    placed = found.crossJoin(F.broadcast(bounds)).withColumn(_B, bucket(F.col(DEADLINE))).drop(_LO, _HI)
+    firsts = line.groupBy(_B).agg(F.min(_AT).alias(_FIRST))
+    # Per bucket, the first position of the later buckets (a few hundred rows at most).
+    later = (
+        firsts.select(F.col(_B).alias("__ceql_b0"))
+        .join(firsts, F.col(_B) > F.col("__ceql_b0"))
+        .groupBy("__ceql_b0")
+        .agg(F.min(_FIRST).alias(_LATER))
+        .withColumnRenamed("__ceql_b0", _B)
+    )
+    with_at = T.StructType([*placed.schema.fields, T.StructField(_AT, T.LongType())])
+    matched = placed.groupBy(_B).cogroup(line.groupBy(_B)).applyInArrow(_first_at_or_after, with_at)
+    fixed = matched.join(F.broadcast(later), _B, "left").crossJoin(F.broadcast(total))
+    fixed = fixed.withColumn("trigger", F.coalesce(F.col(_AT), F.col(_LATER), F.col(_TOTAL)))
+    return fixed.select(*columns)
+
+
+def _first_at_or_after(found: pa.Table, line: pa.Table) -> pa.Table:
+    """On a worker, one bucket: for each match's deadline, the least position among the events
+    whose measure is at or past it (null when none in the bucket)."""
+    if not found.num_rows:
+        return found.append_column(_AT, pa.array([], pa.int64()))
+    measures = line.column(_M).to_numpy(zero_copy_only=False)
+    order = np.argsort(measures, kind="stable")
+    measures = measures[order]
+    at = line.column(_AT).to_numpy(zero_copy_only=False)[order]
+    # The least position from each index on (no assumption that positions follow measures).
+    least = np.minimum.accumulate(at[::-1])[::-1] if len(at) else at
+    deadlines = found.column(DEADLINE).to_numpy(zero_copy_only=False)
+    index = np.searchsorted(measures, deadlines, side="left")
+    hit = index < len(measures)
+    values = least[np.minimum(index, max(len(least) - 1, 0))] if len(least) else np.zeros(len(index), np.int64)
+    return found.append_column(_AT, pa.array(np.where(hit, values, 0).astype(np.int64), mask=~hit))
 
 
 def _with_shards(df, query, shards: int | None, unnumbered=None):
@@ -484,11 +694,13 @@ def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None
 def _evaluate_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None) -> pa.Table:
     _check_times(table, 0, positions)
     if job.whole_tables:
-        return pa.Table.from_batches(list(_column_rows(table, query, job, positions)), schema=job.spec.arrow_schema)
+        return pa.Table.from_batches(list(_column_rows(table, query, job, positions)), schema=job.arrow_schema)
     evaluator = query.evaluator()
     collector = Collector(job.spec)
     first = collector.add_ids(table)
     found: Iterator = evaluator.process_table(_events(table, query), positions=positions, payload=lambda i: first + i)
+    if job.deadlines:  # the key's rows end here: NOT FOLLOWED BY reports what is still due
+        found = itertools.chain(found, _later(lambda: evaluator.finish(detailed=True)))
     if job.sharded:  # a shard reports only the matches its own rows trigger
         shard = table.column(SHARD)[0].as_py()
         home = table.column(HOME).to_numpy()
@@ -501,9 +713,30 @@ def _evaluate_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | No
     for match, rows in limit_matches(found, job.max_matches):
         collector.add(match, rows)
         if len(collector) >= _FLUSH_ROWS:
-            batches.append(collector.flush())
-    batches.append(collector.flush())
-    return pa.Table.from_batches(batches, schema=job.spec.arrow_schema)
+            batches.append(_flush(collector, job))
+    batches.append(_flush(collector, job))
+    return pa.Table.from_batches(batches, schema=job.arrow_schema)
+
+
+def _later(make: Callable[[], Any]) -> Iterator:
+    """The items of ``make()``, called only once they are asked for."""
+    yield from make()
+
+
+def _flush(collector: Collector, job: _Job) -> pa.RecordBatch:
+    """The collected rows, with their deadlines when the job carries them."""
+    deadlines = [match.deadline for match in collector.matches] if job.deadline_column else None
+    batch = collector.flush()
+    return _with_deadlines(batch, deadlines, job) if deadlines is not None else batch
+
+
+def _with_deadlines(batch: pa.RecordBatch, deadlines, job: _Job) -> pa.RecordBatch:
+    """``batch`` with the ``DEADLINE`` column, in the job's type."""
+    values = list(deadlines) if deadlines is not None else []
+    if len(values) != batch.num_rows:
+        raise CeqlError("internal: NOT FOLLOWED BY matches without their deadlines")
+    column = pa.array(values).cast(job.arrow_schema.field(DEADLINE).type)
+    return pa.RecordBatch.from_arrays([*batch.columns, column], schema=job.arrow_schema)
 
 
 def _naming_the_event(exc: EventError, table: pa.Table, job: _Job, index: int) -> EventError:
@@ -525,9 +758,14 @@ def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None
     ids = _ids(table, job.spec)
     home = table.column(HOME).to_numpy() if job.sharded else None
     shard = table.column(SHARD)[0].as_py() if job.sharded else None
-    # A whole stream (not a shard) ends here: NOT FOLLOWED BY reports what is still due.
+    if job.deadlines and positions is not None and len(positions):
+        # A trigger at the end of a key's rows is one past them (the stream's is found later).
+        positions = np.append(positions, positions[-1] + 1)
+    # A whole stream or a key's rows (not a shard) end here: NOT FOLLOWED BY reports what is due.
     for found in query.evaluator().columns(_events(table, query), finish=not job.sharded):
         batch = output_batch(found, job.spec, ids, positions)
+        if job.deadline_column:
+            batch = _with_deadlines(batch, found.deadline, job)
         if home is not None:
             batch = batch.filter(pa.array(home[np.asarray(found.trigger, dtype=np.int64)] == shard))
         yield batch

@@ -254,7 +254,9 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
     started = time.perf_counter()
-    spark = session(args.master, progress=False)
+    if not args.quiet:  # the JVM's start takes a while: say what is happening
+        print(f"ceql run: starting Spark ({args.master or os.environ.get('CEQL_SPARK_MASTER', 'local[*]')})", file=sys.stderr)
+    spark = session(args.master, progress=False, light_jvm=_small(paths), **spark_conf(args.conf))
     progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
@@ -366,3 +368,64 @@ def _too_many(limit: int):
     from ceql.compile.limits import too_many_matches
 
     return too_many_matches(limit, "--max-matches", "; no output was written")
+
+
+SMALL_INPUT = 64 * 2**20  # bytes: below this, a run's cost is the JVM's start (session.LIGHT_JVM)
+
+
+def _small(paths: list[str]) -> bool:
+    """Whether the input files are small enough that a light driver JVM pays off."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            return False
+    return total < SMALL_INPUT
+
+
+def spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as Spark settings."""
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise CeqlError(f"--conf takes KEY=VALUE (a Spark setting), not {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Table:
+    """``ceql sql --engine spark``: the MATCH_RECOGNIZE query over the input files on Spark
+    (``ceql.spark.sql``), as one Arrow table in the local engine's result schema. Parquet is
+    read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
+    local``), then handed to Spark. A failed job is one message naming its cause."""
+    from ceql.spark.progress import Progress, job_failure
+    from ceql.spark.session import session
+    from ceql.sql.cli import read_table
+
+    light = _small(list(paths.values()))
+    spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
+    progress = Progress(enabled=False, prefix="ceql sql")
+    progress.attach(spark)  # Spark's log off while the job runs: the cause is reported below
+    try:
+        import ceql.spark.sql as spark_sql
+
+        frames = {}
+        for name, path in paths.items():
+            if not os.path.isfile(path):
+                raise CeqlError(f"input file not found: {path}")
+            if path.lower().endswith(".parquet"):
+                frames[name] = spark.read.parquet(os.path.abspath(path))
+            else:
+                frames[name] = spark.createDataFrame(read_table(path))
+        result = spark_sql.run(text, frames).toArrow()
+    except CeqlError:
+        raise
+    except Exception as exc:
+        if _from_spark(exc):
+            raise job_failure(exc) from None
+        raise
+    finally:
+        progress.close()
+    return result

@@ -34,7 +34,19 @@ def warm_up() -> None:
         pass
 
 
+def hide_tracebacks() -> None:
+    """A failing task reports its exception's message, not the worker's traceback (PySpark's
+    ``SPARK_HIDE_TRACEBACK``, which its SQL setting only sets for some of its runners: the
+    workers forked from here have it for all, the streaming state processor included), unless
+    ``CEQL_SPARK_VERBOSE`` asks for Spark's traces."""
+    import os
+
+    if os.environ.get("CEQL_SPARK_VERBOSE", "").strip().lower() in ("", "0", "false", "no"):
+        os.environ.setdefault("SPARK_HIDE_TRACEBACK", "1")
+
+
 if __name__ == "__main__":
+    hide_tracebacks()
     warm_up()
     from pyspark import daemon
 

@@ -2,7 +2,11 @@
 
 - ``Progress``: a thread that polls ``SparkContext.statusTracker()`` and prints a line per
   finished stage and per 10% of the tasks of a long stage, each under the name of the step that
-  runs it (``progress.step("reading the input")`` puts the jobs that follow in a job group);
+  runs it (``progress.step("reading the input")`` puts the jobs that follow in a job group), and
+  a heartbeat: when nothing was printed for ``heartbeat`` seconds (20) while a stage runs, a
+  line with its tasks done and running, so that a run is never silent for more than 30 s (one
+  task may take minutes). ``watch(spark)`` runs only the heartbeat, for every job of a session
+  (``ceql.spark.session(progress=True)``);
 - ``job_failure``: the cause of a failed Spark action as a ``SparkJobError`` with one message:
   the Python exception inside a Py4J / ``PythonException`` trace (a ceql error raised in a
   task keeps its text), the message of ``raise_error`` (``USER_RAISED_EXCEPTION``), else the
@@ -57,9 +61,17 @@ def _python_cause(text: str) -> tuple[str, str] | None:
     """The exception that ends the last Python traceback in ``text`` (class, message; the
     message may span several lines, up to the JVM's stack or a blank line)."""
     start = text.rfind("Traceback (most recent call last):")
-    if start < 0:
-        return None
-    lines = text[start:].splitlines()[1:]
+    if start >= 0:
+        lines = text[start:].splitlines()[1:]
+    else:  # the worker showed only its exception (hideTraceback, what ceql's session sets)
+        start = max(text.rfind("thrown from the Python worker"), text.rfind("PythonException: "))
+        if start < 0:
+            return None
+        rest = text[start:]
+        if rest.startswith("PythonException: "):  # "...PythonException: module.Error: message"
+            lines = rest[len("PythonException: ") :].splitlines()
+        else:  # "...thrown from the Python worker. Please see ...", then the exception's line
+            lines = rest.splitlines()[1:]
     for index, line in enumerate(lines):
         if line.startswith((" ", "\t")) or not line:
             continue  # the traceback's frames and their source lines
@@ -94,11 +106,18 @@ class Progress:
         prefix: str = "ceql run",
         write: Callable[[str], Any] | None = None,
         interval: float = 0.5,
+        heartbeat: float = 20.0,
+        every_job: bool = False,
     ) -> None:
         self.enabled = enabled
         self.prefix = prefix
         self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
         self.interval = interval
+        self.heartbeat = heartbeat
+        # Every job of the context, heartbeat lines only (a session's own reporter), rather
+        # than the jobs of this run's steps.
+        self.every_job = every_job
+        self._last_line = time.perf_counter()
         self.context = None
         self.started = time.perf_counter()
         self._groups: list[tuple[str, str]] = []  # (job group, step name)
@@ -111,7 +130,8 @@ class Progress:
     def attach(self, spark) -> None:
         """Start reporting on the jobs of ``spark``'s context."""
         self.context = spark.sparkContext
-        self.context.setLogLevel("OFF")
+        if not self.every_job:  # a session's reporter leaves the user's log level alone
+            self.context.setLogLevel("OFF")
         if self.enabled:
             self._thread = threading.Thread(target=self._run, name="ceql-progress", daemon=True)
             self._thread.start()
@@ -125,9 +145,10 @@ class Progress:
             self._thread.join()
             self._thread = None
             self._poll()
-        self.context.setLocalProperty("spark.jobGroup.id", None)
-        self.context.setLocalProperty("spark.job.description", None)
-        self.context.setLogLevel("ERROR")
+        if not self.every_job:
+            self.context.setLocalProperty("spark.jobGroup.id", None)
+            self.context.setLocalProperty("spark.job.description", None)
+            self.context.setLogLevel("ERROR")
         self.context = None
 
     def step(self, name: str) -> None:
@@ -147,14 +168,54 @@ class Progress:
                 return
 
     def _poll(self) -> None:
-        tracker = self.context.statusTracker()
-        with self._lock:
-            groups = list(self._groups)
-        for group, name in groups:
-            for job_id in sorted(tracker.getJobIdsForGroup(group)):
-                job = tracker.getJobInfo(job_id)
-                for stage_id in sorted(job.stageIds) if job else ():
-                    self._report(name, tracker.getStageInfo(stage_id))
+        context = self.context
+        if context is None:
+            return
+        tracker = context.statusTracker()
+        running: list[tuple[str, Any]] = []
+        if self.every_job:
+            now_ms = time.time() * 1000
+            for stage_id in sorted(tracker.getActiveStageIds()):
+                stage = tracker.getStageInfo(stage_id)
+                # Only stages that have run a while: short jobs stay quiet.
+                if stage is not None and now_ms - (stage.submissionTime or now_ms) >= self.heartbeat * 1000:
+                    running.append((stage.name.split(" at ")[0] or "job", stage))
+        else:
+            with self._lock:
+                groups = list(self._groups)
+            for group, name in groups:
+                for job_id in sorted(tracker.getJobIdsForGroup(group)):
+                    job = tracker.getJobInfo(job_id)
+                    for stage_id in sorted(job.stageIds) if job else ():
+                        stage = tracker.getStageInfo(stage_id)
+                        self._report(name, stage)
+                        if stage is not None and stage.stageId not in self._done and stage.numActiveTasks:
+                            running.append((name, stage))
+        self._beat(running)
+
+    def _beat(self, running: list[tuple[str, Any]]) -> None:
+        """A line per running stage when nothing was printed for ``heartbeat`` seconds (for a
+        run's steps, also between stages: the driver plans, or Spark starts workers)."""
+        now = time.perf_counter()
+        if now - self._last_line < self.heartbeat:
+            return
+        elapsed = now - self.started
+        if not running:
+            with self._lock:
+                step = self._groups[-1][1] if self._groups else None
+            if step is not None and not self.every_job:
+                self._line(f"{self.prefix}: [{elapsed:6.1f} s] {step}: preparing the next Spark stage")
+            return
+        for name, stage in running:
+            self.write(
+                f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId}: "
+                f"{stage.numCompletedTasks}/{stage.numTasks} tasks done, {stage.numActiveTasks} running"
+            )
+        self._last_line = now
+
+    def _line(self, text: str) -> None:
+        self._last_line = time.perf_counter()
+        self.write(text)
 
     def _report(self, name: str, stage) -> None:
         if stage is None or stage.stageId in self._done or stage.numTasks == 0:
@@ -163,14 +224,32 @@ class Progress:
         elapsed = time.perf_counter() - self.started
         if completed >= total:
             self._done.add(stage.stageId)
-            self.write(
+            self._line(
                 f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId} done ({total} tasks)"
             )
             return
         tenths = completed * 10 // total
         if total >= 10 and tenths > self._tenths.get(stage.stageId, 0):
             self._tenths[stage.stageId] = tenths
-            self.write(
+            self._line(
                 f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId}: "
                 f"{completed}/{total} tasks ({tenths * 10}%)"
             )
+
+
+_WATCHED: dict[int, Progress] = {}
+
+
+def watch(spark, heartbeat: float = 20.0) -> Progress:
+    """A heartbeat for every job of ``spark``'s context, on standard error (one per context):
+    a line per stage that has run ``heartbeat`` seconds since the last line, with its tasks
+    done and running."""
+    context = spark.sparkContext
+    key = id(context)
+    found = _WATCHED.get(key)
+    if found is not None and found.context is context:
+        return found
+    progress = Progress(prefix="ceql", heartbeat=heartbeat, every_job=True, interval=1.0)
+    progress.attach(spark)
+    _WATCHED[key] = progress
+    return progress

@@ -379,6 +379,39 @@ def find_streaming(
     stops the query at a late event; ``late="rows"`` adds a ``late`` column: null on match
     rows, the late event on rows that are not matches (``split_late`` separates them, e.g. in
     a ``foreachBatch`` sink)."""
+    prepared, keys, setup, out_schema = _streaming_plan(
+        df,
+        query,
+        tie_break=tie_break,
+        id_columns=id_columns,
+        user_columns=user_columns,
+        name=name,
+        allowed_lateness=allowed_lateness,
+        late=late,
+        max_matches=max_matches,
+    )
+    return prepared.groupBy(*keys).transformWithStateInPandas(
+        statefulProcessor=_processor_class()(setup),
+        outputStructType=out_schema,
+        outputMode="Append",
+        timeMode="EventTime",
+    )
+
+
+def _streaming_plan(
+    df,
+    query,
+    *,
+    tie_break: list[str],
+    id_columns: list[str],
+    user_columns: list[str],
+    name: str,
+    allowed_lateness: str | None,
+    late: str,
+    max_matches: int | None,
+):
+    """The keyed input of the stateful operator, its key columns, the processor's setup and
+    the output schema."""
     if late not in ("fail", "rows"):
         raise CeqlError(f"late= must be 'fail' or 'rows', not {late!r}")
     from pyspark.sql import functions as F
@@ -399,7 +432,10 @@ def find_streaming(
     time = time_ns(schema, df, row_label(tie_break))
     if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
-    partitioned = bool(facts.partition_groups) and facts.consume != "ANY"
+    from ceql.spark.batch import absence_splits_by_key
+
+    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule).
+    partitioned = bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
     if partitioned and facts.window_kind == "events":
         raise CeqlError(
             "WITHIN n EVENTS with PARTITION BY counts events of the whole stream, which a stream split "
@@ -446,12 +482,59 @@ def find_streaming(
         "delay_ms": delay,
         "deadlines": facts.deadlines,
     }
-    return prepared.groupBy(*keys).transformWithStateInPandas(
-        statefulProcessor=_processor_class()(setup),
-        outputStructType=out_schema,
-        outputMode="Append",
-        timeMode="EventTime",
-    )
+    return prepared, keys, setup, out_schema
+
+
+def stream_end(df, query, declaration=None, *, checkpoint: str, late: str = "fail", **options: Any):
+    """What a finished stream still owes, as batch reports it at the end of the input: the
+    events still buffered (the last ``allowed_lateness`` of event time) evaluated, and the
+    NOT FOLLOWED BY complex events whose deadline falls after the last event. A batch
+    DataFrame with the schema of ``find`` on the stream, read from the state in ``checkpoint``
+    (Spark's state data source) once the streaming query that wrote it has stopped, e.g. after
+    ``trigger(availableNow=True)``; ``df``, ``query`` and the options are those of that
+    ``find``. Append it to the stream's output when the input is over for good: a stream that
+    goes on later would report these complex events by itself, or cancel them."""
+    from ceql.spark.batch import prepare_stream
+
+    if not df.isStreaming:
+        raise CeqlError("stream_end takes the streaming DataFrame given to find (for its columns and order)")
+    compiled, prepared, settings = prepare_stream(df, query, declaration, **options)
+    _, _, setup, out_schema = _streaming_plan(prepared, compiled, late=late, **settings)
+    state = df.sparkSession.read.format("statestore").option("path", checkpoint).option("stateVarName", "ceql").load()
+    values = state.select("value.*")
+
+    def finish(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        processor = _processor_class()(setup)
+        for batch in batches:
+            for row in batch.to_pylist():
+                for frame in _finish_key(processor, setup, row):
+                    yield pa.RecordBatch.from_pandas(frame, schema=out_arrow, preserve_index=False)
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    out_arrow = to_arrow_schema(out_schema)
+    return values.mapInArrow(finish, out_schema)
+
+
+def _finish_key(processor, setup: dict[str, Any], row: dict[str, Any]) -> list[pd.DataFrame]:
+    """One key's state at the end of the input: its buffered events evaluated in order, then
+    the evaluator's end (``Evaluator.finish``)."""
+    data = {
+        "buffer": _bytes(row["buffer"]),
+        "evaluator": _bytes(row["evaluator"]),
+        "frontier": _bytes(row["frontier"]),
+        "timers": list(row["timers"] or ()),
+    }
+    outputs = []
+    buffered = _read_ipc(data["buffer"])
+    if buffered is not None and buffered.num_rows:
+        buffered = buffered.take(pa.array(_order(buffered, setup["order"])))
+        outputs.extend(processor._evaluate(data, buffered))
+    if data["evaluator"] is not None:
+        evaluator = _compiled(setup["text"], setup["declaration"]).evaluator()
+        evaluator.import_state(data["evaluator"])
+        outputs.extend(processor._collect(evaluator.finish(detailed=True)))
+    return outputs
 
 
 def write_stream(

@@ -36,6 +36,13 @@ def register(sub, check: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
     parser.add_argument("--format", "-f", choices=FORMATS, help="jsonl (default), csv or parquet")
     parser.add_argument("--explain", action="store_true", help="print the plan instead of running the query")
+    # --engine spark: the same query on Spark (ceql.spark.sql), with ceql run's Spark options.
+    parser.add_argument(
+        "--engine", choices=["local", "spark"], default="local", help="evaluate in this process (default) or on Spark"
+    )
+    from ceql.cli import add_spark_options
+
+    add_spark_options(parser)
     parser.set_defaults(func=cmd_sql)
     # ceql check --sql QUERY --input NAME=FILE: the same plan, from the check command
     check.add_argument("--sql", metavar="QUERY", help="check a SQL MATCH_RECOGNIZE query (with --input) instead")
@@ -70,6 +77,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
     import ceql
 
     text, source = _query(args.query)
+    if getattr(args, "engine", "local") == "spark" and not args.explain:
+        from ceql.spark.cli import run_sql
+
+        try:
+            result = run_sql(text, _paths(text, args.input), args)
+        except QueryError as exc:
+            raise CeqlError(f"in query {source}: {exc}") from None
+        write(result, args.output, args.format)
+        return 0
     tables = _tables(text, args.input)
     try:
         if args.explain:
@@ -104,6 +120,11 @@ def _query(value: str) -> tuple[str, str]:
 
 
 def _tables(text: str, specs: list[str]) -> dict[str, pa.Table]:
+    return {name: read_table(path) for name, path in _paths(text, specs).items()}
+
+
+def _paths(text: str, specs: list[str]) -> dict[str, str]:
+    """The input files by table name (``--input NAME=FILE``, or ``FILE`` for the query's table)."""
     from ceql.sql import _needs_outer_engine, outer
     from ceql.sql.parser import parse_sql
 
@@ -120,7 +141,7 @@ def _tables(text: str, specs: list[str]) -> dict[str, pa.Table]:
     tables = {}
     for spec in specs:
         key, _, path = spec.rpartition("=") if "=" in spec and not os.path.exists(spec) else ("", "", spec)
-        tables[key or name] = read_table(path)
+        tables[key or name] = path
     return tables
 
 
