@@ -252,6 +252,18 @@ class Catalog:
                 out[name] = ints
         return out
 
+    def checking(self) -> Catalog:
+        """The catalog that types and checks an input for this one: every declared attribute
+        (a bad value in a column no query reads is a bad row on every path, as the file
+        readers have it), the same required columns, and the same record of how times come
+        (one dict, shared). This catalog itself when it already has every attribute."""
+        every = {a.name for d in self.schema.event_types.values() for a in d.attributes}
+        if set(self.columns) == every and self.event_types == self.known_types:
+            return self
+        full = Catalog.of_schema(self.schema, self.required)
+        full.time_inputs = self.time_inputs
+        return full
+
     def note_time_input(self, name: str, kind: str) -> None:
         """Record how the input gave a time column: the first kind seen, unless integers come
         later (an input that mixes integer times with timestamps shows them all as integers)."""
