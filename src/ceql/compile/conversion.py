@@ -6,14 +6,16 @@ column's storage type (int64, float64, string, boolean) column-wise, and each ro
 a value, missing (null; for a non-string type also empty text) or bad (with a reason).
 
 The rules (docs/input.md has the table):
-- int: integer text (``-12``, ``+7``, ``007``, surrounding spaces allowed), any Arrow integer
+- int: decimal integer text (``-12``, ``+7``, ``007``, surrounding spaces allowed; not ``0x10``), any Arrow integer
   within int64, or a float with no fractional part of magnitude at most 2**53 (exact); ``1.5``,
   ``1e3`` and values beyond int64 are bad. In a column that is double in another event type,
   ints are stored as doubles and must be at most 2**53 in magnitude (exact).
 - double: decimal text (``1.5``, ``-2e-3``, ``.5``), ``nan``, ``inf``, ``-infinity`` (any
   case; JSON ``NaN``, ``Infinity``), any Arrow integer or float; text beyond the double range
   (``1e400``) is bad. (In a pandas DataFrame, NaN marks a missing value, pandas' convention.)
-- string: text as it is (``007``, ``1e3``, ``NA`` and ``null`` stay text); other types are bad.
+- string: text as it is (``007``, ``1e3``, ``NA`` and ``null`` stay text); other types are bad,
+  and so is a Python str holding a lone surrogate (``"\ud800"``: no Unicode text) or Python
+  bytes (``b"A"``: no text; an Arrow binary column is read as UTF-8 text).
 - boolean: ``true``/``false`` in any case, ``1``/``0``, or an Arrow boolean.
 - primary_time: integer text or an integer in the declared unit (s, ms, us, ns), an Arrow or
   pandas timestamp of any unit and time zone (naive ones are UTC), a date (midnight UTC), or an
@@ -47,7 +49,7 @@ _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
 _DAY_NS = 86_400 * 10**9
 
 # Why a row is bad (codes kept per row; the message is built only for rows that are reported).
-OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8 = range(8)
+OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8, SURROGATE = range(9)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def describe(code: int, shown: str, target: Target) -> str:
         return f"{shown} is a floating-point number beyond 2**53, not an exact integer"
     if code == BAD_UTF8:
         return f"{shown} is not valid UTF-8"
+    if code == SURROGATE:
+        return f"{shown} holds a lone surrogate (U+D800 to U+DFFF), which is no character of Unicode text"
     return f"cannot read {shown} as {expected}"
 
 
@@ -191,6 +195,8 @@ def convert_python(values: list, target: Target) -> Converted:
             converted = _wrong_kind_values(picked, target)
         elif group == "other":
             converted = _other_values(picked, target)
+        elif group == "surrogate":
+            converted = _surrogate_values(picked, target)
         else:
             converted = convert_array(_python_array(picked, group), target)
         parts.append((indexes, converted))
@@ -229,11 +235,11 @@ def _python_group(value: Any) -> str:
     if kind is float:
         return "float"
     if kind is str:
-        return "str" if value.isascii() or _encodes(value) else "bytes"  # a lone surrogate: not UTF-8
+        return "str" if value.isascii() or is_unicode_text(value) else "surrogate"  # not Unicode text
     if kind in (dict, list, tuple):
         return "nested"
-    if kind is bytes:
-        return "bytes"
+    # bytes are no text in Python values (b"A" is not the event type "A"); Arrow binary
+    # columns (Parquet) are still read as UTF-8 text.
     if isinstance(value, (np.bool_,)):
         return "bool"
     if isinstance(value, np.integer):
@@ -245,12 +251,12 @@ def _python_group(value: Any) -> str:
     return "other"
 
 
-_ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "bytes", "time"})
+_ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "time"})
 #: Plain Python types -> the Arrow type their values convert to exactly.
-_PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string(), bytes: pa.binary()}
+_PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string()}
 
 
-def _encodes(text: str) -> bool:
+def is_unicode_text(text: str) -> bool:
     """Whether a str is Unicode text (no lone surrogate, as ``"\\ud800"`` in JSON gives)."""
     try:
         text.encode("utf-8")
@@ -274,8 +280,6 @@ def _python_array(values: list, group: str) -> pa.Array:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     if group == "str":
         return pa.array(values, pa.string())
-    if group == "bytes":  # (a str here has a lone surrogate: its bytes are not valid UTF-8)
-        return pa.array([v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v for v in values], pa.binary())
     raise ValueError(group)
 
 
@@ -308,6 +312,17 @@ def _wrong_kind_values(values: list, target: Target) -> Converted:
     def shown(index: int) -> str:
         value = values[index]
         return "a JSON object" if isinstance(value, dict) else "a list"
+
+    return Converted(pa.nulls(n, target.arrow_type), np.zeros(n, bool), codes, shown, target, "")
+
+
+def _surrogate_values(values: list, target: Target) -> Converted:
+    """Strings holding a lone surrogate (``"\ud800"``): bad for every type, on every path."""
+    n = len(values)
+    codes = np.full(n, SURROGATE, dtype=np.int8)
+
+    def shown(index: int) -> str:
+        return ascii(values[index])
 
     return Converted(pa.nulls(n, target.arrow_type), np.zeros(n, bool), codes, shown, target, "")
 
@@ -562,6 +577,8 @@ def _fast_text(text: pa.Array, nulls: np.ndarray, target: Target) -> Converted |
         values = pc.cast(text, kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    if kind == pa.int64() and pc.any(pc.match_substring(text, "x", ignore_case=True)).as_py():
+        return None  # Arrow's cast reads "0x10" as 16; the syntax here has no hexadecimal
     n = len(text)
     codes = np.zeros(n, dtype=np.int8)
     if target.type == "double":
@@ -626,4 +643,5 @@ __all__: Sequence[str] = [
     "convert_array",
     "convert_python",
     "describe",
+    "is_unicode_text",
 ]

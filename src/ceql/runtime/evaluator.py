@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
-from ceql.errors import EventError
+from ceql.errors import EventError, UsageError
 from ceql.match import Match
 from ceql.runtime import nodes
 from ceql.runtime.absence import Absence
@@ -109,6 +109,7 @@ class Evaluator:
         self.on_error = on_error
         self.errors = self._policy(on_error)
         self._step: EventStep | None = None  # push()'s per-event path, made on first use
+        self._finished = False  # finish() was called: no more events
         # NOT FOLLOWED BY: complex events wait for their deadline (runtime/absence.py).
         self.absence = Absence(self) if plan.absence is not None else None
 
@@ -118,6 +119,8 @@ class Evaluator:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
         ``on_error`` overrides the evaluator's bad-row policy for this event. Under "fail" a
         dict takes a per-event path (``single.py``): no Arrow batch is built."""
+        if self._finished:
+            raise _after_finish("push")
         step = self._step
         if step is None or on_error is not None or type(event) is not dict or self.on_error != "fail":
             if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
@@ -129,11 +132,15 @@ class Evaluator:
 
     def push_batch(self, batch: Any, *, on_error: str | None = None) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
+        if self._finished:
+            raise _after_finish("push_batch")
         return list(self.process(batch, on_error=on_error))
 
     def process(self, events: Any, *, on_error: str | None = None) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
+        if self._finished:
+            raise _after_finish("process")
         if self._kernel is None and self.engine == "auto" and self.position == 0 and _large(events):
             if not self.type_labels and _prefer_kernel(self.plan, events, arrow=False):
                 self._kernel = _kernel_for(self.plan, self.max_nodes)
@@ -284,9 +291,11 @@ class Evaluator:
         returned (trigger: the position of the next event). ``time`` is int nanoseconds since
         1970, an ISO-8601 string or a datetime; with a time window, a later event earlier than
         ``time`` is out of order. For a window over positions (EVENTS) it changes nothing."""
+        if self._finished:
+            raise _after_finish("advance")
+        ns = _time_ns(time)  # checked on every query, so that a bad time is never accepted
         if self.plan.window_kind not in ("time", "attribute") or not self.plan.ordered_time:
             return []
-        ns = _time_ns(time)
         matches: list = []
         if self.absence is not None:
             matches = self.absence.advance(ns, self.position, detailed)
@@ -303,7 +312,11 @@ class Evaluator:
     def finish(self, detailed: bool = False) -> list:
         """The end of the input: the matches still due (``NOT FOLLOWED BY`` queries report every
         complex event still waiting for its deadline, at the position after the last event).
-        ``Query.run`` calls it; call it after pushing the last event of a finite input."""
+        ``Query.run`` calls it; call it after pushing the last event of a finite input. After
+        it the evaluator takes no more events (``UsageError``); calling it again returns []."""
+        if self._finished:
+            return []
+        self._finished = True
         if self.absence is None:
             return []
         found = self.absence.finish(self.position, detailed)
@@ -560,13 +573,25 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
 
 
 def _time_ns(time: Any) -> int:
-    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time)."""
-    if type(time) is int:
-        return time
-    from ceql.compile.conversion import Target, convert
+    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time);
+    UsageError for anything else: an int beyond int64, bytes, a bool."""
+    from ceql.compile.conversion import INT64_MAX, INT64_MIN, Target, convert
 
+    if type(time) is int:
+        if not INT64_MIN <= time <= INT64_MAX:
+            raise UsageError(f"advance() needs a time within int64 nanoseconds (years 1677 to 2262), not {time}")
+        return time
+    if isinstance(time, (bytes, bytearray, memoryview, bool)):
+        raise UsageError(f"advance() needs a time (int nanoseconds, ISO-8601 text or a datetime), not {time!r}")
     converted = convert([time], Target("primary_time"))
     if converted.codes[0] != 0 or converted.missing[0]:
         reason = converted.reason(0) if converted.codes[0] != 0 else "no time given"
-        raise ValueError(f"advance() needs a time: {reason}")
+        raise UsageError(f"advance() needs a time: {reason}")
     return int(converted.values[0].as_py())
+
+
+def _after_finish(call: str) -> UsageError:
+    return UsageError(
+        f"{call}() after finish(): this evaluator has reported the end of its input; "
+        "make a new one (query.evaluator()) for another stream"
+    )

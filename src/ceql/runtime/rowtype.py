@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
-from ceql.compile.conversion import EXACT_DOUBLE, INT64_MAX, INT64_MIN, Target, convert_python
+from ceql.compile.conversion import (
+    EXACT_DOUBLE,
+    INT64_MAX,
+    INT64_MIN,
+    Target,
+    convert_python,
+    is_unicode_text,
+)
 from ceql.errors import EventError
 from ceql.lang.schema import TIME_UNITS
 from ceql.runtime.batches import BatchBuilder
@@ -92,6 +99,8 @@ class RowTyper:
             type_name = self._odd_type(type_name, row)
         found = self._fields.get(type_name)
         if found is None:
+            if not type_name.isascii():  # e.g. a lone surrogate: the reason every path gives
+                self._odd_type(type_name, row)
             if not type_name.strip():
                 raise EventError(f"event has no {EVENT_TYPE}", row)
             raise EventError(f"unknown event type {type_name!r}", row)
@@ -183,7 +192,8 @@ def _converter(target: Target):
     kind = target.kind
     declared = target.type
     if declared == "string":
-        return lambda raw: raw if type(raw) is str else _NOT_HANDLED
+        # A lone surrogate is no text: the column-wise conversion rejects it, as on every path.
+        return lambda raw: raw if type(raw) is str and (raw.isascii() or is_unicode_text(raw)) else _NOT_HANDLED
     if declared == "boolean":
         return lambda raw: raw if type(raw) is bool else _NOT_HANDLED
     if declared == "double":
