@@ -32,7 +32,7 @@ from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
 from ceql.runtime.single import EventStep
-from ceql.runtime.state import StateError, export_state, import_state
+from ceql.runtime.state import StateError, export_state, import_state, is_keyed, keyed_seal, keyed_unseal
 
 
 class Evaluator:
@@ -335,16 +335,26 @@ class Evaluator:
                 return list(_shown(iter(matches), schema))
         return matches
 
-    def export_state(self) -> bytes:
-        """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
+    def export_state(self, *, key: bytes | str | None = None) -> bytes:
+        """The dynamic state as bytes (versioned JSON, see ``state.py``). With ``key`` (at least
+        16 bytes; a str is UTF-8) the state is also sealed with an HMAC-SHA256 of it, for states
+        that cross a trust boundary: ``import_state(blob, key=...)`` then refuses any change."""
         if self._kernel is not None:
-            return self._kernel.export_json()
-        if self.absence is not None:
-            return self.absence.export_state()
-        return export_state(self)
+            blob = self._kernel.export_json()
+        elif self.absence is not None:
+            blob = self.absence.export_state()
+        else:
+            blob = export_state(self)
+        return blob if key is None else keyed_seal(blob, key)
 
-    def import_state(self, blob: bytes) -> None:
-        """Restore a state saved by ``export_state`` (same query, any process)."""
+    def import_state(self, blob: bytes, *, key: bytes | str | None = None) -> None:
+        """Restore a state saved by ``export_state`` (same query, any process). With ``key``,
+        only a state sealed with that key is loaded; without it, a keyed state is refused too
+        (its seal would go unchecked)."""
+        if key is not None:
+            blob = keyed_unseal(blob, key)
+        elif is_keyed(blob):
+            raise StateError("the saved state is sealed with a key: give it (import_state(blob, key=...))")
         _import(self, blob)
 
     def _python_path(self) -> None:
