@@ -141,3 +141,42 @@ def test_on_error_fail_refuses_a_bad_unread_value() -> None:
         list(query.run(bad))
     with pytest.raises(ceql.EventError, match="row 0: column qty"):
         query.evaluator().push(bad[0])
+
+
+# --------------------------------------------------------------------------- Spark's find
+
+
+def _spark_frame(spark):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    fields = [StructField(name, StringType(), True) for name in COLUMNS] + [StructField("seq", LongType(), False)]
+    return spark.createDataFrame([(*row, index) for index, row in enumerate(ROWS)], StructType(fields))
+
+
+def test_spark_find_has_the_same_bad_row_policy(spark) -> None:
+    from ceql.spark import find
+
+    local_matches, local_rejected = api(events())
+    rejected = []
+    found = find(
+        _spark_frame(spark), QUERY, DECL, order_by="seq", positions=True,
+        on_error="dead-letter", dead_letter=lambda bad: rejected.extend(bad.collect()),
+    )
+    assert sorted(tuple(r["positions"]) for r in found.collect()) == local_matches
+    by_input = {json.dumps({k: v for k, v in e.items()}, sort_keys=True): i for i, e in enumerate(events())}
+    spark_rejected = {}
+    for record in rejected:
+        row = json.loads(record["input"])
+        row.pop("seq")
+        spark_rejected[by_input[json.dumps(row, sort_keys=True)]] = record["reason"]
+    assert spark_rejected == local_rejected
+    skipped = find(_spark_frame(spark), QUERY, DECL, order_by="seq", positions=True, on_error="skip")
+    assert sorted(tuple(r["positions"]) for r in skipped.collect()) == local_matches
+
+
+def test_spark_find_fails_on_a_bad_unread_value(spark) -> None:
+    from ceql.spark import find
+
+    frame = _spark_frame(spark).where("seq <= 1")  # row 1: qty=two, a column the query does not read
+    with pytest.raises(Exception, match="column qty: cannot read 'two' as an integer"):
+        find(frame, QUERY, DECL, order_by="seq", positions=True).collect()

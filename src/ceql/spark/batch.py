@@ -149,6 +149,8 @@ def find(
     max_matches: int | None = None,
     allowed_lateness: str | None = None,
     late: str = "fail",
+    on_error: str = "fail",
+    dead_letter: Callable[[Any], Any] | None = None,
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
@@ -164,6 +166,10 @@ def find(
     result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
     own instead of stopping the query). With ``max_matches``, a task (a key's group, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
+    ``on_error`` is the local engine's bad-row policy: "fail" (a bad row fails the job, naming
+    it), "skip" (the rows the local engine rejects are left out before the events are ordered),
+    "dead-letter" (also ``dead_letter(rejected)``, called once with the lazy DataFrame of their
+    records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``.
     """
     compiled, df, settings = prepare_stream(
         df,
@@ -183,13 +189,17 @@ def find(
     if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
-        if order_by or positions or shards:
+        if order_by or positions or shards or on_error != "fail":
             raise CeqlError(
-                "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
+                "a stream is ordered by its primary_time and tie_break; order_by, positions, shards and "
+                "on_error are for batch"
             )
         return find_streaming(df, compiled, late=late, **settings)
     if settings["allowed_lateness"] is not None or late != "fail":
         raise CeqlError("allowed_lateness and late are for streaming DataFrames")
+    from ceql.spark.bad_rows import split_bad_rows
+
+    df = split_bad_rows(df, compiled, on_error, dead_letter)
     return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
 
 
@@ -248,7 +258,9 @@ def plan_batch(
     # Only what the tasks read travels: the query's columns, ids, order and plan columns.
     schema = compiled.checked.schema
     times = [d.time_attribute for d in schema.event_types.values() if d.time_attribute]
-    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *id_columns, *sort_keys]
+    # Every declared column travels: the evaluator checks each (one reading rule on every path).
+    declared = [a.name for d in schema.event_types.values() for a in d.attributes]
+    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *declared, *id_columns, *sort_keys]
     if compiled.facts.window_attribute:
         wanted.append(compiled.facts.window_attribute)
     keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
@@ -534,9 +546,10 @@ def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None
 
 
 def _events(table: pa.Table, query) -> pa.Table:
-    """The columns the evaluator reads: the plan's own columns and undeclared ones stay out
-    (the evaluator would warn about each, in every task)."""
-    declared = query.facts.catalog.columns
+    """The declared columns, which the evaluator types and checks (the query's) or checks
+    only (the others); undeclared ones stay out (the evaluator would warn about each, in
+    every task)."""
+    declared = query.facts.catalog.declared_names
     return table.select([c for c in table.column_names if c == "event_type" or c in declared])
 
 
