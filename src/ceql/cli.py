@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from ceql import __version__
 from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
-from ceql.compile.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.errors import CeqlError, QueryError
 from ceql.io.run import (
     check_run_outputs,
@@ -29,6 +28,7 @@ from ceql.io.run import (
 from ceql.io.run import compile_queries as _compile_queries
 from ceql.io.run import load_schema as _schema
 from ceql.io.run import restrictions as _restrictions
+from ceql.runtime.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES
 from ceql.sql import cli as sql_cli
 
@@ -37,8 +37,8 @@ EXIT_USER_ERROR = 2
 
 def cmd_check(args: argparse.Namespace) -> int:
     from ceql import check
-    from ceql.compile.limits import growth_warnings
     from ceql.lang import describe, print_query
+    from ceql.runtime.limits import growth_warnings
 
     schema = _schema(args.declaration)
     text, source = read_text_or_file(args.query, "query")

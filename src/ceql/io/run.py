@@ -271,7 +271,7 @@ def cleanup_on_sigterm() -> Iterator[None]:
 
 def too_many(limit: int, to_stdout: bool = False):
     """The LimitError of ``--max-matches`` (standard output shows the first ones)."""
-    from ceql.compile.limits import too_many_matches
+    from ceql.runtime.limits import too_many_matches
 
     where = f"; the first {limit:,} were written to standard output" if to_stdout else "; no output was written"
     return too_many_matches(limit, "--max-matches", where)

@@ -5,7 +5,7 @@ typed Arrow arrays or Python values) into a table of the catalog's types, and sa
 bad and why. The file readers, the command line, Spark and the Python API all call it, so they
 accept and reject exactly the same rows. A row is bad when its event type is missing or unknown,
 when an attribute its event type declares (among the columns read) is missing or holds a value
-the declared type does not admit (``ceql.compile.conversion``). A value in a column that the
+the declared type does not admit (``ceql.runtime.conversion``). A value in a column that the
 row's event type does not declare is ignored (with one warning per column and event type), and
 so are columns that no event type declares.
 
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
-from ceql.compile.conversion import Target, convert
 from ceql.errors import EventError, InputWarning
 from ceql.lang.schema import Schema
+from ceql.runtime.conversion import Target, convert
 
 DEFAULT_BATCH = 65_536
 _ABSENT = object()  # a key a dict does not have

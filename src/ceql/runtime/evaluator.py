@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UsageError
 from ceql.match import Match
@@ -28,6 +27,7 @@ from ceql.runtime.absence import Absence
 from ceql.runtime.arrow import MatchRows
 from ceql.runtime.batches import BatchBuilder, builder_for, iter_tables
 from ceql.runtime.ingest import Ingest, Prepared
+from ceql.runtime.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
@@ -585,7 +585,7 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
 def _time_ns(time: Any) -> int:
     """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time);
     UsageError for anything else: an int beyond int64, bytes, a bool."""
-    from ceql.compile.conversion import INT64_MAX, INT64_MIN, Target, convert
+    from ceql.runtime.conversion import INT64_MAX, INT64_MIN, Target, convert
 
     if type(time) is int:
         if not INT64_MIN <= time <= INT64_MAX:

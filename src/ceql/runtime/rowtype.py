@@ -1,6 +1,6 @@
 """One event dict typed by the catalog, without building an Arrow batch: ``Evaluator.push``.
 
-The rules are those of ``batches.type_rows`` (and ``compile/conversion.py``), for one row: the
+The rules are those of ``batches.type_rows`` (and ``runtime/conversion.py``), for one row: the
 row is bad when its event type is missing, blank or unknown, when an attribute its event type
 declares is left out of the dict (among the query's columns), is a missing time, or holds a
 value the declared type does not admit (every declared column is checked, as on every path); the first problem found is the reason, in the same
@@ -18,7 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
-from ceql.compile.conversion import (
+from ceql.errors import EventError
+from ceql.lang.schema import TIME_UNITS
+from ceql.runtime.batches import BatchBuilder
+from ceql.runtime.conversion import (
     EXACT_DOUBLE,
     INT64_MAX,
     INT64_MIN,
@@ -26,9 +29,6 @@ from ceql.compile.conversion import (
     convert_python,
     is_unicode_text,
 )
-from ceql.errors import EventError
-from ceql.lang.schema import TIME_UNITS
-from ceql.runtime.batches import BatchBuilder
 
 _ABSENT = object()
 _NOT_HANDLED = object()  # a value the fast conversions leave to the column-wise one

@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError, EventError
 from ceql.lang.schema import Schema
+from ceql.runtime.limits import limit_matches
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
 from ceql.spark.order import POS, TIME, number_rows, row_count, row_label, time_ns, with_order_keys
 from ceql.spark.output import Collector, OutputSpec, output_spec

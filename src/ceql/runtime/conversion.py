@@ -27,20 +27,19 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.catalog import Target  # (what a column's values become)
 from ceql.compile.isotime import parse_iso8601
-from ceql.lang.schema import STORAGE, TIME_UNITS
+from ceql.lang.schema import TIME_UNITS
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 EXACT_DOUBLE = 2**53  # every integer of at most this magnitude is exact as a double
-ARROW_STORAGE = {"int": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
 
 _INT_TEXT = r"^[+-]?[0-9]+$"
 _FLOAT_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -50,32 +49,6 @@ _DAY_NS = 86_400 * 10**9
 
 # Why a row is bad (codes kept per row; the message is built only for rows that are reported).
 OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8, SURROGATE = range(9)
-
-
-@dataclass(frozen=True)
-class Target:
-    """What values become: a declared type, the unit of integer times, the column's storage."""
-
-    type: str  # int | double | string | boolean | primary_time
-    unit: str = "ns"
-    storage: str = ""  # int | double | string | boolean (defaults to the type's own)
-
-    @property
-    def kind(self) -> str:
-        """The storage kind of the column."""
-        return self.storage or STORAGE[self.type]
-
-    @property
-    def arrow_type(self) -> pa.DataType:
-        return ARROW_STORAGE[self.kind]
-
-    def expected(self) -> str:
-        """What a valid value looks like, for messages."""
-        if self.type == "primary_time":
-            return f"a time (integer {self.unit} since 1970 or ISO-8601)"
-        return {"int": "an integer", "double": "a number", "string": "a string", "boolean": "a boolean"}[
-            self.type
-        ]
 
 
 class Converted:
