@@ -222,3 +222,36 @@ def test_a_folder_or_a_missing_input_is_named(command, tmp_path, capsys) -> None
     (tmp_path / "folder").mkdir()
     refused(capsys, tmp_path, command.argv(["folder"]), cause="input is a directory: folder")
     refused(capsys, tmp_path, command.argv(["missing.csv"]), cause="input not found: missing.csv")
+
+
+# --------------------------------------------------------------------------- one run module
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_the_commands_share_the_run_module_and_import_no_other_command() -> None:
+    """No circle among the command modules: each imports io/run.py; ``cli.py`` dispatches to
+    the others (``ceql sql``, ``--engine spark``), and they never import it back."""
+    src = Path(__file__).resolve().parents[1] / "src" / "ceql"
+    commands = {"cli": src / "cli.py", "spark.cli": src / "spark" / "cli.py", "sql.cli": src / "sql" / "cli.py"}
+    for name, path in commands.items():
+        imported = _imports(path)
+        assert "ceql.io.run" in imported, name
+        if name != "cli":
+            assert not any(m == "ceql.cli" or m.startswith("ceql.cli.") for m in imported), name
+    assert not any(m.startswith("ceql.spark.cli") for m in _imports(src / "spark" / "files.py"))
+    assert not any(m.startswith("ceql.sql.cli") for m in _imports(src / "spark" / "cli.py"))
+    for module in (src / "compile").glob("*.py"):  # layers point one way
+        assert not any(m.startswith(("ceql.runtime", "ceql.io", "ceql.spark", "ceql.cli")) for m in _imports(module)), module

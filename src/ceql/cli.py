@@ -131,7 +131,8 @@ def _run(args: argparse.Namespace) -> int:
         # them so (compile/output_schema.py).
         catalog = run_catalog(schema, queries)
         output = None
-        if fmt != "parquet":
+        binary = FORMATS[fmt].binary  # written to a path by its writer (Parquet), not a stream
+        if not binary:
             output = (
                 sys.stdout
                 if to_stdout
@@ -144,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
                 writer.set_window(name, within.kind if within else None, within.attribute if within else None)
             sink = _CoreSink(writer, queries)
         else:
-            target = outputs.file(args.output) if fmt == "parquet" else output
+            target = outputs.file(args.output) if binary else output
             sink = _RowSink(fmt, target, queries, catalog, args.with_events)
         reader = EventReader(catalog, policy, warnings_to_stderr(), read_options(args))
         orderer = Orderer(schema, policy, sort=args.sort, times=catalog.time_inputs)
