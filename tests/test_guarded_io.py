@@ -143,6 +143,19 @@ def test_special_files_are_never_written(command, tmp_path, capsys, overwrite) -
     err = refused(capsys, tmp_path, command.argv(["in.csv"], "-o", "/dev/null"), cause="is a character device")
 
 
+def test_an_input_read_from_standard_input_is_not_replaced(command, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    argv = command.argv(["-"], "--input-format", "csv", "-o", "in.csv", "--overwrite")
+    with open(tmp_path / "in.csv") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "ceql", *argv], cwd=tmp_path, stdin=stdin, capture_output=True, text=True, timeout=300
+        )
+    assert result.returncode == 2 and "standard input" in result.stderr, result.stderr
+    assert (tmp_path / "in.csv").read_text() == EVENTS
+
+
 @pytest.mark.parametrize("output", ["out.jsonl", "out.parquet", "out.csv"])
 def test_a_full_disk_is_one_message_and_keeps_the_old_file(command, tmp_path, capsys, monkeypatch, output) -> None:
     """ENOSPC while writing: exit 2, the cause, the previous output untouched, no temporary file."""
