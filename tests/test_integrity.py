@@ -584,7 +584,14 @@ def test_spark_names_the_bad_event(spark) -> None:
     # (refused in the Spark plan itself, naming the column and the row: issue 23)
     with pytest.raises(Exception, match=r"the time column 't' of a row of type B is missing .*\"id\":2"):
         _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows)
-    assert _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows, order_by=["id"]) == [(0, 1), (0, 2)]
+    # Ordered by another column, a missing time is a bad row as on every path (issue 38: the
+    # local engine rejects it too), left out under on_error="skip".
+    with pytest.raises(PythonException, match=r"missing field t \(the event with id=2"):
+        _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows, order_by=["id"])
+    assert _spark_positions(spark, "SELECT * FROM S WHERE A ; B", rows, order_by=["id"], on_error="skip") == [(0, 1)]
+    local = ceql.compile("SELECT * FROM S WHERE A ; B", ceql.declare(SPARK_DECLARATION))
+    events = [dict(zip(("event_type", "id", "t", "d"), row)) for row in rows]
+    assert sorted(m.positions for m in local.run(events, on_error="skip")) == [(0, 1)]
 
 
 @pytest.mark.spark
