@@ -75,10 +75,13 @@ def cmd_sql(args: argparse.Namespace) -> int:
     every command (``io/run.py``: never over an input or the query file, atomically)."""
     import ceql
     from ceql.io.run import check_run_outputs, cleanup_on_sigterm, output_format, read_options, write_table
+    from ceql.io.writers import FORMATS
 
     text, source = _query(args.query)
     specs = _specs(text, args.input)
     fmt = output_format(args, "sql")
+    if FORMATS[fmt].binary and not args.explain and (not args.output or args.output == "-"):
+        raise CeqlError(f"--format {fmt} needs --output FILE")
     if not args.explain:
         # Refused before anything is read: an output over an input, the query file, a special
         # file, or an existing file without --overwrite.
