@@ -70,7 +70,7 @@ def test_push_advance_and_finish() -> None:
     (late,) = evaluator.advance("1970-01-01T00:30:00Z")
     assert (late.trigger, late.positions, late.deadline) == (7, (6,), 30 * MINUTE)
     assert evaluator.finish() == []
-    with pytest.raises(ceql.EventError, match="out of order"):
+    with pytest.raises(ceql.errors.UsageError, match="after finish"):  # the input has ended
         evaluator.push({"event_type": "Order", "id": 5, "amount": 1.0, "ts": 29 * MINUTE})
 
 

@@ -10,9 +10,9 @@ import pytest
 
 import ceql
 from ceql.cli import main
-from ceql.compile.limits import DEFAULT_MAX_MATCHES, _estimate, growth_warnings, limit_matches
 from ceql.errors import LimitError
 from ceql.lang import ast
+from ceql.runtime.limits import DEFAULT_MAX_MATCHES, _estimate, growth_warnings, limit_matches
 
 SCHEMA = ceql.declare("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
 EVENTS = [{"event_type": "A", "x": i} for i in range(12)]  # A+ has 2^12 - 1 = 4095 matches

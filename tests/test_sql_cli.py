@@ -73,7 +73,7 @@ def test_errors_are_one_message_and_exit_2(tmp_path: Path, readings, capsys) -> 
     err = capsys.readouterr().err
     assert err.startswith("ceql sql: error: in query <query text>: line 1, column") and "no such column: nope" in err
     assert main(["sql", QUERY, "--input", f"r={tmp_path / 'missing.csv'}"]) == 2
-    assert "input file not found" in capsys.readouterr().err
+    assert "input not found" in capsys.readouterr().err
     assert main(["sql", QUERY]) == 2
     assert "give the input table r" in capsys.readouterr().err
     assert main(["check", "--query", "x"]) == 2  # a CEQL check still needs its declaration

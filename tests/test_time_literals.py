@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 import ceql
-from ceql.compile.conversion import Target, convert
 from ceql.lang import print_query
 from ceql.lang.timetext import format_timestamp, parse_interval, parse_timestamp
+from ceql.runtime.conversion import Target, convert
 
 SCHEMA = ceql.declare(
     "CREATE STREAM S { EVENT Order { id:int, ts:primary_time }, EVENT Payment { id:int, ts:primary_time(ms) } }"

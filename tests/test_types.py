@@ -16,10 +16,10 @@ import pytest
 
 import ceql
 from ceql.compile.catalog import Catalog
-from ceql.compile.conversion import Target, convert
 from ceql.compile.output_schema import iso_text, time_type
 from ceql.errors import InputWarning
 from ceql.runtime.batches import builder_for
+from ceql.runtime.conversion import Target, convert
 
 BIG = 2**63 - 1
 EPOCH_NS = 1_704_067_200_000_000_000  # 2024-01-01T00:00:00Z

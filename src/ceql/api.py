@@ -161,8 +161,8 @@ class Query:
         or 0: no limit). ``workers=N`` evaluates a large Arrow or pandas input on N cores when
         the plan splits by partition key or time window (docs/kernel.md, "Every core"), with the
         same result in the same order; None or 1: one core."""
-        from ceql.compile.limits import limit_matches, too_many_matches
         from ceql.runtime import parallel
+        from ceql.runtime.limits import limit_matches, too_many_matches
 
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUTS))}, not {output!r}")

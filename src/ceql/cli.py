@@ -10,62 +10,35 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from ceql import __version__
 from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
-from ceql.compile.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.errors import CeqlError, QueryError
+from ceql.io.run import (
+    check_run_outputs,
+    cleanup_on_sigterm,
+    evaluation_schema,
+    output_format,
+    read_options,
+    read_text_or_file,
+    run_catalog,
+    warnings_to_stderr,
+)
+from ceql.io.run import compile_queries as _compile_queries
+from ceql.io.run import load_schema as _schema
+from ceql.io.run import restrictions as _restrictions
+from ceql.runtime.limits import DEFAULT_MAX_MATCHES, DEFAULT_MAX_NODES
 from ceql.runtime.runs import DEFAULT_MAX_CLASSES
 from ceql.sql import cli as sql_cli
 
 EXIT_USER_ERROR = 2
 
 
-def read_text_or_file(value: str, what: str) -> tuple[str, str]:
-    """``value`` is a path to an existing file or the text itself; return (text, source name)."""
-    if value == "-":
-        return sys.stdin.read(), "<stdin>"
-    if os.path.isfile(value):
-        return _read_utf8(value, what), value
-    if (
-        "\n" not in value
-        and len(value) < 256
-        and (os.sep in value or value.endswith((".txt", ".core", ".ceql")))
-    ):
-        raise CeqlError(f"{what} file not found: {value}")
-    return value, f"<{what} text>"
-
-
-def _read_utf8(path: str, what: str) -> str:
-    """A query or declaration file's text; bytes that are not UTF-8 are one clear error."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise CeqlError(f"{what} file {path}: line {line}: byte {exc.start} is not UTF-8 text") from None
-
-
-def _schema(paths: Sequence[str]):
-    from ceql import declare
-
-    texts = []
-    for path in paths:
-        if not os.path.isfile(path):
-            raise CeqlError(f"declaration file not found: {path}")
-        texts.append(_read_utf8(path, "declaration"))
-    try:
-        return declare(*texts)
-    except QueryError as exc:
-        raise CeqlError(f"in declaration {', '.join(paths)}: {exc}") from None
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     from ceql import check
-    from ceql.compile.limits import growth_warnings
     from ceql.lang import describe, print_query
+    from ceql.runtime.limits import growth_warnings
 
     schema = _schema(args.declaration)
     text, source = read_text_or_file(args.query, "query")
@@ -82,20 +55,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         for warning in warnings:
             print(f"  {warning}")
     return 0
-
-
-def _compile_queries(specs: Sequence[str], schema):
-    from ceql import compile as compile_query
-
-    compiled = []
-    for number, spec in enumerate(specs, start=1):
-        text, source = read_text_or_file(spec, "query")
-        name = os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else f"q{number}"
-        try:
-            compiled.append((name, compile_query(text, schema)))
-        except QueryError as exc:
-            raise CeqlError(f"in query {source}: {exc}") from None
-    return compiled
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -125,8 +84,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with _cleanup_on_sigterm():
+    with cleanup_on_sigterm():
         return _run(args)
+
+
+def _too_many(args: argparse.Namespace, to_stdout: bool):
+    from ceql.io.run import too_many
+
+    return too_many(args.max_matches, to_stdout)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -137,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     from ceql.io.outputs import STDOUT, Outputs
     from ceql.io.progress import run_progress
     from ceql.io.readers import EventReader, resolve_inputs
-    from ceql.io.writers import CoreTextWriter
+    from ceql.io.writers import FORMATS, CoreTextWriter
 
     if args.engine == "spark":
         from ceql.spark.cli import run_spark
@@ -148,8 +113,8 @@ def _run(args: argparse.Namespace) -> int:
     paths = resolve_inputs(args.input)
     to_stdout = not args.output or args.output == STDOUT
     fmt = output_format(args)
-    if fmt == "parquet" and to_stdout:
-        raise CeqlError("--format parquet needs --output FILE")
+    if FORMATS[fmt].binary and to_stdout:
+        raise CeqlError(f"--format {fmt} needs --output FILE")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter FILE")
     check_run_outputs(args, paths, folder=False)
@@ -167,7 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         # them so (compile/output_schema.py).
         catalog = run_catalog(schema, queries)
         output = None
-        if fmt != "parquet":
+        binary = FORMATS[fmt].binary  # written to a path by its writer (Parquet), not a stream
+        if not binary:
             output = (
                 sys.stdout
                 if to_stdout
@@ -180,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
                 writer.set_window(name, within.kind if within else None, within.attribute if within else None)
             sink = _CoreSink(writer, queries)
         else:
-            target = outputs.file(args.output) if fmt == "parquet" else output
+            target = outputs.file(args.output) if binary else output
             sink = _RowSink(fmt, target, queries, catalog, args.with_events)
         reader = EventReader(catalog, policy, warnings_to_stderr(), read_options(args))
         orderer = Orderer(schema, policy, sort=args.sort, times=catalog.time_inputs)
@@ -390,113 +356,12 @@ class _OneMatch:
         return self
 
 
-def output_format(args: argparse.Namespace) -> str:
-    """The output format of ``ceql run`` on either engine: --format, else parquet for an
-    output named ``*.parquet``, else JSON Lines."""
-    if args.format:
-        return args.format
-    return "parquet" if args.output and args.output.rstrip("/").endswith(".parquet") else "jsonl"
-
-
-def evaluation_schema(schema):
-    """The declarations with every primary_time in nanoseconds: the readers of ``ceql run``
-    type times once (to int64 nanoseconds), so the evaluators must not scale them again."""
-    import dataclasses
-
-    from ceql.lang.schema import Schema
-
-    types = {}
-    for name, decl in schema.event_types.items():
-        attributes = tuple(
-            dataclasses.replace(a, unit=None) if a.type == "primary_time" else a for a in decl.attributes
-        )
-        types[name] = dataclasses.replace(decl, attributes=attributes)
-    return Schema(types, dict(schema.streams), list(schema.quarantines))
-
-
-def run_catalog(schema, queries):
-    """The catalog of a run: every declared column; the ones the queries read are required."""
-    from ceql.compile.catalog import Catalog
-
-    required = {name for _, query in queries for name in query.plan.catalog.columns}
-    return Catalog.of_schema(schema, required)
-
-
-def warnings_to_stderr():
-    """Input warnings (each once) printed on standard error."""
-    from ceql.runtime.batches import Notices
-
-    return Notices(lambda message: print(f"ceql run: warning: {message}", file=sys.stderr))
-
-
-def read_options(args: argparse.Namespace):
-    """The readers' limits from the command line."""
-    from ceql.io.formats import ReadOptions
-
-    if args.max_line_bytes < 1:
-        raise CeqlError("--max-line-bytes must be at least 1")
-    return ReadOptions(max_line_bytes=args.max_line_bytes)
-
-
-def _restrictions(query) -> dict:
-    """The SELECT items: label -> the attributes written ``label[a, b]`` (None: all)."""
-    projection = query.checked.query.projection
-    if projection is None or projection.kind != "list":
-        return {}
-    return {item.label: tuple(item.attributes) if item.attributes else None for item in projection.items}
-
-
-@contextlib.contextmanager
-def _cleanup_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (``kill``) and SIGHUP (the terminal closed) into SystemExit while running,
-    so temporary outputs are removed on the way out (SIGINT is KeyboardInterrupt already); the
-    previous handlers are restored afterwards."""
-    import signal
-
-    def terminate(signum, frame):
-        raise SystemExit(128 + signum)
-
-    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    previous = {}
-    try:
-        for number in wanted:
-            previous[number] = signal.signal(number, terminate)
-    except ValueError:  # not the main thread (ceql.cli.main called from a thread): leave it
-        yield
-        return
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-def check_run_outputs(args: argparse.Namespace, inputs: Sequence[str], folder: bool) -> None:
-    """Refuse --output / --dead-letter paths that could destroy an input, the declaration, the
-    query file or each other, or replace existing results without --overwrite (both engines)."""
-    from ceql.io.outputs import Target, check_outputs, protected_paths
-
-    targets = [
-        Target(option, path, folder)
-        for option, path in (("--output", args.output), ("--dead-letter", args.dead_letter))
-        if path
-    ]
-    check_outputs(targets, protected_paths(inputs, args.declaration, args.query), args.overwrite)
-
-
-def _too_many(args: argparse.Namespace, to_stdout: bool):
-    from ceql.compile.limits import too_many_matches
-
-    where = (
-        f"; the first {args.max_matches:,} were written to standard output"
-        if to_stdout
-        else "; no output was written"
-    )
-    return too_many_matches(args.max_matches, "--max-matches", where)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ceql.io.formats import ReadOptions, input_formats
+    from ceql.io.formats import input_formats
+    from ceql.io.run import add_read_options
+    from ceql.io.writers import formats_for
 
     parser = argparse.ArgumentParser(
         prog="ceql",
@@ -550,18 +415,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=input_formats(),
         help="input format (default: from the file extension)",
     )
-    run.add_argument(
-        "--max-line-bytes",
-        type=int,
-        default=ReadOptions().max_line_bytes,
-        metavar="N",
-        help="a CSV or JSON Lines line longer than this is a rejected row (default 16 MiB)",
-    )
+    add_read_options(run)
     run.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
     run.add_argument(
         "--format",
         "-f",
-        choices=["jsonl", "parquet", "core"],
+        choices=list(formats_for("run")),
         help="jsonl (default), parquet, or core (CORE++'s text format)",
     )
     run.add_argument(

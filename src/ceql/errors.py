@@ -121,6 +121,12 @@ class EventError(CeqlError):
         return f"{prefix}: {self.reason}" if prefix else self.reason
 
 
+class UsageError(CeqlError, ValueError):
+    """An evaluator call ceql refuses: an argument that is not what the call takes (``advance``
+    with a time beyond int64 nanoseconds or given as bytes), or a call at the wrong moment (an
+    event after ``finish()``). A ValueError too, as such errors were before."""
+
+
 class LimitError(CeqlError):
     """A bound on work or output size was reached. The message names the bound, its value and
     how to change it (see docs/limits.md).

@@ -112,8 +112,8 @@ def explain(query: Query, dot: bool = False) -> str:
     )
     for note in plan.notes:
         lines.append(f"  note: {note}")
-    from ceql.compile.limits import growth_warnings
     from ceql.runtime.kernel import kernel_notes, unsupported
+    from ceql.runtime.limits import growth_warnings
 
     reason = unsupported(plan)
     if reason is None:

@@ -4,7 +4,7 @@ One ``Catalog`` answers, for every path that reads events (the Python API, the f
 command line and Spark), the same questions: which columns exist, of which ceql, Arrow and Spark
 type, which event types declare each one, which attribute is an event type's primary_time and in
 which unit its integers come, and which columns the queries need. The conversion of raw values
-to the declared types (``ceql.compile.conversion``) is driven by the ``Target`` each column gives
+to the declared types (``ceql.runtime.conversion``) is driven by the ``Target`` each column gives
 for each event type, so that all paths accept and reject exactly the same values.
 
 Per query, ``Catalog.for_query`` keeps only the columns the query reads (``compile/plan.py``
@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ceql.compile.conversion import Target
 from ceql.errors import CeqlError
 from ceql.lang.schema import STORAGE, Attribute, Schema
 
@@ -32,6 +31,36 @@ EVENT_TYPE = "event_type"
 ARROW_TYPES = {"int": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
 #: Spark SQL type names (DDL), so that the local engine never imports pyspark.
 SPARK_DDL = {"int": "bigint", "double": "double", "string": "string", "boolean": "boolean"}
+
+
+#: The Arrow type of each storage kind.
+ARROW_STORAGE = {"int": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What values become: a declared type, the unit of integer times, the column's storage."""
+
+    type: str  # int | double | string | boolean | primary_time
+    unit: str = "ns"
+    storage: str = ""  # int | double | string | boolean (defaults to the type's own)
+
+    @property
+    def kind(self) -> str:
+        """The storage kind of the column."""
+        return self.storage or STORAGE[self.type]
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return ARROW_STORAGE[self.kind]
+
+    def expected(self) -> str:
+        """What a valid value looks like, for messages."""
+        if self.type == "primary_time":
+            return f"a time (integer {self.unit} since 1970 or ISO-8601)"
+        return {"int": "an integer", "double": "a number", "string": "a string", "boolean": "a boolean"}[
+            self.type
+        ]
 
 
 @dataclass(frozen=True)
@@ -251,6 +280,18 @@ class Catalog:
             if column.storage == "double" and ints:
                 out[name] = ints
         return out
+
+    def checking(self) -> Catalog:
+        """The catalog that types and checks an input for this one: every declared attribute
+        (a bad value in a column no query reads is a bad row on every path, as the file
+        readers have it), the same required columns, and the same record of how times come
+        (one dict, shared). This catalog itself when it already has every attribute."""
+        every = {a.name for d in self.schema.event_types.values() for a in d.attributes}
+        if set(self.columns) == every and self.event_types == self.known_types:
+            return self
+        full = Catalog.of_schema(self.schema, self.required)
+        full.time_inputs = self.time_inputs
+        return full
 
     def note_time_input(self, name: str, kind: str) -> None:
         """Record how the input gave a time column: the first kind seen, unless integers come

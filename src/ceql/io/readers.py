@@ -20,6 +20,7 @@ from ceql.compile.catalog import Catalog
 from ceql.errors import CeqlError
 from ceql.io.errors import RejectSink
 from ceql.io.formats import ReadOptions, Split, detect_format
+from ceql.io.run import check_input
 from ceql.runtime.batches import Notices
 
 
@@ -47,8 +48,7 @@ def resolve_inputs(specs: list[str]) -> list[str]:
         if not matches or not all(os.path.exists(m) for m in matches):
             raise CeqlError(f"input not found: {spec}")
         for match in matches:
-            if os.path.isdir(match):
-                raise CeqlError(f"input is a directory: {match} (give files or a glob such as {match}/*.csv)")
+            check_input(match)  # the same words on every command (io/run.py)
         paths.extend(matches)
     return paths
 
@@ -73,10 +73,13 @@ class EventReader:
         """The accepted events of the files, in order (file by file, line by line)."""
         for index, path in enumerate(paths):
             fmt = detect_format(path, input_format)
-            if path == "-":
+            if path == "-" or not os.path.isfile(path):
+                # Standard input, a FIFO, a device: read once, as a stream (a CSV header with
+                # the data), since a second open would find nothing.
                 if not fmt.reads_stdin:
-                    raise CeqlError(f"{fmt.name} cannot be read from standard input; give a file")
-                splits = [Split("-", index)]
+                    where = "standard input" if path == "-" else f"{path}, which is not a regular file"
+                    raise CeqlError(f"{fmt.name} cannot be read from {where}; give a file")
+                splits = [Split(path, index)]
             else:
                 splits = fmt.plan(path, index, self.catalog, self.options, self.notices, True)
             for split in splits:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
@@ -262,18 +263,88 @@ class ParquetFileWriter:
         self.writer.close()
 
 
-#: The row formats of ``ceql run`` (both engines): name -> (writer, file extension). A writer
-#: takes a path (JSON Lines also a text stream) and the run's schema; ``write(batch)``,
-#: ``close()``. A new format is a writer here: the command line and Spark follow.
-FORMATS: dict[str, tuple[Any, str]] = {
-    "jsonl": (JsonLinesWriter, "jsonl"),
-    "parquet": (ParquetFileWriter, "parquet"),
+class CsvWriter:
+    """Rows of a flat table (``ceql sql``'s results) as CSV with a header, to a file or a text
+    stream (standard output: its bytes). Lists and structs have no CSV form: such a table is
+    refused before anything is written."""
+
+    def __init__(self, target: str | TextIO, schema: pa.Schema) -> None:
+        import pyarrow.csv as pcsv
+
+        nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+        if nested:
+            from ceql.errors import CeqlError
+
+            raise CeqlError(f"--format csv writes flat columns; {', '.join(nested)} hold lists or structs")
+        self.text: TextIO | None = None
+        if isinstance(target, str):
+            sink: Any = target
+        else:
+            target.flush()
+            sink = getattr(target, "buffer", None)
+            if sink is None:  # a text stream without bytes (a test's StringIO): encode here
+                import io
+
+                self.text, sink = target, io.BytesIO()
+        self.sink = sink
+        self.writer = pcsv.CSVWriter(sink, schema)
+        self.count = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+        self.count += batch.num_rows
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.text is not None:
+            self.text.write(self.sink.getvalue().decode("utf-8"))
+        elif not isinstance(self.sink, str):
+            self.sink.flush()
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """An output format: its name, file extension, writer, and where it may be used.
+
+    ``writer(target, schema)`` takes a path (or, unless ``binary``, a text stream) and an Arrow
+    schema, and has ``write(batch)`` and ``close()``; None for CORE++'s text, which the local
+    ``ceql run`` writes match by match (``CoreTextWriter``). ``commands`` names the commands
+    that offer it: ``run`` (local engine), ``spark`` (``ceql run --engine spark``), ``sql``.
+    """
+
+    name: str
+    extension: str | None  # None: never chosen from an output's name
+    writer: Any
+    binary: bool  # needs a file: never standard output
+    commands: frozenset[str]
+    help: str
+
+
+#: Every output format, once: ``ceql run``'s and ``ceql sql``'s ``--format`` choices, format
+#: detection from an output's extension and Spark's writers all follow this table. A new
+#: format is a writer above and a line here.
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat("jsonl", "jsonl", JsonLinesWriter, False, frozenset({"run", "spark", "sql"}), "JSON Lines"),
+        OutputFormat("parquet", "parquet", ParquetFileWriter, True, frozenset({"run", "spark", "sql"}), "Parquet"),
+        OutputFormat("csv", "csv", CsvWriter, False, frozenset({"sql"}), "CSV (flat tables: ceql sql)"),
+        OutputFormat("core", None, None, False, frozenset({"run"}), "CORE++'s text format"),
+    )
 }
+
+
+def formats_for(command: str) -> dict[str, OutputFormat]:
+    """The output formats a command offers (``run``, ``spark`` or ``sql``), in table order."""
+    return {name: fmt for name, fmt in FORMATS.items() if command in fmt.commands}
 
 
 def open_writer(fmt: str, target: str | TextIO, schema: pa.Schema) -> Any:
     """The writer of a row format (``FORMATS``) to ``target``."""
-    return FORMATS[fmt][0](target, schema)
+    writer = FORMATS[fmt].writer
+    if writer is None:
+        raise ValueError(f"{fmt} is not a row format")
+    return writer(target, schema)
 
 
 # ---------------------------------------------------------------------------- --with-events

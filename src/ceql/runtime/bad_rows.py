@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.compile.output_schema import declared_unit, time_type
 from ceql.errors import EventError
-from ceql.runtime.batches import BatchBuilder, Notices, type_rows
+from ceql.runtime.batches import BatchBuilder, Notices
 from ceql.runtime.rejects import ErrorPolicy, RowError
 
 SOURCE = "<events>"
@@ -78,7 +78,7 @@ class PolicyBuilder(BatchBuilder):
         absent: Mapping[str, np.ndarray] | None = None,
     ) -> pa.Table:
         try:
-            typed = type_rows(self.catalog, event_types, columns, absent=absent, notices=notices)
+            typed = self.type_rows(event_types, columns, notices, absent)
         except EventError as exc:  # a column the query reads is missing: the whole input is bad
             raise EventError(exc.reason, None if exc.row is None else first_row + exc.row) from None
         bad = typed.bad.copy()

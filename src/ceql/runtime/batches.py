@@ -5,7 +5,7 @@ typed Arrow arrays or Python values) into a table of the catalog's types, and sa
 bad and why. The file readers, the command line, Spark and the Python API all call it, so they
 accept and reject exactly the same rows. A row is bad when its event type is missing or unknown,
 when an attribute its event type declares (among the columns read) is missing or holds a value
-the declared type does not admit (``ceql.compile.conversion``). A value in a column that the
+the declared type does not admit (``ceql.runtime.conversion``). A value in a column that the
 row's event type does not declare is ignored (with one warning per column and event type), and
 so are columns that no event type declares.
 
@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
-from ceql.compile.conversion import Target, convert
 from ceql.errors import EventError, InputWarning
 from ceql.lang.schema import Schema
 from ceql.log import logger
+from ceql.runtime.conversion import Target, convert
 
 DEFAULT_BATCH = 65_536
 _ABSENT = object()  # a key a dict does not have
@@ -220,11 +220,31 @@ def _time_kind(raw: Any, targets: dict[Target, tuple[str, ...]]) -> str:
 
 class BatchBuilder:
     """Builds the typed tables of one query (Python API): the columns it reads, typed by its
-    catalog; a bad row raises EventError with its 0-based index in the input."""
+    catalog; a bad row raises EventError with its 0-based index in the input.
+
+    Every declared attribute the input has is typed and checked (``Catalog.checking``), also
+    those the query does not read, so that a row is bad or good alike on every path (the
+    file readers check every declared column); the tables hold the query's columns only."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self.checked = catalog.checking()
         self.notices = Notices(lambda message: warnings.warn(message, InputWarning, stacklevel=2))
+
+    def type_rows(
+        self,
+        event_types: Any,
+        columns: Mapping[str, Any],
+        notices: Notices | None = None,
+        absent: Mapping[str, np.ndarray] | None = None,
+    ) -> TypedRows:
+        """``type_rows`` over every declared column; the table keeps the query's columns."""
+        typed = type_rows(self.checked, event_types, columns, absent=absent, notices=notices)
+        if self.checked is not self.catalog:
+            schema = self.catalog.arrow_schema()
+            table = pa.Table.from_arrays([typed.table.column(f.name) for f in schema], schema=schema)
+            typed = TypedRows(table, typed.bad, typed.reasons)
+        return typed
 
     @property
     def columns(self) -> dict[str, pa.DataType]:
@@ -246,7 +266,7 @@ class BatchBuilder:
         """A typed table from raw columns (Arrow arrays or lists), or EventError for the first
         bad row (``first_row`` is the index of the batch's first row in the whole input)."""
         try:
-            typed = type_rows(self.catalog, event_types, columns, absent=absent, notices=notices)
+            typed = self.type_rows(event_types, columns, notices, absent)
         except EventError as exc:
             raise EventError(exc.reason, None if exc.row is None else first_row + exc.row) from None
         index = typed.first_bad()
@@ -262,7 +282,7 @@ class BatchBuilder:
                 raise EventError(f"an event must be a dict, not {type(row).__name__}", first_row + index)
         columns: dict[str, list] = {}
         absent: dict[str, np.ndarray] = {}
-        for name in self.catalog.columns:
+        for name in self.checked.columns:
             # Left out: a bad row if a query reads the field, else null (type_rows decides).
             values = [row.get(name, _ABSENT) for row in rows]
             if _ABSENT in values:

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ceql.compile.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.compile.plan import Plan
-from ceql.errors import EventError
+from ceql.errors import EventError, UsageError
 from ceql.log import logger
 from ceql.match import Match
 from ceql.runtime import nodes
@@ -38,11 +37,12 @@ from ceql.runtime.backend import (  # noqa: F401
 from ceql.runtime.bad_rows import time_text
 from ceql.runtime.batches import BatchBuilder, builder_for
 from ceql.runtime.ingest import Ingest, Prepared
+from ceql.runtime.limits import DEFAULT_MAX_NODES, too_many_nodes
 from ceql.runtime.output import Output
 from ceql.runtime.ranked import RankedRuns
 from ceql.runtime.runs import COMPACT_MIN, DEFAULT_MAX_CLASSES, PlainRuns, RegisterRuns
 from ceql.runtime.single import EventStep
-from ceql.runtime.state import StateError, export_state, import_state
+from ceql.runtime.state import StateError, export_state, import_state, is_keyed, keyed_seal, keyed_unseal
 
 
 class Evaluator:
@@ -122,6 +122,7 @@ class Evaluator:
         self.on_error = on_error
         self.errors = self._policy(on_error)
         self._step: EventStep | None = None  # push()'s per-event path, made on first use
+        self._finished = False  # finish() was called: no more events
         # NOT FOLLOWED BY: complex events wait for their deadline (runtime/absence.py).
         self.absence = Absence(self) if plan.absence is not None else None
 
@@ -131,6 +132,8 @@ class Evaluator:
         """Process one event (a dict with ``event_type``); return the matches it triggers.
         ``on_error`` overrides the evaluator's bad-row policy for this event. Under "fail" a
         dict takes a per-event path (``single.py``): no Arrow batch is built."""
+        if self._finished:
+            raise _after_finish("push")
         step = self._step
         if step is None or on_error is not None or type(event) is not dict or self.on_error != "fail":
             if (on_error or self.on_error) != "fail" or not isinstance(event, Mapping):
@@ -142,11 +145,15 @@ class Evaluator:
 
     def push_batch(self, batch: Any, *, on_error: str | None = None) -> list[Match]:
         """Process a batch (dicts, a pandas DataFrame or Arrow data); return its matches."""
+        if self._finished:
+            raise _after_finish("push_batch")
         return list(self.process(batch, on_error=on_error))
 
     def process(self, events: Any, *, on_error: str | None = None) -> Iterator[Match]:
         """Process events lazily: matches are produced as the iterator is consumed. Consume it
         fully before pushing more events."""
+        if self._finished:
+            raise _after_finish("process")
         backend, tables = choose(self, events, self._typing(on_error), arrow=False)
         self._log_engine(self._kernel)
         for table in tables:
@@ -310,9 +317,11 @@ class Evaluator:
         returned (trigger: the position of the next event). ``time`` is int nanoseconds since
         1970, an ISO-8601 string or a datetime; with a time window, a later event earlier than
         ``time`` is out of order. For a window over positions (EVENTS) it changes nothing."""
+        if self._finished:
+            raise _after_finish("advance")
+        ns = _time_ns(time)  # checked on every query, so that a bad time is never accepted
         if self.plan.window_kind not in ("time", "attribute") or not self.plan.ordered_time:
             return []
-        ns = _time_ns(time)
         matches: list = []
         if self.absence is not None and self._kernel is not None:  # NOT FOLLOWED BY on the kernel
             found = self._kernel_rows(self._kernel.advance(ns))
@@ -334,7 +343,11 @@ class Evaluator:
     def finish(self, detailed: bool = False) -> list:
         """The end of the input: the matches still due (``NOT FOLLOWED BY`` queries report every
         complex event still waiting for its deadline, at the position after the last event).
-        ``Query.run`` calls it; call it after pushing the last event of a finite input."""
+        ``Query.run`` calls it; call it after pushing the last event of a finite input. After
+        it the evaluator takes no more events (``UsageError``); calling it again returns []."""
+        if self._finished:
+            return []
+        self._finished = True
         if self.absence is None:
             return []
         if self._kernel is not None:  # NOT FOLLOWED BY on the kernel
@@ -363,16 +376,26 @@ class Evaluator:
                 return list(_shown(iter(matches), schema))
         return matches
 
-    def export_state(self) -> bytes:
-        """The dynamic state as bytes (versioned JSON, see ``state.py``)."""
+    def export_state(self, *, key: bytes | str | None = None) -> bytes:
+        """The dynamic state as bytes (versioned JSON, see ``state.py``). With ``key`` (at least
+        16 bytes; a str is UTF-8) the state is also sealed with an HMAC-SHA256 of it, for states
+        that cross a trust boundary: ``import_state(blob, key=...)`` then refuses any change."""
         if self._kernel is not None:
-            return self._kernel.export_json()
-        if self.absence is not None:
-            return self.absence.export_state()
-        return export_state(self)
+            blob = self._kernel.export_json()
+        elif self.absence is not None:
+            blob = self.absence.export_state()
+        else:
+            blob = export_state(self)
+        return blob if key is None else keyed_seal(blob, key)
 
-    def import_state(self, blob: bytes) -> None:
-        """Restore a state saved by ``export_state`` (same query, any process)."""
+    def import_state(self, blob: bytes, *, key: bytes | str | None = None) -> None:
+        """Restore a state saved by ``export_state`` (same query, any process). With ``key``,
+        only a state sealed with that key is loaded; without it, a keyed state is refused too
+        (its seal would go unchecked)."""
+        if key is not None:
+            blob = keyed_unseal(blob, key)
+        elif is_keyed(blob):
+            raise StateError("the saved state is sealed with a key: give it (import_state(blob, key=...))")
         _import(self, blob)
 
     def _python_path(self) -> None:
@@ -597,13 +620,25 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
 
 
 def _time_ns(time: Any) -> int:
-    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time)."""
-    if type(time) is int:
-        return time
-    from ceql.compile.conversion import Target, convert
+    """A time given to ``advance`` as int nanoseconds (the input's rules for a primary_time);
+    UsageError for anything else: an int beyond int64, bytes, a bool."""
+    from ceql.runtime.conversion import INT64_MAX, INT64_MIN, Target, convert
 
+    if type(time) is int:
+        if not INT64_MIN <= time <= INT64_MAX:
+            raise UsageError(f"advance() needs a time within int64 nanoseconds (years 1677 to 2262), not {time}")
+        return time
+    if isinstance(time, (bytes, bytearray, memoryview, bool)):
+        raise UsageError(f"advance() needs a time (int nanoseconds, ISO-8601 text or a datetime), not {time!r}")
     converted = convert([time], Target("primary_time"))
     if converted.codes[0] != 0 or converted.missing[0]:
         reason = converted.reason(0) if converted.codes[0] != 0 else "no time given"
-        raise ValueError(f"advance() needs a time: {reason}")
+        raise UsageError(f"advance() needs a time: {reason}")
     return int(converted.values[0].as_py())
+
+
+def _after_finish(call: str) -> UsageError:
+    return UsageError(
+        f"{call}() after finish(): this evaluator has reported the end of its input; "
+        "make a new one (query.evaluator()) for another stream"
+    )

@@ -335,7 +335,7 @@ class ParallelKernel:
     def arrow(self, events: Any, name: str = "query", max_matches: int | None = None) -> pa.Table:
         """The matches as one Arrow table of the output schema, as on one core (LimitError as
         soon as there are more than ``max_matches``)."""
-        from ceql.compile.limits import too_many_matches
+        from ceql.runtime.limits import too_many_matches
 
         batches: list[pa.RecordBatch] = []
         found = 0

@@ -1,9 +1,9 @@
 """One event dict typed by the catalog, without building an Arrow batch: ``Evaluator.push``.
 
-The rules are those of ``batches.type_rows`` (and ``compile/conversion.py``), for one row: the
+The rules are those of ``batches.type_rows`` (and ``runtime/conversion.py``), for one row: the
 row is bad when its event type is missing, blank or unknown, when an attribute its event type
-declares (among the query's columns) is left out of the dict, is a missing time, or holds a
-value the declared type does not admit; the first problem found is the reason, in the same
+declares is left out of the dict (among the query's columns), is a missing time, or holds a
+value the declared type does not admit (every declared column is checked, as on every path); the first problem found is the reason, in the same
 order. Values of the common Python types (an int for an int, a float for a double, a str for a
 string, ...) are converted here; anything else goes through the column-wise conversion of a
 batch of one value, so both paths accept, reject and convert exactly the same values. Warnings
@@ -18,10 +18,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
-from ceql.compile.conversion import EXACT_DOUBLE, INT64_MAX, INT64_MIN, Target, convert_python
 from ceql.errors import EventError
 from ceql.lang.schema import TIME_UNITS
 from ceql.runtime.batches import BatchBuilder
+from ceql.runtime.conversion import (
+    EXACT_DOUBLE,
+    INT64_MAX,
+    INT64_MIN,
+    Target,
+    convert_python,
+    is_unicode_text,
+)
 
 _ABSENT = object()
 _NOT_HANDLED = object()  # a value the fast conversions leave to the column-wise one
@@ -37,13 +44,14 @@ _DAYS_BEFORE_1970 = 719_162  # date(1970, 1, 1).toordinal() - 1
 class _Field:
     """How one column is read for one event type: its name, target and conversion."""
 
-    __slots__ = ("name", "target", "convert", "time", "required", "time_kind")
+    __slots__ = ("name", "target", "convert", "time", "required", "time_kind", "kept")
 
-    def __init__(self, name: str, target: Target, time: bool, required: bool) -> None:
+    def __init__(self, name: str, target: Target, time: bool, required: bool, kept: bool = True) -> None:
         self.name = name
         self.target = target
         self.time = time
         self.required = required
+        self.kept = kept  # the query reads it (else it is only checked, as on every path)
         self.convert = _converter(target)
         self.time_kind = f"integer {target.unit}"
 
@@ -53,7 +61,9 @@ class RowTyper:
 
     def __init__(self, builder: BatchBuilder) -> None:
         self.builder = builder
-        catalog: Catalog = builder.catalog
+        # Every declared column is checked (``BatchBuilder.checked``); the query's are kept.
+        catalog: Catalog = builder.checked
+        kept = builder.catalog.columns
         self.catalog = catalog
         self.declared_names = catalog.declared_names | {EVENT_TYPE}
         self._fields: dict[str, tuple[list[_Field], list[str]]] = {}
@@ -65,7 +75,9 @@ class RowTyper:
             for name, column in catalog.columns.items():
                 if type_name in column.declared:
                     fields.append(
-                        _Field(name, column.target(type_name), column.is_time, name in catalog.required)
+                        _Field(
+                            name, column.target(type_name), column.is_time, name in catalog.required, name in kept
+                        )
                     )
                 else:
                     others.append(name)
@@ -87,6 +99,8 @@ class RowTyper:
             type_name = self._odd_type(type_name, row)
         found = self._fields.get(type_name)
         if found is None:
+            if not type_name.isascii():  # e.g. a lone surrogate: the reason every path gives
+                self._odd_type(type_name, row)
             if not type_name.strip():
                 raise EventError(f"event has no {EVENT_TYPE}", row)
             raise EventError(f"unknown event type {type_name!r}", row)
@@ -99,14 +113,16 @@ class RowTyper:
             if raw is None or raw is _ABSENT:
                 if field.time or (raw is _ABSENT and field.required):
                     raise EventError(f"missing field {name}", row)
-                values[name] = None
+                if field.kept:
+                    values[name] = None
                 continue
             value = field.convert(raw)
             if value is _NOT_HANDLED:
                 value = self._slowly(field, raw, row)
             elif field.time and not self._integer_times.get(name):
                 self._note_time(field, raw)
-            values[name] = value
+            if field.kept:
+                values[name] = value
         if others:
             for name in others:
                 if get(name) is not None:
@@ -176,7 +192,8 @@ def _converter(target: Target):
     kind = target.kind
     declared = target.type
     if declared == "string":
-        return lambda raw: raw if type(raw) is str else _NOT_HANDLED
+        # A lone surrogate is no text: the column-wise conversion rejects it, as on every path.
+        return lambda raw: raw if type(raw) is str and (raw.isascii() or is_unicode_text(raw)) else _NOT_HANDLED
     if declared == "boolean":
         return lambda raw: raw if type(raw) is bool else _NOT_HANDLED
     if declared == "double":

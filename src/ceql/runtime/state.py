@@ -7,6 +7,8 @@ the sets of automaton states they stand for, so a state saved by one process loa
 it belongs to, the size of the body and the body's SHA-256, then the body (JSON), all
 compressed. Loading decompresses at most ``MAX_BYTES`` (checked against the size the header
 claims before anything is parsed) and refuses a body whose digest differs (a flipped bit).
+The digest finds accidents, not forgeries: whoever edits a state can recompute it. A state that
+crosses a trust boundary is sealed with the user's key as well (``keyed_seal``: HMAC-SHA256).
 
 ``import_state`` then checks the body against the query it is loaded into (``_load``, the one
 place that validates a Python-path state): every automaton state, node index, position (below
@@ -134,6 +136,67 @@ def unseal(blob: Any, format_name: str, version: int, query: str) -> Any:
         return json.loads(payload)
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise StateError("saved state is corrupt (not JSON)") from None
+
+
+# ---------------------------------------------------------------------------------- keyed seal
+
+#: The first bytes of a state sealed with a key (``keyed_seal``): never those of a zlib stream.
+KEYED_MAGIC = b"ceql-keyed-state/1\n"
+_TAG_BYTES = 32  # HMAC-SHA256
+MIN_KEY_BYTES = 16
+
+
+def _key_bytes(key: Any) -> bytes:
+    """A seal key as bytes (a str is taken as UTF-8); too short a key is refused."""
+    from ceql.errors import UsageError
+
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise UsageError(f"a state key is bytes or str, not {type(key).__name__}")
+    key = bytes(key)
+    if len(key) < MIN_KEY_BYTES:
+        raise UsageError(
+            f"a state key needs at least {MIN_KEY_BYTES} bytes ({len(key)} given); use 32 random bytes "
+            "(secrets.token_bytes(32)) kept where the states are not"
+        )
+    return key
+
+
+def is_keyed(blob: Any) -> bool:
+    """Whether a saved state is sealed with a key."""
+    return isinstance(blob, (bytes, bytearray, memoryview)) and bytes(blob[: len(KEYED_MAGIC)]) == KEYED_MAGIC
+
+
+def keyed_seal(blob: bytes, key: Any) -> bytes:
+    """A saved state (any envelope: the Python path's, the kernel's, NOT FOLLOWED BY's) sealed
+    with an HMAC-SHA256 of the user's key: whoever lacks the key cannot make a state that
+    ``keyed_unseal`` accepts, however consistent (the envelope's SHA-256 only finds accidents)."""
+    import hmac
+
+    tag = hmac.new(_key_bytes(key), KEYED_MAGIC + bytes(blob), hashlib.sha256).digest()
+    return KEYED_MAGIC + tag + bytes(blob)
+
+
+def keyed_unseal(blob: Any, key: Any) -> bytes:
+    """The state inside a keyed seal, after checking its HMAC with ``key`` (StateError if the
+    state is not sealed with a key, or with another key, or was changed)."""
+    import hmac
+
+    secret = _key_bytes(key)
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise StateError("a saved state is bytes")
+    if not is_keyed(blob):
+        raise StateError(
+            "the saved state is not sealed with a key (export_state(key=...) seals it); refusing it, "
+            "since a key was given"
+        )
+    data = bytes(blob)
+    tag, inner = data[len(KEYED_MAGIC) : len(KEYED_MAGIC) + _TAG_BYTES], data[len(KEYED_MAGIC) + _TAG_BYTES :]
+    expected = hmac.new(secret, KEYED_MAGIC + inner, hashlib.sha256).digest()
+    if len(tag) != _TAG_BYTES or not hmac.compare_digest(tag, expected):
+        raise StateError("the saved state's seal does not match the key: it was changed, or sealed with another key")
+    return inner
 
 
 # ---------------------------------------------------------------------------------- values

@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.compile.limits import limit_matches
 from ceql.errors import CeqlError, EventError
 from ceql.lang.schema import Schema
+from ceql.runtime.limits import limit_matches
 from ceql.spark.declare import check_columns, check_event_type_column, declare, schema_from_dataframe
 from ceql.spark.order import POS, TIME, number_rows, row_count, row_label, time_ns, with_order_keys
 from ceql.spark.output import Collector, OutputSpec, output_spec
@@ -203,6 +203,8 @@ def find(
     max_matches: int | None = None,
     allowed_lateness: str | None = None,
     late: str = "fail",
+    on_error: str = "fail",
+    dead_letter: Callable[[Any], Any] | None = None,
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
@@ -218,6 +220,10 @@ def find(
     result (see ``ceql.spark.streaming``; ``late="rows"`` gives late events as rows of their
     own instead of stopping the query). With ``max_matches``, a task (a bucket of keys, a shard
     or the whole stream) that finds more matches fails with LimitError as soon as it does.
+    ``on_error`` is the local engine's bad-row policy: "fail" (a bad row fails the job, naming
+    it), "skip" (the rows the local engine rejects are left out before the events are ordered),
+    "dead-letter" (also ``dead_letter(rejected)``, called once with the lazy DataFrame of their
+    records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``.
     """
     compiled, df, settings = prepare_stream(
         df,
@@ -237,13 +243,17 @@ def find(
     if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
-        if order_by or positions or shards:
+        if order_by or positions or shards or on_error != "fail":
             raise CeqlError(
-                "a stream is ordered by its primary_time and tie_break; order_by, positions and shards are for batch"
+                "a stream is ordered by its primary_time and tie_break; order_by, positions, shards and "
+                "on_error are for batch"
             )
         return find_streaming(df, compiled, late=late, **settings)
     if settings["allowed_lateness"] is not None or late != "fail":
         raise CeqlError("allowed_lateness and late are for streaming DataFrames")
+    from ceql.spark.bad_rows import split_bad_rows
+
+    df = split_bad_rows(df, compiled, on_error, dead_letter)
     return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
 
 
@@ -312,7 +322,9 @@ def plan_batch(
     # Only what the tasks read travels: the query's columns, ids, order and plan columns.
     schema = compiled.checked.schema
     times = [d.time_attribute for d in schema.event_types.values() if d.time_attribute]
-    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *id_columns, *sort_keys]
+    # Every declared column travels: the evaluator checks each (one reading rule on every path).
+    declared = [a.name for d in schema.event_types.values() for a in d.attributes]
+    wanted = ["event_type", *sorted(compiled.facts.catalog.required), *times, *declared, *id_columns, *sort_keys]
     if compiled.facts.window_attribute:
         wanted.append(compiled.facts.window_attribute)
     timeline = keyed
@@ -772,9 +784,10 @@ def _column_rows(table: pa.Table, query, job: _Job, positions: np.ndarray | None
 
 
 def _events(table: pa.Table, query) -> pa.Table:
-    """The columns the evaluator reads: the plan's own columns and undeclared ones stay out
-    (the evaluator would warn about each, in every task)."""
-    declared = query.facts.catalog.columns
+    """The declared columns, which the evaluator types and checks (the query's) or checks
+    only (the others); undeclared ones stay out (the evaluator would warn about each, in
+    every task)."""
+    declared = query.facts.catalog.declared_names
     return table.select([c for c in table.column_names if c == "event_type" or c in declared])
 
 

@@ -27,9 +27,18 @@ from ceql.io.formats import INPUTS, ReadOptions, Split, detect_format
 from ceql.io.formats.base import count_lines, number_splits
 from ceql.lang.schema import Schema
 from ceql.runtime.batches import Notices
+from ceql.spark.bookkeeping import (  # noqa: F401 - ACCEPTED..ORDER are this module's columns too
+    ACCEPTED,
+    FILE,
+    INPUT,
+    KIND,
+    LINE,
+    ORDER,
+    REASON,
+    REJECTED,
+    WARNING,
+)
 
-FILE, LINE, KIND, REASON, INPUT, ORDER = "__file", "__line", "__kind", "__reason", "__input", "__order"
-ACCEPTED, REJECTED, WARNING = 0, 1, 2
 TIME_KIND = "\x00time-kind:"  # a WARNING row that carries a time column's input kind
 _BOOKKEEPING = f"`{FILE}` int, `{LINE}` bigint, `{KIND}` int, `{REASON}` string, `{INPUT}` string"
 
@@ -221,35 +230,35 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     """The Spark pipeline behind ``ceql run --engine spark``."""
     from pyspark.sql import functions as F
 
-    from ceql.cli import (
-        _compile_queries,
-        _restrictions,
-        _schema,
+    from ceql.io.outputs import STDOUT, Outputs
+    from ceql.io.readers import resolve_inputs
+    from ceql.io.run import (
         check_run_outputs,
+        compile_queries,
         evaluation_schema,
+        load_schema,
         output_format,
         read_options,
+        restrictions,
         run_catalog,
         warnings_to_stderr,
     )
-    from ceql.io.outputs import STDOUT, Outputs
-    from ceql.io.readers import resolve_inputs
-    from ceql.io.writers import FORMATS, run_schema
+    from ceql.io.writers import formats_for, run_schema
     from ceql.spark.batch import explain_plan, plan_batch, prepare_stream
     from ceql.spark.files import write_dead_letters, write_matches
     from ceql.spark.session import session
 
-    schema = _schema(args.declaration)
+    schema = load_schema(args.declaration)
     # The readers type times once, to nanoseconds: the evaluators take them so.
-    queries = _compile_queries(args.query, evaluation_schema(schema))
+    queries = compile_queries(args.query, evaluation_schema(schema))
     paths = resolve_inputs(args.input)
     if "-" in paths:
         raise CeqlError("--engine spark reads files, not standard input")
     if not args.output or args.output == STDOUT:
         raise CeqlError("--engine spark needs --output DIRECTORY (results are written by Spark)")
     fmt = output_format(args)
-    if fmt not in FORMATS:
-        raise CeqlError(f"--engine spark writes {' or '.join(FORMATS)}")
+    if fmt not in formats_for("spark"):
+        raise CeqlError(f"--engine spark writes {' or '.join(formats_for('spark'))}")
     if args.on_error == "dead-letter" and not args.dead_letter:
         raise CeqlError("--on-error dead-letter needs --dead-letter DIRECTORY")
     check_run_outputs(args, paths, folder=True)
@@ -324,7 +333,7 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
                 max_matches=limit,
             )
             found = plan_batch(prepared, compiled, settings, order_by=order_by, positions=True, numbered=True)
-            jobs.append((found, run.schemas[name], _restrictions(query)))
+            jobs.append((found, run.schemas[name], restrictions(query)))
         folder = outputs.folder(args.output)
         progress.step("finding and writing the matches")
         try:
@@ -365,9 +374,10 @@ def worker_error(exc: BaseException) -> CeqlError | None:
 
 
 def _too_many(limit: int):
-    from ceql.compile.limits import too_many_matches
+    from ceql.io.run import too_many
 
-    return too_many_matches(limit, "--max-matches", "; no output was written")
+    return too_many(limit)
+
 
 
 SMALL_INPUT = 64 * 2**20  # bytes: below this, a run's cost is the JVM's start (session.LIGHT_JVM)

@@ -100,7 +100,7 @@ def write_matches(
     schema, its SELECT restrictions) into ``folder``; returns the rows written per query."""
     os.makedirs(folder, exist_ok=True)
     attempts = os.path.join(folder, ATTEMPTS)
-    extension = FORMATS[fmt][1]
+    extension = FORMATS[fmt].extension
     arrow, times = run.arrow, dict(run.times)
     done = None
     for index, (found, out, restrictions) in enumerate(jobs):
@@ -171,7 +171,7 @@ def write_dead_letters(rejected, folder: str, paths: Sequence[str], schema: Any,
     of the rejected rows, in input order (file, then line), into ``folder``. ``rejected`` has
     the bookkeeping columns (file index, line, reason, input) and ``__values``: the typed row
     of an event rejected after parsing (out of order, late), whose input text it becomes."""
-    from ceql.spark.cli import FILE, INPUT, LINE, REASON
+    from ceql.spark.bookkeeping import FILE, INPUT, LINE, REASON
 
     os.makedirs(folder, exist_ok=True)
     attempts = os.path.join(folder, ATTEMPTS)

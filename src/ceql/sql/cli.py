@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import pyarrow as pa
 
 from ceql.errors import CeqlError, EventError, QueryError
 
-FORMATS = ("jsonl", "csv", "parquet")
-
 
 def register(sub, check: argparse.ArgumentParser) -> None:
     """Add ``ceql sql`` to the command's subparsers and ``--sql`` to ``ceql check``."""
+    from ceql.io.run import add_output_options, add_read_options
+
     parser = sub.add_parser(
         "sql",
         help="run a SQL MATCH_RECOGNIZE query over CSV, JSON Lines or Parquet files",
@@ -33,8 +32,8 @@ def register(sub, check: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("query", metavar="QUERY", help="the SQL text, or a file holding it")
     _inputs(parser)
-    parser.add_argument("--output", "-o", metavar="FILE", help="output file (default: standard output)")
-    parser.add_argument("--format", "-f", choices=FORMATS, help="jsonl (default), csv or parquet")
+    add_read_options(parser)
+    add_output_options(parser, "sql", "jsonl (default), csv or parquet")
     parser.add_argument("--explain", action="store_true", help="print the plan instead of running the query")
     # --engine spark: the same query on Spark (ceql.spark.sql), with ceql run's Spark options.
     parser.add_argument(
@@ -63,6 +62,8 @@ def register(sub, check: argparse.ArgumentParser) -> None:
 
 
 def _inputs(parser: argparse.ArgumentParser) -> None:
+    from ceql.io.formats import input_formats
+
     parser.add_argument(
         "--input",
         "-i",
@@ -71,22 +72,39 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=FILE",
         help="an input table: CSV with a header, JSON Lines or Parquet (by extension); repeat for several",
     )
+    parser.add_argument(
+        "--input-format", choices=input_formats(), help="input format (default: from the file extension)"
+    )
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    """``ceql sql``: the query over the inputs, written through the guarded output path of
+    every command (``io/run.py``: never over an input or the query file, atomically)."""
     import ceql
+    from ceql.io.run import check_run_outputs, cleanup_on_sigterm, output_format, read_options, write_table
+    from ceql.io.writers import FORMATS
 
     text, source = _query(args.query)
+    specs = _specs(text, args.input)
+    fmt = output_format(args, "sql")
+    if FORMATS[fmt].binary and not args.explain and (not args.output or args.output == "-"):
+        raise CeqlError(f"--format {fmt} needs --output FILE")
+    if not args.explain:
+        # Refused before anything is read: an output over an input, the query file, a special
+        # file, or an existing file without --overwrite.
+        queries = [args.query] if source == args.query else []
+        check_run_outputs(args, [path for _, path in specs], folder=False, queries=queries)
     if getattr(args, "engine", "local") == "spark" and not args.explain:
         from ceql.spark.cli import run_sql
 
         try:
-            result = run_sql(text, _paths(text, args.input), args)
+            result = run_sql(text, dict(specs), args)
         except QueryError as exc:
             raise CeqlError(f"in query {source}: {exc}") from None
-        write(result, args.output, args.format)
+        with cleanup_on_sigterm():
+            write_table(result, args.output, fmt, args.overwrite)
         return 0
-    tables = _tables(text, args.input)
+    tables = {name: read_table(path, args.input_format, read_options(args)) for name, path in specs}
     try:
         if args.explain:
             print(ceql.sql.explain(text, next(iter(tables.values()))))
@@ -96,15 +114,18 @@ def cmd_sql(args: argparse.Namespace) -> int:
         raise CeqlError(f"in query {source}: {exc}") from None
     except EventError as exc:
         raise CeqlError(str(exc)) from None
-    write(result, args.output, args.format)
+    with cleanup_on_sigterm():
+        write_table(result, args.output, fmt, args.overwrite)
     return 0
 
 
 def cmd_check_sql(args: argparse.Namespace) -> int:
     import ceql
+    from ceql.io.formats import ReadOptions
 
     text, source = _query(args.sql)
-    tables = _tables(text, args.input)
+    specs = _specs(text, args.input)
+    tables = {name: read_table(path, args.input_format, ReadOptions()) for name, path in specs}
     try:
         print(ceql.sql.explain(text, next(iter(tables.values()))))
     except QueryError as exc:
@@ -113,18 +134,16 @@ def cmd_check_sql(args: argparse.Namespace) -> int:
 
 
 def _query(value: str) -> tuple[str, str]:
-    if os.path.isfile(value):
-        with open(value, encoding="utf-8") as handle:
-            return handle.read(), value
-    return value, "<query text>"
+    """The SQL text: a file's (UTF-8, checked), standard input's (``-``), or the value itself.
+    A value that names no file is taken for a path only when it has no space and ends in .sql."""
+    from ceql.io.run import read_text_or_file
+
+    path_like = "\n" not in value and " " not in value.strip() and value.lower().endswith(".sql")
+    return read_text_or_file(value, "query", path_like=path_like)
 
 
-def _tables(text: str, specs: list[str]) -> dict[str, pa.Table]:
-    return {name: read_table(path) for name, path in _paths(text, specs).items()}
-
-
-def _paths(text: str, specs: list[str]) -> dict[str, str]:
-    """The input files by table name (``--input NAME=FILE``, or ``FILE`` for the query's table)."""
+def _specs(text: str, specs: list[str]) -> list[tuple[str, str]]:
+    """(table name, path) of each ``--input``: ``NAME=FILE``, or ``FILE`` for the query's table."""
     from ceql.sql import _needs_outer_engine, outer
     from ceql.sql.parser import parse_sql
 
@@ -138,54 +157,19 @@ def _paths(text: str, specs: list[str]) -> dict[str, str]:
         name = named[0]
     if not specs:
         raise CeqlError(f"give the input table {name} with --input {name}=FILE")
-    tables = {}
+    out = []
     for spec in specs:
         key, _, path = spec.rpartition("=") if "=" in spec and not os.path.exists(spec) else ("", "", spec)
-        tables[key or name] = path
-    return tables
+        out.append((key or name, path))
+    return out
 
 
-def read_table(path: str) -> pa.Table:
-    """A CSV (header), JSON Lines or Parquet file as an Arrow table (by its extension)."""
-    if not os.path.isfile(path):
-        raise CeqlError(f"input file not found: {path}")
-    lower = path.lower()
-    try:
-        if lower.endswith(".parquet"):
-            import pyarrow.parquet as pq
+def read_table(path: str, input_format: str | None = None, options=None) -> pa.Table:
+    """A CSV (header), JSON Lines or Parquet input as an Arrow table, read by the format
+    registry (``io/formats``: the same line rules, limits and messages as ``ceql run``); its
+    column types are inferred (a SQL query declares none)."""
+    from ceql.io.formats import ReadOptions, detect_format
+    from ceql.io.run import check_input
 
-            return pq.read_table(path)
-        if lower.endswith((".jsonl", ".json", ".ndjson")):
-            import pyarrow.json as pj
-
-            return pj.read_json(path)
-        if lower.endswith((".csv", ".txt")):
-            import pyarrow.csv as pcsv
-
-            return pcsv.read_csv(path)
-    except pa.ArrowInvalid as exc:
-        raise CeqlError(f"{path}: {exc}") from None
-    raise CeqlError(f"{path}: unknown input format (use .csv, .jsonl or .parquet)")
-
-
-def write(table: pa.Table, path: str | None, fmt: str | None) -> None:
-    """The result as JSON Lines or Parquet (ceql's writers: the output contract of docs/guide.md,
-    "Output") or CSV, to a file or standard output."""
-    from ceql.io.writers import open_writer
-
-    if fmt is None:
-        lower = (path or "").lower()
-        fmt = "parquet" if lower.endswith(".parquet") else ("csv" if lower.endswith(".csv") else "jsonl")
-    if fmt == "csv":
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(table, path or sys.stdout.buffer)
-        return
-    if fmt == "parquet" and not path:
-        raise CeqlError("--format parquet needs --output FILE")
-    writer = open_writer(fmt, path or sys.stdout, table.schema)
-    try:
-        for batch in table.to_batches():
-            writer.write(batch)
-    finally:
-        writer.close()
+    check_input(path)
+    return detect_format(path, input_format).read_table(path, options or ReadOptions())

@@ -1,10 +1,10 @@
-"""Input (and, later, output) formats: one module per format, and a registry of them.
+"""Input formats: one module per format, and a registry of them.
 
 A format module declares ``NAME``, ``EXTENSIONS``, ``plan`` (a file's splits, after checking its
 header or schema against the catalog) and ``read_split`` (a split's parsed blocks). The registry
 feeds the command line's choices, format detection, and the local and Spark readers, so adding a
-format is one module and one line below. Writers are registered by name with
-``register_writer`` (the output side fills it in).
+format is one module and one line below. (Output formats are listed once too, in
+``io/writers.FORMATS``.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+
+import pyarrow as pa
 
 from ceql.compile.catalog import Catalog
 from ceql.errors import CeqlError
@@ -31,24 +32,20 @@ class Format:
     read_split: Callable[[Split, Catalog, ReadOptions, Notices], Iterator[Parsed]]
     line_based: bool  # splits are byte ranges of lines (their line numbers must be counted)
     reads_stdin: bool
+    #: The whole input as a table whose types the format or pyarrow infers, for a reader with
+    #: no declarations (``ceql sql``); the same line rules as ``read_split``.
+    read_table: Callable[[str, ReadOptions], pa.Table]
 
 
 def _from_module(module: ModuleType, line_based: bool) -> Format:
-    return Format(module.NAME, module.EXTENSIONS, module.plan, module.read_split, line_based, line_based)
+    return Format(
+        module.NAME, module.EXTENSIONS, module.plan, module.read_split, line_based, line_based, module.read_table
+    )
 
 
 INPUTS: dict[str, Format] = {
     f.name: f for f in (_from_module(csv, True), _from_module(jsonl, True), _from_module(parquet, False))
 }
-
-
-#: Output formats by name -> writer factory (filled by the output side, see register_writer).
-WRITERS: dict[str, Any] = {}
-
-
-def register_writer(name: str, factory: Any) -> None:
-    """Make an output format available by name."""
-    WRITERS[name] = factory
 
 
 def input_formats() -> list[str]:
@@ -80,5 +77,4 @@ __all__ = [
     "Split",
     "detect_format",
     "input_formats",
-    "register_writer",
 ]

@@ -291,3 +291,36 @@ def number_splits(splits: list[Split], counts: list[int]) -> list[Split]:
 def row_text(values: dict) -> str:
     """A row of typed values as JSON text (for dead letters of binary formats)."""
     return json.dumps({k: v for k, v in values.items() if v is not None}, default=str)
+
+
+def whole_text(path: str, options: ReadOptions) -> tuple[bytes, int]:
+    """Every line of a text input (a file, a FIFO, or ``-``: standard input) joined by newlines,
+    with a byte-order mark at its start dropped, and the length of its longest line: for readers
+    that infer the types of a whole table (``ceql sql``). The same line rules as every reader:
+    a line longer than ``options.max_line_bytes`` or not UTF-8 is an ``EventError`` naming it."""
+    from ceql.errors import EventError
+
+    stream, offset = open_split(Split(path, 0), options)
+    parts: list[bytes] = []
+    longest = 0
+    source = Split(path, 0).source
+    try:
+        for block in iter_line_blocks(stream, options, 1, offset, None):
+            if block.too_long:
+                (first, *_) = too_long_errors(block, source, options.max_line_bytes)
+                raise EventError(f"{first.reason}; --max-line-bytes raises it", source=source, line=first.line)
+            if not len(block):
+                continue
+            data = block.data
+            if block.numbers[0] == 1 and data.startswith(BOM):
+                data = data[len(BOM) :]
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = int(block.numbers[0]) + data.count(b"\n", 0, exc.start)
+                raise EventError("the line is not valid UTF-8", source=source, line=line) from None
+            longest = max(longest, int((block.ends - block.starts).max()))
+            parts.append(data)
+    finally:
+        stream.close()
+    return b"\n".join(parts) + b"\n", longest

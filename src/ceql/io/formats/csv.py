@@ -35,6 +35,7 @@ from ceql.io.formats.base import (
     open_split,
     text_splits,
     too_long_errors,
+    whole_text,
 )
 from ceql.runtime.batches import Notices, type_rows
 
@@ -248,3 +249,28 @@ def _parse(data: bytes, header: Header, invalid: list[tuple[int, str]]) -> pa.Ta
     except (pa.ArrowInvalid, ValueError):
         invalid.clear()
         return None
+
+
+def read_table(path: str, options: ReadOptions) -> pa.Table:
+    """A whole CSV input (a header line, then rows) as an Arrow table whose column types
+    pyarrow infers (``ceql sql``: its query declares no types). Lines follow every reader's rules
+    (``whole_text``); a row with the wrong number of fields is an ``EventError``."""
+    from ceql.errors import EventError
+
+    data, longest = whole_text(path, options)
+    source = Split(path, 0).source
+
+    def invalid(row) -> str:
+        reason = f"{row.actual_columns} fields where the header has {row.expected_columns}"
+        raise EventError(f"{reason}: {row.text!r}", source=source, line=row.number)
+
+    try:
+        return pacsv.read_csv(
+            io.BytesIO(data),
+            # A block holds whole rows: one at least the longest line (pyarrow's "straddling
+            # object ... increase block size?" otherwise).
+            read_options=pacsv.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
+        )
+    except pa.ArrowInvalid as exc:
+        raise CeqlError(f"{source}: {exc}") from None

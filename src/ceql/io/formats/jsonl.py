@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 import numpy as np
+import pyarrow as pa
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.io.errors import RowError
@@ -28,6 +29,7 @@ from ceql.io.formats.base import (
     open_split,
     text_splits,
     too_long_errors,
+    whole_text,
 )
 from ceql.runtime.batches import Notices, type_rows
 
@@ -147,3 +149,21 @@ def _json_kind(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
     return "a number"
+
+
+def read_table(path: str, options: ReadOptions) -> pa.Table:
+    """A whole JSON Lines input as an Arrow table whose column types pyarrow infers (``ceql
+    sql``). Lines follow every reader's rules (``whole_text``)."""
+    import io
+
+    import pyarrow.json as pajson
+
+    from ceql.errors import CeqlError
+
+    data, longest = whole_text(path, options)
+    try:
+        return pajson.read_json(
+            io.BytesIO(data), read_options=pajson.ReadOptions(block_size=max(1 << 20, 2 * longest + 2))
+        )
+    except pa.ArrowInvalid as exc:
+        raise CeqlError(f"{Split(path, 0).source}: {exc}") from None

@@ -115,3 +115,15 @@ def _shown(column: pa.Array, index: int):
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def read_table(path: str, options: ReadOptions) -> pa.Table:
+    """A whole Parquet file as an Arrow table with its own types (``ceql sql``)."""
+    from ceql.errors import CeqlError
+
+    if path == "-":
+        raise CeqlError("parquet cannot be read from standard input; give a file")
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CeqlError(f"{path}: cannot read the Parquet file: {_first_line(exc)}") from None

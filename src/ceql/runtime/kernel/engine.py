@@ -350,7 +350,7 @@ class KernelEvaluator:
         self.compact_at = max(COMPACT_MIN, 2 * live + 2)
         self.compactions += 1
         if self.max_nodes is not None and live > self.max_nodes:
-            from ceql.compile.limits import too_many_nodes
+            from ceql.runtime.limits import too_many_nodes
 
             raise too_many_nodes(live, self.max_nodes)
 

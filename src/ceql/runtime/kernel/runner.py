@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.compile.limits import DEFAULT_MAX_NODES
 from ceql.compile.output_schema import OutputSchema, output_schema
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
@@ -64,6 +63,7 @@ from ceql.runtime.kernel.postfilter import (
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
 from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
+from ceql.runtime.limits import DEFAULT_MAX_NODES
 
 
 def unsupported(plan: Plan) -> str | None:

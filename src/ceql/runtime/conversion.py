@@ -6,14 +6,16 @@ column's storage type (int64, float64, string, boolean) column-wise, and each ro
 a value, missing (null; for a non-string type also empty text) or bad (with a reason).
 
 The rules (docs/input.md has the table):
-- int: integer text (``-12``, ``+7``, ``007``, surrounding spaces allowed), any Arrow integer
+- int: decimal integer text (``-12``, ``+7``, ``007``, surrounding spaces allowed; not ``0x10``), any Arrow integer
   within int64, or a float with no fractional part of magnitude at most 2**53 (exact); ``1.5``,
   ``1e3`` and values beyond int64 are bad. In a column that is double in another event type,
   ints are stored as doubles and must be at most 2**53 in magnitude (exact).
 - double: decimal text (``1.5``, ``-2e-3``, ``.5``), ``nan``, ``inf``, ``-infinity`` (any
   case; JSON ``NaN``, ``Infinity``), any Arrow integer or float; text beyond the double range
   (``1e400``) is bad. (In a pandas DataFrame, NaN marks a missing value, pandas' convention.)
-- string: text as it is (``007``, ``1e3``, ``NA`` and ``null`` stay text); other types are bad.
+- string: text as it is (``007``, ``1e3``, ``NA`` and ``null`` stay text); other types are bad,
+  and so is a Python str holding a lone surrogate (``"\ud800"``: no Unicode text) or Python
+  bytes (``b"A"``: no text; an Arrow binary column is read as UTF-8 text).
 - boolean: ``true``/``false`` in any case, ``1``/``0``, or an Arrow boolean.
 - primary_time: integer text or an integer in the declared unit (s, ms, us, ns), an Arrow or
   pandas timestamp of any unit and time zone (naive ones are UTC), a date (midnight UTC), or an
@@ -25,20 +27,19 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.catalog import Target  # (what a column's values become)
 from ceql.compile.isotime import parse_iso8601
-from ceql.lang.schema import STORAGE, TIME_UNITS
+from ceql.lang.schema import TIME_UNITS
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 EXACT_DOUBLE = 2**53  # every integer of at most this magnitude is exact as a double
-ARROW_STORAGE = {"int": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
 
 _INT_TEXT = r"^[+-]?[0-9]+$"
 _FLOAT_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -47,33 +48,7 @@ _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
 _DAY_NS = 86_400 * 10**9
 
 # Why a row is bad (codes kept per row; the message is built only for rows that are reported).
-OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8 = range(8)
-
-
-@dataclass(frozen=True)
-class Target:
-    """What values become: a declared type, the unit of integer times, the column's storage."""
-
-    type: str  # int | double | string | boolean | primary_time
-    unit: str = "ns"
-    storage: str = ""  # int | double | string | boolean (defaults to the type's own)
-
-    @property
-    def kind(self) -> str:
-        """The storage kind of the column."""
-        return self.storage or STORAGE[self.type]
-
-    @property
-    def arrow_type(self) -> pa.DataType:
-        return ARROW_STORAGE[self.kind]
-
-    def expected(self) -> str:
-        """What a valid value looks like, for messages."""
-        if self.type == "primary_time":
-            return f"a time (integer {self.unit} since 1970 or ISO-8601)"
-        return {"int": "an integer", "double": "a number", "string": "a string", "boolean": "a boolean"}[
-            self.type
-        ]
+OK, UNPARSABLE, OUT_OF_RANGE, NOT_INTEGRAL, INEXACT, BIG_FLOAT, WRONG_KIND, BAD_UTF8, SURROGATE = range(9)
 
 
 class Converted:
@@ -123,6 +98,8 @@ def describe(code: int, shown: str, target: Target) -> str:
         return f"{shown} is a floating-point number beyond 2**53, not an exact integer"
     if code == BAD_UTF8:
         return f"{shown} is not valid UTF-8"
+    if code == SURROGATE:
+        return f"{shown} holds a lone surrogate (U+D800 to U+DFFF), which is no character of Unicode text"
     return f"cannot read {shown} as {expected}"
 
 
@@ -191,6 +168,8 @@ def convert_python(values: list, target: Target) -> Converted:
             converted = _wrong_kind_values(picked, target)
         elif group == "other":
             converted = _other_values(picked, target)
+        elif group == "surrogate":
+            converted = _surrogate_values(picked, target)
         else:
             converted = convert_array(_python_array(picked, group), target)
         parts.append((indexes, converted))
@@ -229,11 +208,11 @@ def _python_group(value: Any) -> str:
     if kind is float:
         return "float"
     if kind is str:
-        return "str" if value.isascii() or _encodes(value) else "bytes"  # a lone surrogate: not UTF-8
+        return "str" if value.isascii() or is_unicode_text(value) else "surrogate"  # not Unicode text
     if kind in (dict, list, tuple):
         return "nested"
-    if kind is bytes:
-        return "bytes"
+    # bytes are no text in Python values (b"A" is not the event type "A"); Arrow binary
+    # columns (Parquet) are still read as UTF-8 text.
     if isinstance(value, (np.bool_,)):
         return "bool"
     if isinstance(value, np.integer):
@@ -245,12 +224,12 @@ def _python_group(value: Any) -> str:
     return "other"
 
 
-_ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "bytes", "time"})
+_ARRAY_GROUPS = frozenset({"int", "float", "bool", "str", "time"})
 #: Plain Python types -> the Arrow type their values convert to exactly.
-_PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string(), bytes: pa.binary()}
+_PLAIN = {int: pa.int64(), float: pa.float64(), bool: pa.bool_(), str: pa.string()}
 
 
-def _encodes(text: str) -> bool:
+def is_unicode_text(text: str) -> bool:
     """Whether a str is Unicode text (no lone surrogate, as ``"\\ud800"`` in JSON gives)."""
     try:
         text.encode("utf-8")
@@ -274,8 +253,6 @@ def _python_array(values: list, group: str) -> pa.Array:
         return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
     if group == "str":
         return pa.array(values, pa.string())
-    if group == "bytes":  # (a str here has a lone surrogate: its bytes are not valid UTF-8)
-        return pa.array([v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v for v in values], pa.binary())
     raise ValueError(group)
 
 
@@ -308,6 +285,17 @@ def _wrong_kind_values(values: list, target: Target) -> Converted:
     def shown(index: int) -> str:
         value = values[index]
         return "a JSON object" if isinstance(value, dict) else "a list"
+
+    return Converted(pa.nulls(n, target.arrow_type), np.zeros(n, bool), codes, shown, target, "")
+
+
+def _surrogate_values(values: list, target: Target) -> Converted:
+    """Strings holding a lone surrogate (``"\ud800"``): bad for every type, on every path."""
+    n = len(values)
+    codes = np.full(n, SURROGATE, dtype=np.int8)
+
+    def shown(index: int) -> str:
+        return ascii(values[index])
 
     return Converted(pa.nulls(n, target.arrow_type), np.zeros(n, bool), codes, shown, target, "")
 
@@ -562,6 +550,8 @@ def _fast_text(text: pa.Array, nulls: np.ndarray, target: Target) -> Converted |
         values = pc.cast(text, kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    if kind == pa.int64() and pc.any(pc.match_substring(text, "x", ignore_case=True)).as_py():
+        return None  # Arrow's cast reads "0x10" as 16; the syntax here has no hexadecimal
     n = len(text)
     codes = np.zeros(n, dtype=np.int8)
     if target.type == "double":
@@ -626,4 +616,5 @@ __all__: Sequence[str] = [
     "convert_array",
     "convert_python",
     "describe",
+    "is_unicode_text",
 ]
