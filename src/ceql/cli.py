@@ -16,6 +16,7 @@ from ceql import __version__
 from ceql.compile.determinize import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
 from ceql.errors import CeqlError, QueryError
 from ceql.io.run import (
+    add_spark_options,
     check_run_outputs,
     cleanup_on_sigterm,
     evaluation_schema,
@@ -522,24 +523,6 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--overwrite", action="store_true", help="replace an existing --svg file")
     explain.set_defaults(func=cmd_explain)
     return parser
-
-
-def add_spark_options(parser: argparse.ArgumentParser) -> None:
-    """``--master`` and ``--conf`` of ``--engine spark`` (``ceql run``, ``ceql sql``)."""
-    parser.add_argument(
-        "--master",
-        default=None,
-        help="Spark master URL for --engine spark (default: CEQL_SPARK_MASTER, else local[*])",
-    )
-    parser.add_argument(
-        "--conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a Spark setting for --engine spark, repeat for several (e.g. spark.sql.shuffle.partitions=200; "
-        "its default is CEQL_SHUFFLE_PARTITIONS, else 8; the driver's memory CEQL_DRIVER_MEMORY, else 2g); "
-        "CEQL_SPARK_VERBOSE=1 shows Spark's own traces of failed tasks",
-    )
 
 
 def _engine_options(args: argparse.Namespace) -> dict:

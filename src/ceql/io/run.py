@@ -296,3 +296,21 @@ __all__ = [
     "warnings_to_stderr",
     "write_table",
 ]
+
+
+def add_spark_options(parser: argparse.ArgumentParser) -> None:
+    """``--master`` and ``--conf`` of ``--engine spark`` (``ceql run``, ``ceql sql``)."""
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL for --engine spark (default: CEQL_SPARK_MASTER, else local[*])",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark, repeat for several (e.g. spark.sql.shuffle.partitions=200; "
+        "its default is CEQL_SHUFFLE_PARTITIONS, else 8; the driver's memory CEQL_DRIVER_MEMORY, else 2g); "
+        "CEQL_SPARK_VERBOSE=1 shows Spark's own traces of failed tasks",
+    )

@@ -411,8 +411,8 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
     local``), then handed to Spark. A failed job is one message naming its cause."""
     from ceql.spark.progress import Progress, job_failure
+    from ceql.io.run import check_input
     from ceql.spark.session import session
-    from ceql.sql.cli import read_table
 
     light = _small(list(paths.values()))
     spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
@@ -423,12 +423,12 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
 
         frames = {}
         for name, path in paths.items():
-            if not os.path.isfile(path):
-                raise CeqlError(f"input file not found: {path}")
+            check_input(path)  # (the same checks and messages as --engine local)
             if path.lower().endswith(".parquet"):
                 frames[name] = spark.read.parquet(os.path.abspath(path))
-            else:
-                frames[name] = spark.createDataFrame(read_table(path))
+            else:  # read by the format registry, as `ceql sql` does locally (io/formats)
+                table = detect_format(path, getattr(args, "input_format", None)).read_table(path, ReadOptions())
+                frames[name] = spark.createDataFrame(table)
         result = spark_sql.run(text, frames).toArrow()
     except CeqlError:
         raise

@@ -39,7 +39,7 @@ def register(sub, check: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", choices=["local", "spark"], default="local", help="evaluate in this process (default) or on Spark"
     )
-    from ceql.cli import add_spark_options
+    from ceql.io.run import add_spark_options
 
     add_spark_options(parser)
     parser.set_defaults(func=cmd_sql)
