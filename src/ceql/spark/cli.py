@@ -410,8 +410,8 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     (``ceql.spark.sql``), as one Arrow table in the local engine's result schema. Parquet is
     read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
     local``), then handed to Spark. A failed job is one message naming its cause."""
-    from ceql.spark.progress import Progress, job_failure
     from ceql.io.run import check_input
+    from ceql.spark.progress import Progress, job_failure
     from ceql.spark.session import session
 
     light = _small(list(paths.values()))
