@@ -847,13 +847,30 @@ def all_of(frame: Frame, holds: np.ndarray) -> np.ndarray:
 
 def consecutive(frame: Frame, local: str) -> np.ndarray:
     """Per match: whether its events are consecutive in their sub-stream (``local``: the kept
-    column of each event's index in it)."""
+    column of each event's index in it). Events reported only under the compiler's own labels
+    (NUL-prefixed: the event a ``NOT(E FILTER c)`` reads) are not events of the match (docs/
+    semantics.md): they are left out, as the output leaves them out."""
     column = frame.column(local)
-    first, last = frame.first(None), frame.last(None)
-    lengths = frame.lengths
-    some = lengths > 0
+    private = [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in frame.label_sets]
+    if not any(private) or frame.label_ids is None:
+        first, last = frame.first(None), frame.last(None)
+        lengths = frame.lengths
+        some = lengths > 0
+        out = np.ones(frame.n, dtype=bool)
+        out[some] = column.data[last[some]] - column.data[first[some]] + 1 == lengths[some]
+        return out
+    public = ~np.array(private, dtype=bool)[frame.label_ids] if frame.events else np.zeros(0, dtype=bool)
+    events = np.flatnonzero(public)
+    match = frame.segment[events]
+    values = column.data[events].astype(np.int64)
+    count = np.bincount(match, minlength=frame.n)
+    low = np.full(frame.n, np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full(frame.n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(low, match, values)
+    np.maximum.at(high, match, values)
+    some = count > 0
     out = np.ones(frame.n, dtype=bool)
-    out[some] = column.data[last[some]] - column.data[first[some]] + 1 == lengths[some]
+    out[some] = high[some] - low[some] + 1 == count[some]
     return out
 
 
