@@ -1,4 +1,4 @@
-"""The papers' worked examples for the language extensions (tests/golden.py EXTENSION_CASES).
+"""The papers' worked examples for the language extensions (tests/support/golden.py EXTENSION_CASES).
 
 The reference evaluator must give the papers' outputs. The engine runs the same cases; where
 it does not evaluate a construct yet it raises UnsupportedQueryError and the case is skipped
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import ceql
-from tests import golden
-from tests.evaluators import EVALUATORS
+from tests.support import golden
+from tests.support.evaluators import EVALUATORS
 
 
 def _outputs(matches, expected):

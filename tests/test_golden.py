@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 import ceql
-from tests import golden, vendored
-from tests.evaluators import EVALUATORS
+from tests.support import golden, vendored
+from tests.support.evaluators import EVALUATORS
 
 
 @pytest.fixture(params=EVALUATORS)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import ceql
-from tests import golden
+from tests.support import golden
 
 DECL = """
 CREATE STREAM S {
