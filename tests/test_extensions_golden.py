@@ -51,17 +51,6 @@ def test_paper_examples(evaluator, name, source, declaration, stream, query, exp
     assert _outputs(matches, expected) == expected, f"{name} ({source})"
 
 
-def test_renaming_replaces_the_labels() -> None:
-    """SO-CEL Example 2: the renamed complex events carry T, HS and HH, and no H (T-003-3)."""
-    case = next(c for c in golden.EXTENSION_CASES if c[0] == "SO-CEL Example 2 (renaming)")
-    _, _, declaration, stream, query, _, _ = case
-    matches = ceql.reference.run(ceql.check(query, ceql.declare(declaration)), stream, type_labels=True)
-    assert len(matches) == 26
-    assert {tuple(sorted(m.labels)) for m in matches} == {("HH", "HS", "T")}
-    witness = {"T": (3,), "HS": (4, 6, 7), "HH": (9,)}
-    assert any(dict(m.labels) == witness for m in matches)
-
-
 def test_theorem8_needs_the_free_label() -> None:
     """Moving the condition outward loses {0,1,2,3,4} (issue 18): the two readings differ."""
     schema = ceql.declare(golden.THM8_DECL)

@@ -10,7 +10,15 @@ import pytest
 from ceql.cli import main
 from ceql.spark import find
 from ceql.spark.output import spark_batch
-from tests.support.contract import DECLARATION, compiled, events_table, file_lines, json_lines, parquet, write_case
+from tests.support.contract import (
+    DECLARATION,
+    compiled,
+    events_table,
+    file_lines,
+    json_lines,
+    parquet,
+    write_case,
+)
 
 
 def _run(tmp_path, engine: str, fmt: str, *extra: str):
