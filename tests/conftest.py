@@ -33,6 +33,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if "spark" in getattr(item, "fixturenames", ()) or item.path.name.startswith("test_spark_"):
+            # Under pytest-xdist (scripts/test.sh runs `-n auto --dist loadgroup`), every Spark test
+            # runs on one worker: one local session (one JVM) for the run, as without xdist.
+            item.add_marker(pytest.mark.xdist_group("spark"))
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
         if item.path.name == "test_benchmarks.py":
