@@ -14,6 +14,11 @@ from hypothesis import settings
 # on every run (the 10,000-case runs are where new bugs are found).
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("CEQL_HYPOTHESIS_PROFILE", "default"))
+# Under `ci` a property test of more than 100 examples runs a share of them (at least 100), so
+# the check of every change stays short; plain pytest and `--all` run the full counts.
+# CEQL_CI_EXAMPLES=1 runs the full counts from the fixed seeds.
+CI_EXAMPLES = float(os.environ.get("CEQL_CI_EXAMPLES", "0.5"))
+CI_FLOOR = 100
 
 HAVE_SPARK = importlib.util.find_spec("pyspark") is not None
 if not HAVE_SPARK:  # a checkout installed without the extra: the rest still runs (see the header)
@@ -39,8 +44,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("spark"))
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
+            if os.environ.get("CEQL_HYPOTHESIS_PROFILE") == "ci" and CI_EXAMPLES < 1:
+                _ci_examples(item.obj)
         if item.path.name == "test_benchmarks.py":
             item.add_marker(pytest.mark.bench)
+
+
+def _ci_examples(test) -> None:
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if current is None or getattr(test, "_ceql_ci_examples", False):
+        return
+    test._ceql_ci_examples = True  # once per function, however many items it has
+    if current.max_examples > CI_FLOOR:
+        share = max(CI_FLOOR, int(current.max_examples * CI_EXAMPLES))
+        test._hypothesis_internal_use_settings = settings(current, max_examples=share)
 
 
 @pytest.fixture(scope="session")
