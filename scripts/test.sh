@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what is needed (scripts/setup.sh), then run the linter and the tests.
-#                                   generated cases from fixed seeds, the larger property tests at half size)
-#                                   generated cases from fixed seeds)
+#   bash scripts/test.sh            ruff, then every test except the slow ones (what CI runs;
+#                                   generated cases from fixed seeds, the larger property tests
+#                                   at half size)
 #   bash scripts/test.sh --quick    ruff, then the quick subset (under a minute): no Spark, no
 #                                   property tests, no benchmark runs, nothing slow
 #   bash scripts/test.sh --all      ruff, then everything, slow tests included (install tests
@@ -17,7 +18,7 @@ export CEQL_HYPOTHESIS_PROFILE="${CEQL_HYPOTHESIS_PROFILE:-ci}"
 case "${1:-}" in
   --quick) marks=(-m "not slow and not spark and not property and not bench"); shift ;;
   --all) marks=(-m ""); export CEQL_HYPOTHESIS_PROFILE=default; shift ;;
-  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 bash scripts/setup.sh
 .venv/bin/ruff check src tests
