@@ -36,9 +36,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark tests by what they need, so the quick subset needs no hand-kept list: ``spark``
     (uses the Spark session), ``property`` (a Hypothesis test), ``bench`` (benchmark smoke runs)."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        # (A test parametrized with engine="spark" asks for the session inside, by name.)
+        on_spark = getattr(getattr(item, "callspec", None), "params", {}).get("engine") == "spark"
+        if "spark" in getattr(item, "fixturenames", ()) or on_spark:
             item.add_marker(pytest.mark.spark)
-        if "spark" in getattr(item, "fixturenames", ()) or item.path.name.startswith("test_spark_"):
+        if "spark" in getattr(item, "fixturenames", ()) or on_spark or item.path.name.startswith("test_spark_"):
             # Under pytest-xdist (scripts/test.sh runs `-n auto --dist loadgroup`), every Spark test
             # runs on one worker: one local session (one JVM) for the run, as without xdist.
             item.add_marker(pytest.mark.xdist_group("spark"))
