@@ -12,8 +12,15 @@ import ceql
 from ceql.lang import print_query
 from ceql.runtime import kernel
 from ceql.runtime.kernel.absence import KernelAbsence
-from tests.agreement import assert_agrees, by_trigger, check_case, compile_valid, record, reference_matches
-from tests.strategies import TEST_DECLARATION, absence_queries, cases
+from tests.support.agreement import (
+    assert_agrees,
+    by_trigger,
+    check_case,
+    compile_valid,
+    record,
+    reference_matches,
+)
+from tests.support.strategies import TEST_DECLARATION, absence_queries, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
@@ -110,7 +117,7 @@ def test_compiled_push_with_advance_agrees(case, data) -> None:
 
 
 def test_idle_and_next_deadline_agree_with_the_python_path() -> None:
-    from tests.test_absence import ORDERS, SHOP, UNPAID
+    from tests.constructs.test_not_followed_by import ORDERS, SHOP, UNPAID
 
     query = ceql.compile(UNPAID, SHOP)
     seen = {}

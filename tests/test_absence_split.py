@@ -17,8 +17,8 @@ from ceql.compile.plan import split_keys
 from ceql.lang import print_query
 from ceql.match import Match
 from ceql.runtime.absence import deadline_triggers
-from tests.agreement import compile_valid
-from tests.strategies import TEST_DECLARATION, absence_queries, cases
+from tests.support.agreement import compile_valid
+from tests.support.strategies import TEST_DECLARATION, absence_queries, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

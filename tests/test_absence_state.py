@@ -16,7 +16,7 @@ import pytest
 
 import ceql
 from ceql.runtime.state import StateError, fingerprint, seal, unseal
-from tests.test_absence import EXPECTED, ORDERS, SHOP, UNPAID, summary
+from tests.constructs.test_not_followed_by import EXPECTED, ORDERS, SHOP, UNPAID, summary
 
 CUT = 4  # orders 2 and 3 wait (order 1 is paid)
 

@@ -1,11 +1,11 @@
 """Conditions across events in every position agree with the reference (issue 13).
 
-The cases (tests/cross_strategies.py) carry conditions that read several events at a time:
+The cases (tests/support/cross_strategies.py) carry conditions that read several events at a time:
 every comparison operator, arithmetic on ints and doubles, string order, missing values,
 aggregates, PREV, NOT over conditions, free labels, inside ``+``/``:+``, OR branches, ALL, AND,
 UNLESS right sides, NOT(E FILTER ...) bodies, nested filters and PART-BY (over labels, inside
 formulas). Each runs on every engine path that supports it, batch by batch, with a state round
-trip in the middle (tests/agreement.py): no refusal (UnsupportedQueryError), no complex event
+trip in the middle (tests/support/agreement.py): no refusal (UnsupportedQueryError), no complex event
 reported twice, the reference's complex events. 1,000 cases here, 10,000 in the slow run.
 """
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import ceql
-from tests.agreement import check_case, record
-from tests.cross_strategies import cross_queries, partition_queries
-from tests.strategies import TEST_DECLARATION, cases
+from tests.support.agreement import check_case, record
+from tests.support.cross_strategies import cross_queries, partition_queries
+from tests.support.strategies import TEST_DECLARATION, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 cross_cases = cases(cross_queries(), nulls=True)

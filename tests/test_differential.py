@@ -2,8 +2,8 @@
 
 Every case runs on each engine path that supports its query (the Python evaluator and the
 compiled kernel), with the stream cut into random batches and the evaluator's state saved and
-loaded into a fresh evaluator in the middle (tests/agreement.py). The generators
-(tests/strategies.py, tests/cross_strategies.py) are tuned so that most cases report complex
+loaded into a fresh evaluator in the middle (tests/support/agreement.py). The generators
+(tests/support/strategies.py, tests/support/cross_strategies.py) are tuned so that most cases report complex
 events (tests/test_generators.py checks it). Conditions across events have their own suite,
 tests/test_cross_conditions.py.
 """
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import ceql
 from ceql.lang import ast
-from tests.agreement import check_case, record
-from tests.cross_strategies import extended_matching_queries
-from tests.strategies import (
+from tests.support.agreement import check_case, record
+from tests.support.cross_strategies import extended_matching_queries
+from tests.support.strategies import (
     CORE_OPERATORS,
     TEST_DECLARATION,
     cases,

@@ -19,7 +19,7 @@ re-sealed (size and digest recomputed, as an attacker would) give StateError or 
 runs on without a crash, a raw exception or a malformed match (positions outside the stream,
 out of order, labels on events the match does not have).
 
-Edges: the time-boxed differential fuzz of ``tests/fuzz_differential.py`` (Python path, kernel,
+Edges: the time-boxed differential fuzz of ``tests/support/fuzz_differential.py`` (Python path, kernel,
 Arrow output, push with a state round trip, the command line; values at the int64 and double
 edges) against the reference.
 
@@ -50,7 +50,7 @@ import ceql
 from ceql.cli import main
 from ceql.errors import CeqlError
 from ceql.lang.printer import print_query
-from tests.strategies import TEST_DECLARATION, extended_queries, queries, streams
+from tests.support.strategies import TEST_DECLARATION, extended_queries, queries, streams
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 CASE_SECONDS = 20  # per case; generous on a loaded machine, but a hang still fails
@@ -341,9 +341,9 @@ def test_fuzz_input_files(tmp_path_factory, file, policy, sort) -> None:
 
 from ceql.runtime import kernel as _kernel  # noqa: E402
 from ceql.runtime.state import StateError  # noqa: E402
-from tests import fuzz_differential  # noqa: E402
-from tests.agreement import compile_valid  # noqa: E402
-from tests.states import open_state, reseal  # noqa: E402
+from tests.support import fuzz_differential  # noqa: E402
+from tests.support.agreement import compile_valid  # noqa: E402
+from tests.support.states import open_state, reseal  # noqa: E402
 
 EDGE_VALUES = [-(2**63), -(2**63) - 1, 2**63 - 1, 2**63, 2**64, -1, 0, 1, 10**20, 7]
 ODD_VALUES = [None, True, "x", "", [], {}, 1.5, -0.0, ["t", []], ["f", [0]], ["n"], ["m"], ["p"], ["i", 1]]
@@ -478,7 +478,7 @@ def test_fuzz_saved_states_long(case, data) -> None:
 
 
 def test_fuzz_edges_differential() -> None:
-    """The differential fuzz, briefly, from fixed seeds (tests/fuzz_differential.py)."""
+    """The differential fuzz, briefly, from fixed seeds (tests/support/fuzz_differential.py)."""
     counts = fuzz_differential.run(0, examples=25, derandomize=True)
     COUNTS.update({f"edges/{k}": v for k, v in counts.items()})
     assert counts["cases"] >= 25
@@ -486,7 +486,7 @@ def test_fuzz_edges_differential() -> None:
 
 @pytest.mark.slow
 def test_fuzz_edges_differential_long() -> None:
-    """Three minutes of new cases (``python -m tests.fuzz_differential --minutes 10`` for more)."""
+    """Three minutes of new cases (``python -m tests.support.fuzz_differential --minutes 10`` for more)."""
     counts = fuzz_differential.run(180)
     COUNTS.update({f"edges-long/{k}": v for k, v in counts.items()})
 

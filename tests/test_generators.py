@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import ceql
 from ceql.runtime import kernel
-from tests.agreement import compile_valid, has_cross_condition, reference_matches
-from tests.cross_strategies import cross_queries
-from tests.strategies import TEST_DECLARATION, cases
+from tests.support.agreement import compile_valid, has_cross_condition, reference_matches
+from tests.support.cross_strategies import cross_queries
+from tests.support.strategies import TEST_DECLARATION, cases
 from tests.test_cross_conditions import cross_cases
 from tests.test_differential import clause_cases, core_cases, extended_cases
 
@@ -169,7 +169,7 @@ def test_streams_follow_the_query() -> None:
     @settings(max_examples=100, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
     @given(cases(cross_queries()))
     def sample(case) -> None:
-        from tests.strategies import positive_types
+        from tests.support.strategies import positive_types
 
         types = positive_types(case.query.formula)
         counts["events"] += len(case.events)
@@ -186,8 +186,8 @@ def test_partition_by_over_labels_meets_all_and_and() -> None:
     generator too, less often); and most of its cases report complex events."""
     from ceql.lang import ast
     from ceql.lang.visit import walk
-    from tests.cross_strategies import partition_queries
-    from tests.strategies import extended_queries
+    from tests.support.cross_strategies import partition_queries
+    from tests.support.strategies import extended_queries
     from tests.test_cross_conditions import partition_cases
 
     combine = (ast.AllOf, ast.Conjunction)

@@ -7,24 +7,14 @@ import itertools
 import pytest
 
 import ceql
-from tests import golden, vendored
-from tests.evaluators import EVALUATORS
+from tests.support import golden, vendored
+from tests.support.evaluators import EVALUATORS
+from tests.support.examples import select, supports
 
 
 @pytest.fixture(params=EVALUATORS)
 def evaluate(request):
     return request.param[1]
-
-
-def supports(matches) -> dict[int, set[tuple[int, ...]]]:
-    out: dict[int, set[tuple[int, ...]]] = {}
-    for match in matches:
-        out.setdefault(match.trigger, set()).add(match.positions)
-    return out
-
-
-def select(strategy: str | None) -> str:
-    return f"SELECT {strategy} *" if strategy else "SELECT *"
 
 
 @pytest.mark.parametrize(
@@ -40,22 +30,6 @@ def test_thesis_running_stream(evaluate, name, strategy, formula, expected) -> N
         assert supports(matches) == expected, name
 
 
-@pytest.mark.parametrize("name, strategy, formula, stream, expected", golden.UNLESS_CASES[:-1])
-def test_thesis_unless(evaluate, name, strategy, formula, stream, expected) -> None:
-    matches = evaluate(golden.TH_DECL, f"{select(strategy)} WHERE {formula}", stream)
-    assert supports(matches) == expected, name
-
-
-def test_unless_is_anchored_at_the_span(evaluate) -> None:
-    decl = "CREATE STREAM S { EVENT R { a:int }, EVENT T { a:int } }"
-    assert supports(evaluate(decl, "SELECT * WHERE R UNLESS T", [{"event_type": "R", "a": 0}])) == {0: {(0,)}}
-    # [003] anchors UNLESS at the stream start; ceql (docs/semantics.md) at the CE's span: kept.
-    stream = [{"event_type": "T", "a": 0}, {"event_type": "R", "a": 0}]
-    assert supports(evaluate(decl, "SELECT * WHERE R UNLESS T", stream)) == {1: {(1,)}}
-    stream = [{"event_type": "R", "a": 0}, {"event_type": "T", "a": 0}, {"event_type": "R", "a": 0}]
-    assert supports(evaluate(decl, "SELECT * WHERE R ; R UNLESS T", stream)) == {}
-
-
 @pytest.mark.parametrize("name, strategy, formula, letters, expected", golden.QSUITE_CASES)
 def test_foundations_q_suite(evaluate, name, strategy, formula, letters, expected) -> None:
     matches = evaluate(golden.Q_DECL, f"{select(strategy)} WHERE {formula}", golden._types(letters))
@@ -64,13 +38,6 @@ def test_foundations_q_suite(evaluate, name, strategy, formula, letters, expecte
     assert got.get(last, set()) == expected[last], name
     for trigger, value in expected.items():
         assert got.get(trigger, set()) == value, (name, trigger)
-
-
-def test_foundations_consumption(evaluate) -> None:
-    query = "SELECT * WHERE A AS a ; B AS b"
-    stream = golden._types("ABCB")
-    assert supports(evaluate(golden.Q_DECL, query + " CONSUME BY ANY", stream)) == {1: {(0, 1)}}
-    assert supports(evaluate(golden.Q_DECL, query + " CONSUME BY NONE", stream)) == {1: {(0, 1)}, 3: {(0, 3)}}
 
 
 def test_example4_second_order_labels(evaluate) -> None:
@@ -85,65 +52,14 @@ def test_example4_second_order_labels(evaluate) -> None:
     }
 
 
-def test_example15_strict_iteration_and_projection(evaluate) -> None:
-    assert [
-        (m.trigger, m.positions, m.labels) for m in evaluate(golden.S003_DECL, golden.EX15, golden.S003)
-    ] == [(9, (9,), {})]
-    matches = evaluate(golden.S003_DECL, golden.EX15, golden.S003_ENGINEERED)
-    assert sorted(m.positions for m in matches) == [(1, 3, 4), (3, 4)]
-    assert {m.trigger for m in matches} == {4}
-
-
 def test_theorem6_inequality_between_sets(evaluate) -> None:
     matches = evaluate(golden.RT_DECL, "SELECT * WHERE (R+ ; T+) FILTER R.a != T.a", golden.RT_STREAM)
     assert supports(matches) == {2: {(0, 2), (1, 2), (0, 1, 2)}, 3: {(1, 3), (1, 2, 3)}}
 
 
-@pytest.mark.parametrize("name, query, expected", golden.TW_CASES)
-def test_partition_by_paper_examples(evaluate, name, query, expected) -> None:
-    assert supports(evaluate(golden.TW_DECL, query, golden.TW_STREAM)) == expected, name
-
-
 @pytest.mark.parametrize("name, stream, query, expected", golden.CORE_CASES)
 def test_core_plus_plus_probes(evaluate, name, stream, query, expected) -> None:
     assert supports(evaluate(golden.CORE_DECL, query, stream)) == expected, name
-
-
-def test_limit_keeps_at_most_n_per_trigger(evaluate) -> None:
-    base = "SELECT * FROM S WHERE SELL AS x; BUY AS y"
-    full = supports(evaluate(golden.CORE_DECL, base, golden.CORE_S2))
-    limited = supports(evaluate(golden.CORE_DECL, base + " LIMIT 1", golden.CORE_S2))
-    assert set(limited) == set(full)
-    for trigger, chosen in limited.items():
-        assert len(chosen) == 1 and chosen <= full[trigger]
-
-
-def test_any_strategy_keeps_exactly_one(evaluate) -> None:
-    full = supports(evaluate(golden.Q_DECL, f"SELECT * WHERE {golden.Q5}", golden._types("AABABC")))
-    one = supports(evaluate(golden.Q_DECL, f"SELECT ANY * WHERE {golden.Q5}", golden._types("AABABC")))
-    assert len(one[5]) == 1 and one[5] <= full[5]
-
-
-def test_projection_labels_and_partition(evaluate) -> None:
-    query = "SELECT x FROM S WHERE SELL AS x; BUY AS y PARTITION BY [name]"
-    matches = evaluate(golden.CORE_DECL, query, golden.CORE_S2)
-    assert [(m.trigger, m.positions, m.labels, m.partition) for m in matches] == [
-        (1, (0,), {"x": (0,)}, ("A",)),
-        (3, (2,), {"x": (2,)}, ("B",)),
-        (4, (0,), {"x": (0,)}, ("A",)),
-    ]
-
-
-def test_time_window_uses_primary_time(evaluate) -> None:
-    decl = "CREATE STREAM S { EVENT A { ts:primary_time }, EVENT B { ts:primary_time } }"
-    second = 10**9
-    stream = [
-        {"event_type": "A", "ts": 0},
-        {"event_type": "A", "ts": 2 * second},
-        {"event_type": "B", "ts": 3 * second},
-    ]
-    matches = evaluate(decl, "SELECT * WHERE A ; B WITHIN 3 SECONDS", stream)
-    assert supports(matches) == {2: {(1, 2)}}
 
 
 # --------------------------------------------------------------------------- CORE (Java) engine tests

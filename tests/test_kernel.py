@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 import ceql
 from ceql.lang import ast, print_query
 from ceql.runtime.kernel import KernelEvaluator, PlanKernel, engine, unsupported, values
-from tests.agreement import check_case, compile_valid
-from tests.cross_strategies import cross_queries, extended_matching_queries
-from tests.strategies import TEST_DECLARATION, cases, defined_labels, queries, streams
+from tests.support.agreement import check_case, compile_valid
+from tests.support.cross_strategies import cross_queries, extended_matching_queries
+from tests.support.strategies import TEST_DECLARATION, cases, defined_labels, queries, streams
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 CASES = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,7 +1,7 @@
 """Engine bugs found by the generated differential suites, as minimal reproductions.
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
-an entry of ``tests.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
+an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
 it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
 START in a partition after CONSUME BY ANY.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import ceql
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 import ceql
 from ceql.lang import ast, grammar, parse_query, print_query
 from ceql.lang.printer import print_expr
-from tests.strategies import TEST_DECLARATION, extended_queries
+from tests.support.strategies import TEST_DECLARATION, extended_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import ceql
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

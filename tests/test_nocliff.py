@@ -190,7 +190,7 @@ def test_newly_compiled_shapes_agree_with_the_reference(text) -> None:
 
     from ceql.reference import run as reference
     from ceql.runtime import kernel
-    from tests.agreement import run_engine
+    from tests.support.agreement import run_engine
 
     query = ceql.compile(text, EDGE)
     assert kernel.unsupported(query.plan) is None, kernel.unsupported(query.plan)

@@ -1,6 +1,6 @@
 """One output contract: the same query gives the same records on every engine, format and path.
 
-One query with measures (a time among them), a partition and labels (tests/contract.py) runs
+One query with measures (a time among them), a partition and labels (tests/support/contract.py) runs
 through the local Python path and the local kernel path, via the command line (JSON Lines,
 Parquet) and the API (Arrow, ``Match`` objects); JSON Lines must be equal byte for byte, Arrow and
 Parquet equal in schema and rows, ``Match`` objects equal to the reference's and to the rows.
@@ -18,7 +18,7 @@ import pytest
 import ceql
 from ceql.cli import main
 from ceql.runtime.kernel import unsupported
-from tests.contract import (
+from tests.support.contract import (
     QUERIES,
     check_matches_agree,
     compiled,

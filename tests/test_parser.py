@@ -9,8 +9,8 @@ from hypothesis import given, settings
 
 import ceql
 from ceql.lang import ast, parse_query, print_query
-from tests import vendored
-from tests.strategies import TEST_DECLARATION, queries
+from tests.support import vendored
+from tests.support.strategies import TEST_DECLARATION, queries
 
 
 def _roundtrip(text: str, schema: ceql.Schema) -> None:

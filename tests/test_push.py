@@ -20,9 +20,9 @@ from ceql.errors import EventError, InputWarning
 from ceql.lang import ast, print_query
 from ceql.runtime.batches import BatchBuilder
 from ceql.runtime.rowtype import RowTyper
-from tests.agreement import assert_agrees, by_trigger, compile_valid, engine_paths, reference_matches
-from tests.cross_strategies import extended_matching_queries
-from tests.strategies import CORE_OPERATORS, TEST_DECLARATION, absence_queries, cases, shaped_queries
+from tests.support.agreement import assert_agrees, by_trigger, compile_valid, engine_paths, reference_matches
+from tests.support.cross_strategies import extended_matching_queries
+from tests.support.strategies import CORE_OPERATORS, TEST_DECLARATION, absence_queries, cases, shaped_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import ceql
 from ceql.lang import ast, print_formula, print_query
-from tests.strategies import TEST_DECLARATION, extended_queries, streams
+from tests.support.strategies import TEST_DECLARATION, extended_queries, streams
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

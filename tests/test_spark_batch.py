@@ -7,7 +7,7 @@ import pytest
 
 import ceql
 from ceql.spark import find, matcher, plan_kind
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

@@ -19,7 +19,7 @@ import pytest
 
 import ceql
 from ceql.spark import find, plan_kind
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 SECOND = 10**9  # the declaration's times are nanoseconds

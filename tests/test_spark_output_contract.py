@@ -1,4 +1,4 @@
-"""The output contract on Spark: the case of tests/contract.py through ``ceql run --engine spark``
+"""The output contract on Spark: the case of tests/support/contract.py through ``ceql run --engine spark``
 (JSON Lines equal to the local engine's byte for byte, Parquet equal in schema and rows) and
 through ``ceql.spark.find`` (the output schema as Spark types, the same rows)."""
 
@@ -10,7 +10,15 @@ import pytest
 from ceql.cli import main
 from ceql.spark import find
 from ceql.spark.output import spark_batch
-from tests.contract import DECLARATION, compiled, events_table, file_lines, json_lines, parquet, write_case
+from tests.support.contract import (
+    DECLARATION,
+    compiled,
+    events_table,
+    file_lines,
+    json_lines,
+    parquet,
+    write_case,
+)
 
 
 def _run(tmp_path, engine: str, fmt: str, *extra: str):

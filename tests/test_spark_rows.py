@@ -14,7 +14,7 @@ import pytest
 import ceql
 from ceql.spark.output import Collector, output_spec
 from ceql.spark.rows import output_batch
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

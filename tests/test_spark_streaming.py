@@ -17,7 +17,7 @@ import pytest
 
 import ceql
 from ceql.spark import find, write_stream
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def _job(source: Path, out: Path, late: Path, checkpoint: Path, text: str) -> su
         [
             sys.executable,
             "-m",
-            "tests.spark_stream_job",
+            "tests.support.spark_stream_job",
             str(source),
             str(out),
             str(late),

@@ -14,7 +14,7 @@ import ceql
 from ceql.cli import main
 from ceql.spark import explain_plan, find
 from ceql.spark.progress import job_failure
-from tests.strategies import TEST_DECLARATION
+from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

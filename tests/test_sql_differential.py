@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 import ceql
 from ceql.errors import EventError, LimitError, QueryError
 from ceql.reference import match_recognize as reference
-from tests.sql_strategies import queries, tables
+from tests.support.sql_strategies import queries, tables
 
 EXAMPLES = int(os.environ.get("CEQL_SQL_EXAMPLES", "300"))
 

@@ -16,8 +16,8 @@ from ceql.lang import print_query
 from ceql.runtime import kernel as kernel_module
 from ceql.runtime import state as state_module
 from ceql.runtime.state import StateError
-from tests.states import array, forge, open_state, reseal, with_array
-from tests.strategies import TEST_DECLARATION, queries, streams
+from tests.support.states import array, forge, open_state, reseal, with_array
+from tests.support.strategies import TEST_DECLARATION, queries, streams
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 

@@ -1,7 +1,7 @@
 """Workers (runtime/parallel.py): several compiled kernels in threads give exactly the one-core
 result, in the same order, with the same errors and bounds.
 
-The generated cases are the differential suite's (tests/strategies.py): each runs on one core
+The generated cases are the differential suite's (tests/support/strategies.py): each runs on one core
 (``PlanKernel``) and with 2 workers over small batches (so that shards and their overlaps
 occur within a short stream); both must be equal match for match, in order, and agree with
 ``ceql.reference``.
@@ -20,8 +20,8 @@ from ceql.errors import LimitError
 from ceql.runtime import parallel
 from ceql.runtime.kernel import PlanKernel
 from ceql.runtime.parallel import ParallelKernel, split_of
-from tests.agreement import assert_agrees, compile_valid, reference_matches
-from tests.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
+from tests.support.agreement import assert_agrees, compile_valid, reference_matches
+from tests.support.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

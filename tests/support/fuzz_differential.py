@@ -6,12 +6,12 @@ stream whose values are often at the int64 and double edges: -2**63, 2**63 - 1, 
 
 - the Python evaluator and the compiled kernel (where it runs the query), each fed in random
   batches with the state saved and loaded into a fresh evaluator half-way (``push`` with a state
-  round trip), against the reference (tests/agreement.py);
+  round trip), against the reference (tests/support/agreement.py);
 - Arrow output (``Query.run(output="arrow")``) against the same path's matches;
 - the command line (``ceql run`` in this process, JSON Lines in, JSON Lines out, with
   ``--evaluator python`` and ``compiled``) against the same path's matches.
 
-Run ``python -m tests.fuzz_differential --minutes 10`` (``--cpu``: 10 minutes of CPU time, for a
+Run ``python -m tests.support.fuzz_differential --minutes 10`` (``--cpu``: 10 minutes of CPU time, for a
 busy machine; it prints its case counts and the time taken; exit status 1
 and the shrunk case on the first disagreement). ``tests/test_fuzz.py`` runs it briefly in CI
 and for a few minutes in the slow suite.
@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 import ceql
 from ceql.cli import main as cli_main
 from ceql.lang import print_query
-from tests.agreement import (
+from tests.support.agreement import (
     assert_agrees,
     compile_valid,
     engine_paths,
@@ -44,8 +44,8 @@ from tests.agreement import (
     reference_matches,
     run_engine,
 )
-from tests.cross_strategies import extended_matching_queries
-from tests.strategies import (
+from tests.support.cross_strategies import extended_matching_queries
+from tests.support.strategies import (
     CORE_OPERATORS,
     TEST_DECLARATION,
     WINDOWS,

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 import ceql
 from ceql.cli import main
+from tests.support.examples import SCHEMA, ev, letters, run
 
 DECL = "CREATE STREAM S { EVENT BUY { id:int, name:string, price:double }, EVENT SELL { id:int, name:string, price:double } }"
 QUERY = "SELECT s[price], b, AVG(b.price) AS avg_b, COUNT(b) AS n, b.price AS prices FROM S WHERE SELL AS s ; BUY+ AS b"
@@ -95,3 +96,54 @@ def test_times_are_shown_as_the_input_gave_them(tmp_path) -> None:
     assert [e["ts"].isoformat() for e in row["events"]] == ["2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01.500000+00:00"]
     run(ints, "-f", "parquet", "-o", str(out), "--overwrite")
     assert pq.read_table(out).schema.field("start").type == "int64"
+
+
+def test_measures_of_one_and_many_event_labels() -> None:
+    # a holds one event (a value), b may hold several (a tuple in stream order).
+    stream = [ev("A", 3), ev("B", 4), ev("B", 2)]
+    matches = run("SELECT a.v AS av, b.v AS bv WHERE A AS a ; B+ AS b", stream)
+    assert [(m.trigger, m.positions, dict(m.measures)) for m in matches] == [
+        (1, (0, 1), {"av": 3, "bv": (4,)}),
+        (2, (0, 1, 2), {"av": 3, "bv": (4, 2)}),
+        (2, (0, 2), {"av": 3, "bv": (2,)}),
+    ]
+    checked = ceql.check("SELECT a.v AS av, b.v AS bv, AVG(b.v) AS m WHERE A AS a ; B+ AS b", SCHEMA)
+    assert checked.measure_types == {"av": "int", "bv": "list<int>", "m": "double"}
+
+
+def test_all_aggregates_as_measures() -> None:
+    stream = [ev("A", 3), ev("B", 4, p=1.5), ev("B", 2, p=2.5), ev("B", 6, p=-1.0), ev("C")]
+    query = (
+        "SELECT FIRST(b).v AS f, LAST(b).v AS l, MIN(b.v) AS lo, MAX(b.v) AS hi, SUM(b.v) AS s, "
+        "SUM(b.p) AS sp, AVG(b.v) AS m, COUNT(b) AS n, COUNT(*) AS everything, MAX(b.s) "
+        "WHERE A ; B+ AS b ; C FILTER COUNT(b) = 3"
+    )
+    (match,) = run(query, stream)
+    assert dict(match.measures) == {
+        "f": 4, "l": 6, "lo": 2, "hi": 6, "s": 12, "sp": 3.0, "m": 4.0, "n": 3, "everything": 5, "MAX(b.s)": "",
+    }  # fmt: skip
+
+
+def test_measures_never_change_which_complex_events_are_reported() -> None:
+    # At 2 there are two CEs ({0,2}: one b, {0,1,2}: two b's): two results with NONE + COUNT,
+    # one with NONE alone (equal results are reported once).
+    stream = letters("ABB")
+    with_count = run("SELECT NONE, COUNT(b) AS n WHERE A ; B+ AS b", stream)
+    assert [(m.trigger, m.positions, dict(m.measures)) for m in with_count] == [
+        (1, (), {"n": 1}),
+        (2, (), {"n": 1}),
+        (2, (), {"n": 2}),
+    ]
+    assert [(m.trigger, m.positions) for m in run("SELECT NONE WHERE A ; B+ AS b", stream)] == [
+        (1, ()),
+        (2, ()),
+    ]
+
+
+def test_measures_see_the_whole_complex_event_not_only_the_projection() -> None:
+    matches = run("SELECT a, COUNT(b) AS n WHERE A AS a ; B+ AS b", letters("ABB"))
+    assert [(m.positions, dict(m.labels), dict(m.measures)) for m in matches] == [
+        ((0,), {"a": (0,)}, {"n": 1}),
+        ((0,), {"a": (0,)}, {"n": 1}),
+        ((0,), {"a": (0,)}, {"n": 2}),
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import ceql
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CORE_CPP = DATA / "core-cpp"
 CORE_JAVA = DATA / "core-java"
 

@@ -1,7 +1,7 @@
 """Time written as time: ``TIMESTAMP '...'`` and ``INTERVAL 'n' UNIT`` in conditions and in
 arithmetic with time attributes; a time compared with a string is an error showing the
 TIMESTAMP form; a time mixed with a bare number is flagged. The reference, the Python path, the
-kernel, ``push`` and Spark agree (the generators in tests/strategies.py draw time literals too,
+kernel, ``push`` and Spark agree (the generators in tests/support/strategies.py draw time literals too,
 so the differential suites cover them)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ceql.lang import ast
-from tests.strategies import (
+from tests.support.strategies import (
     LABELS,
     TYPES,
     WINDOWS_NOT_NULL,
@@ -134,7 +134,7 @@ def cross_conditions(own: tuple[str, ...], free: tuple[str, ...] = ()) -> st.Sea
 def cross_queries(draw, depth: int = 3, strategies_: tuple[str | None, ...] = CROSS_STRATEGIES):
     """A query with conditions across events somewhere in its formula (or in its PARTITION BY
     over labels): when the random formula has none, one is put on the whole formula."""
-    from tests.agreement import has_cross_condition
+    from tests.support.agreement import has_cross_condition
 
     free = TYPES + LABELS
     query = draw(

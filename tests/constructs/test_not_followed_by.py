@@ -17,8 +17,15 @@ from hypothesis import strategies as st
 import ceql
 from ceql.lang import print_query
 from ceql.match import Match
-from tests.agreement import assert_agrees, by_trigger, check_case, compile_valid, record, reference_matches
-from tests.strategies import TEST_DECLARATION, absence_queries, cases
+from tests.support.agreement import (
+    assert_agrees,
+    by_trigger,
+    check_case,
+    compile_valid,
+    record,
+    reference_matches,
+)
+from tests.support.strategies import TEST_DECLARATION, absence_queries, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))

@@ -158,7 +158,7 @@ def test_state_round_trip_with_registers_and_hostile_states() -> None:
     second.import_state(blob)
     late = list(second.process(events[25:]))
     assert early + late == whole
-    from tests.states import forge, open_state
+    from tests.support.states import forge, open_state
 
     with pytest.raises(StateError, match="position"):
         query.evaluator().import_state(forge(blob, position=-5))

@@ -1,4 +1,4 @@
-"""A pytest plugin for mutation-testing runs (``-p tests.mutation_profile``; see docs/testing.md).
+"""A pytest plugin for mutation-testing runs (``-p tests.support.mutation_profile``; see docs/testing.md).
 
 Every Hypothesis test runs at most ``CEQL_MUTATION_EXAMPLES`` examples (default 25), with a
 fixed seed, no example database and no shrinking: one mutant's test run stays short, and every
@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 # ------------------------------------------------------------------ figures of a run
 #
-# `python -m tests.mutation_profile [mutants]`: the verdicts per module of the last mutmut run
+# `python -m tests.support.mutation_profile [mutants]`: the verdicts per module of the last mutmut run
 # (read from mutmut's `*.meta` files under mutants/src), as the table in docs/testing.md.
 
 _STATUS = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "no tests", None: "not run"}

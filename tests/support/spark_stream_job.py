@@ -2,7 +2,7 @@
 starts it again): JSON Lines files in SOURCE, matches to OUT, late events to LATE, checkpoint in
 CHECKPOINT, one file per micro-batch until the input is exhausted.
 
-    python -m tests.spark_stream_job SOURCE OUT LATE CHECKPOINT QUERY
+    python -m tests.support.spark_stream_job SOURCE OUT LATE CHECKPOINT QUERY
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 import ceql
 from ceql.runtime import nodes
 from ceql.runtime.selection import MaxSelection
-from tests.agreement import check_case, record
-from tests.cross_strategies import partition_queries
-from tests.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
+from tests.support.agreement import check_case, record
+from tests.support.cross_strategies import partition_queries
+from tests.support.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,0 +1,1 @@
+"""One test file per construct of the language (see README.md)."""

@@ -1,0 +1,18 @@
+"""``f OR g``: the complex events of either side.
+
+Golden examples (hand-derived or from the papers) come first; the differential property test
+checks generated queries that contain the construct against the reference (ceql.reference) on
+every engine path (tests/support/constructs.py).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+
+from tests.support.constructs import CONSTRUCT, check, operator_cases
+
+
+@CONSTRUCT
+@given(operator_cases("or"))
+def test_or_agrees_with_the_reference(case) -> None:
+    check(case)

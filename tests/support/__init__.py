@@ -1,0 +1,1 @@
+"""Harnesses the tests share: generators, the agreement check, golden cases, vendored data."""
