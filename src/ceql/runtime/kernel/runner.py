@@ -514,8 +514,7 @@ class PlanKernel:
         n = table.num_rows
         base = self.position
         if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
-            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-            types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            types = self._type_indexes(table)
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -545,8 +544,7 @@ class PlanKernel:
         n = table.num_rows
         base = self.position
         if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
-            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-            types = np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            types = self._type_indexes(table)
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
@@ -713,11 +711,15 @@ class PlanKernel:
 
     # ------------------------------------------------------------------ per batch
 
+    def _type_indexes(self, table: pa.Table) -> np.ndarray:
+        """Each row's index in ``plan.type_names`` (-1: a type the plan does not know)."""
+        type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
+        return np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
     def _symbols(self, table: pa.Table, types: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         plan = self.plan
         if types is None:
-            type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
-            types = type_index.to_numpy(zero_copy_only=False).astype(np.int64)
+            types = self._type_indexes(table)
         masks = np.zeros(table.num_rows, dtype=np.uint64)
         for bit, values in enumerate(plan.compiled.predicates.evaluate(table)):
             masks |= values.astype(np.uint64) << np.uint64(bit)
