@@ -47,6 +47,7 @@ from ceql.runtime.kernel.compiled import (
     SELECT_NEXT,
     select_supports,
 )
+from ceql.runtime.kernel.consume import Consumed, clear_markers, emulated
 from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
 from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape, role_labels
@@ -389,6 +390,9 @@ class PlanKernel:
             attributes += [a for a in read if a not in attributes]
         self.kept = _kept_values(plan, attributes, self.post)
         self.limit = plan.limit if self.checked or self.projection.merges else None
+        # CONSUME BY with checks: applied after a kernel run without it, column-wise, where
+        # that enumerates what the twin does (consume.py); else the kernel asks per trigger.
+        self.consumed = Consumed(plan.consume == "PARTITION") if emulated(plan, self.checked) else None
         self.max_nodes = DEFAULT_MAX_NODES if max_nodes is None else max_nodes
         window = None if within is None else int(within.value)
         if window is not None and self.post is not None and self.post.window is not None:
@@ -397,7 +401,7 @@ class PlanKernel:
             plan.det,
             window=window,
             monotone=plan.monotone,
-            consume=plan.consume,
+            consume="NONE" if self.consumed is not None else plan.consume,
             strategy="ANY" if plan.strategy == "ANY" and not self.checked else "ALL",
             limit=None if self.limit is not None else plan.limit,
             partitioned=self.partitioned,
@@ -407,7 +411,7 @@ class PlanKernel:
             whole_triggers=self.projection.merges or (self.checked and self._chooses()),
             labels=labels or self.projection.needs_labels or self.measures is not None or self.checked,
             # With CONSUME BY, each trigger's complex events are checked before consumption.
-            check=self._checked_mask if self.checked and plan.consume != "NONE" else None,
+            check=self._checked_mask if self.checked and plan.consume != "NONE" and self.consumed is None else None,
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
@@ -622,6 +626,8 @@ class PlanKernel:
             keep &= instance_holds(frame, instanced.end, instanced.own, instanced.free, check)
         if post.strict:
             keep &= consecutive(frame, LOCAL)
+        if self.consumed is not None:  # CONSUME BY, before the strategy chooses (consume.py)
+            keep = self.consumed.apply(chunk.trigger, chunk.partition, chunk.offsets, chunk.positions, keep)
         if post.select is not None:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
             select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
@@ -801,6 +807,9 @@ class PlanKernel:
     def export_state(self) -> dict:
         """The kernel's state arrays plus the stream position, last time and partition keys."""
         state = self.kernel.export_state()
+        if self.consumed is not None:  # (the kernel ran without CONSUME BY: consume.py)
+            state["consumed_at"], state["partition_consumed"] = self.consumed.export(state["partition_code"])
+            state["consumed_at"] = np.array([state["consumed_at"]])
         if self.kept is not None:
             state.update(self.kept.export(self._in_use()))
         if self._counts is not None:  # STRICT: events seen per partition code
@@ -825,6 +834,9 @@ class PlanKernel:
         if "query" in state and state["query"] != self.plan.checked.text:
             raise ValueError("the saved state belongs to another query")
         self.kernel.import_state(state)
+        if self.consumed is not None:
+            self.consumed.load(int(state["consumed_at"][0]), state["partition_code"], state["partition_consumed"])
+            clear_markers(self.kernel)  # (its own would drop runs: it runs without CONSUME BY)
         if self.kept is not None:
             self.kept.load(state)
             missing = np.setdiff1d(self.kernel.live_positions(), self.kept.kept_positions())
