@@ -97,6 +97,18 @@ def test_push_agrees_on_not_followed_by(case) -> None:
     check_push(case)
 
 
+def test_push_applies_limit_after_a_projection_on_the_kernel() -> None:
+    """``SELECT A ... LIMIT 1``: the kernel's per-event path gives one match per trigger, as
+    the batch path does (it gave every projected complex event; found by the test above)."""
+    compiled = ceql.compile("SELECT A WHERE A AS x:+ LIMIT 1", SCHEMA)
+    events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": 0}] * 5
+    for engine in ("compiled", "python"):
+        evaluator = compiled.evaluator(engine=engine)
+        got = [match for event in events for match in evaluator.push(event)]
+        assert [match.trigger for match in got] == [0, 1, 2, 3, 4], engine
+        assert by_trigger(got).keys() == by_trigger(compiled.run(events, engine=engine)).keys()
+
+
 # ------------------------------------------------------------------ the kernel keeps its state
 
 

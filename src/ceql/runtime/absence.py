@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
-from ceql.match import Match
+from ceql.match import EMPTY, Match
 from ceql.runtime import nodes
 from ceql.runtime.ingest import Ingest
 from ceql.runtime.runs import PlainRuns, RegisterRuns
@@ -63,12 +63,22 @@ def identity_of(events: tuple[Event, ...] | list, marked_only: bool = False) -> 
     """A complex event's identity: (position, public labels) of its events. With
     ``marked_only``, the events of a ``(f AS mark) ; g`` complex event that f contributed."""
     out = []
+    public = _PUBLIC
     for event in events:
         labels = event[1]
         if marked_only and ABSENCE_MARK not in labels:
             continue
-        out.append((event[0], tuple(sorted(label for label in labels if label[0] != "\x00"))))
+        found = public.get(labels)
+        if found is None:
+            if len(public) > 4096:  # (many queries in one process: stay small)
+                public.clear()
+            found = public[labels] = tuple(sorted(label for label in labels if label[0] != "\x00"))
+        out.append((event[0], found))
     return tuple(out)
+
+
+#: The public labels of a label set (sorted), per label set met (a query has few).
+_PUBLIC: dict = {}
 
 
 def complex_events(root: tuple, window: Any) -> Iterator[tuple[Event, ...]]:
@@ -180,6 +190,8 @@ class Absence:
         groups: dict[Any, list[Waiting]] = {}
         for item in items:
             groups.setdefault(item.key, []).append(item)
+        if not detailed and self._plain():
+            return self._plain_matches(groups, trigger)
         out: list = []
         reported: list[Any] = []
         for key, group in groups.items():
@@ -206,6 +218,42 @@ class Absence:
             for key in reported:
                 self.last_by_key[key] = trigger
                 self.evaluator._consume(key, trigger)
+        return out
+
+    def _plain(self) -> bool:
+        """Whether every due complex event is reported as it is: strategy ALL, SELECT *, no
+        CONSUME BY, LIMIT, measures, STRICT or repeats (``Output.fast``). Each waiting complex
+        event is one identity, so its match is distinct without a check (``push``'s common case)."""
+        plain = self.__dict__.get("_plain_flag")
+        if plain is None:
+            plan = self.plan
+            plain = self._plain_flag = (
+                self.consume == "NONE" and plan.strategy == "ALL" and self.evaluator.output.fast
+            )
+        return plain
+
+    def _plain_matches(self, groups: dict[Any, list[Waiting]], trigger: int) -> list[Match]:
+        """``report`` when ``_plain``: each due complex event's match straight from its events
+        (what ``Output.matches`` gives for its tECS node, without building one)."""
+        output = self.evaluator.output
+        cache = output._projection_cache
+        reported_partition = output.partition_reported
+        out: list[Match] = []
+        for key, group in groups.items():
+            partition = key if reported_partition else None
+            for item in group:
+                positions = []
+                labels: dict[str, list[int]] = {}
+                for event in item.events:
+                    found = cache.get(event[1])
+                    if found is None:
+                        found = output._projection(event[1])
+                    if found[0]:
+                        positions.append(event[0])
+                    for label in found[1]:
+                        labels.setdefault(label, []).append(event[0])
+                frozen = {label: tuple(seen) for label, seen in labels.items()}
+                out.append(Match(trigger, tuple(positions), frozen, partition, EMPTY, item.deadline))
         return out
 
     def _select(self, group: list[Waiting]) -> list[Waiting]:

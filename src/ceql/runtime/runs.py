@@ -51,6 +51,8 @@ class _Store:
         self.partition_consumed: dict[Any, int] = {}
         self.created = 0
         self.compact_at = COMPACT_MIN
+        # The window that bounds where complex events may start (``window_limit``), or None.
+        self._bounding = plan.window if plan.window is not None and plan.monotone else None
 
     def portable(self, registers: Any) -> Any:
         """A class's register value as saved (see Registers.portable)."""
@@ -70,10 +72,8 @@ class _Store:
         """Complex events whose first event's measure is at most this can never be in the
         window again (None: no such bound). Only when measures never decrease: with a measure
         that may decrease, a later, smaller last event can put any complex event back in it."""
-        plan = self.plan
-        if plan.window is None or not plan.monotone:
-            return None
-        return nodes.window_limit(m, plan.window)
+        window = self._bounding
+        return None if window is None else nodes.window_limit(m, window)
 
 
 class PlainRuns(_Store):
