@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from ceql.compile.plan import Plan
 from ceql.errors import EventError
+from ceql.lang import ast
 from ceql.lang.ast import ABSENCE_MARK
 from ceql.runtime.absence import deadline_error
 from ceql.runtime.arrow import MatchColumns
@@ -45,7 +46,7 @@ from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
 from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import Projection, project
-from ceql.runtime.kernel.postfilter import first_per_trigger
+from ceql.runtime.kernel.postfilter import first_per_trigger, post_filter
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
 INT64_MAX = (1 << 63) - 1
@@ -74,6 +75,39 @@ def own_plan(plan: Plan) -> Plan:
     return own
 
 
+def cancelling_plan(cancel: Plan) -> Plan:
+    """The plan of ``(f AS mark) ; g`` the cancelling kernel runs. When f and g are one event
+    each, of types apart, and nothing is checked per complex event, a g event cancels every
+    f event still in its window (and sub-stream), which never waits again: CONSUME BY
+    PARTITION then drops their runs at once, so the next g enumerates only the f events that
+    came since (not every one in the window again, as ``A ; B`` would)."""
+    formula = cancel.formula
+    if not (
+        isinstance(formula, ast.Sequence)
+        and len(formula.parts) == 2
+        and cancel.consume == "NONE"
+        and cancel.strategy == "ALL"
+        and cancel.limit is None
+        and cancel.registers is None
+        and post_filter(cancel) is None
+    ):
+        return cancel
+    kinds = [_one_event(part) for part in formula.parts]
+    if None in kinds or kinds[0] == kinds[1]:
+        return cancel
+    consuming = copy.copy(cancel)
+    consuming.__dict__.pop("_kernel_post_filter", None)
+    consuming.consume = "PARTITION"
+    return consuming
+
+
+def _one_event(formula: ast.Formula) -> str | None:
+    """The event type of a formula that is one event (labelled or filtered), else None."""
+    while isinstance(formula, (ast.Label, ast.Filter)):
+        formula = formula.body
+    return formula.name if isinstance(formula, ast.EventType) else None
+
+
 def absence_unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this NOT FOLLOWED BY plan, or None if it can."""
     assert plan.absence is not None
@@ -95,6 +129,17 @@ class _OwnKernel(PlanKernel):
     (measures read them when the deadline passes, after the window left them behind)."""
 
     waiting: Any = None
+    #: The cancelling kernel, when its window measures are f's for every type f names
+    #: (``KernelAbsence._share``): each batch's measures are read once, by it.
+    clock_of: Any = None
+
+    def _measures(self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None) -> tuple:
+        clock = self.clock_of.clock if self.clock_of is not None and positions is None else None
+        if clock is not None and len(clock[1]) == table.num_rows:
+            # (What PlanKernel._measures computes from the one time column, for f's types.)
+            timed = np.isin(types, self._time_types)
+            return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
+        return super()._measures(table, types, base, positions)
 
     def _prune_kept(self) -> None:
         """Deferred: ``KernelAbsence`` prunes once the batch's complex events wait."""
@@ -184,9 +229,10 @@ class KernelAbsence:
         assert plan.absence is not None and plan.window is not None
         self.plan = plan
         self.own = _OwnKernel(own_plan(plan), max_nodes, labels=True)
-        self.cancelling = _ClockKernel(plan.absence, max_nodes, labels=True)
+        self.cancelling = _ClockKernel(cancelling_plan(plan.absence), max_nodes, labels=True)
         self.waiting = Waiting()
         self.own.waiting = self.waiting
+        self._own_types = self._share()
         self.kernel = self.own.kernel  # (Evaluator.live_nodes)
         self.kept = self.own.kept
         self.measures = self.own.measures
@@ -226,6 +272,28 @@ class KernelAbsence:
         self._sets_seen: dict = {}  # (id of a kernel, label-set id) -> canonical id (push)
         self._shown: dict[int, tuple[bool, tuple[str, ...]]] = {}  # own label-set id -> projection
 
+    def _share(self) -> np.ndarray | None:
+        """What f's kernel may take from the cancelling one per batch (one pass over the
+        table's types and times, not two): the map from the cancelling plan's type indexes to
+        f's (the last entry: -1, a type neither knows), and the window measures when both
+        plans read the same time attribute for every type f names. None: nothing shared."""
+        own, cancel = self.own.plan, self.cancelling.plan
+        index = {name: i for i, name in enumerate(own.type_names)}
+        if not set(index) <= set(cancel.type_names):
+            return None
+        names = set(own.time_attributes.values())
+        if (
+            own.window_kind == cancel.window_kind
+            and own.window_kind in ("time", "attribute")
+            and len(names) == 1
+            and set(cancel.time_attributes.values()) == names
+            and set(own.time_attributes) <= set(cancel.time_attributes)
+            and (self.own.post is None or self.own.post.window is None)
+            and (self.cancelling.post is None or self.cancelling.post.window is None)
+        ):
+            self.own.clock_of = self.cancelling
+        return np.array([index.get(name, -1) for name in cancel.type_names] + [-1], dtype=np.int64)
+
     # ------------------------------------------------------------------ what Evaluator reads
 
     @property
@@ -250,8 +318,14 @@ class KernelAbsence:
         base = self.position
         n = table.num_rows
         cancelling = self.cancelling
-        found = list(self.own.process_table(table))
-        cancels = list(cancelling.process_table(table))
+        # The cancelling kernel first: f's kernel reads its type indexes (and measures).
+        if self._own_types is not None:
+            types = cancelling._type_indexes(table)
+            cancels = list(cancelling.process_table(table, types=types))
+            found = list(self.own.process_table(table, types=self._own_types[types]))
+        else:
+            cancels = list(cancelling.process_table(table))
+            found = list(self.own.process_table(table))
         # Measures of the events that pass deadlines: every event (EVENTS), else the events of
         # the types the query names (as the cancelling kernel read them).
         types, measures, missing = cancelling.clock
