@@ -163,7 +163,7 @@ class Evaluator:
         """Matches over ``events`` as one Arrow table of the output schema (docs/guide.md,
         "Output"); ``name`` fills the ``query`` column. The compiled kernel builds it without a
         Python object per match when it supports the query."""
-        from ceql.runtime.arrow import from_matches, record_batch
+        from ceql.runtime.arrow import record_batch
 
         backend, tables = choose(self, events, self._typing(on_error), arrow=True)
         self._log_engine(self._kernel)
@@ -172,14 +172,25 @@ class Evaluator:
             batches.extend(backend.record_batches(table, self.output_schema(name)))
         schema = self.output_schema(name)
         if self.absence is not None:  # the whole input: what is still due (NOT FOLLOWED BY)
-            batches.append(record_batch(schema, from_matches(self.finish(), schema)))
+            batches.extend(record_batch(schema, columns) for columns in self._finish_columns(schema))
         return pa.Table.from_batches(batches, schema=schema.arrow)
+
+    def _finish_columns(self, schema: Any) -> list:
+        """``finish``'s matches as MatchColumns: on the kernel, its chunks' columns as they
+        are (no Match object per complex event still due)."""
+        from ceql.runtime.arrow import from_matches
+
+        if self._kernel is not None and not self._finished:
+            self._finished = True
+            kernel = self._kernel
+            return [kernel.columns(chunk) for chunk in kernel.finish()]
+        found = self.finish()
+        return [from_matches(found, schema)] if found else []
 
     def columns(self, events: Any, batch: int = 50_000, finish: bool = False) -> Iterator[Any]:
         """Matches over ``events`` as ``MatchColumns`` (``runtime/arrow.py``; raw measures: times
         in nanoseconds), at most ``batch`` of them at a time on the Python path: for writers.
         ``finish``: ``events`` end the input (also the matches ``finish`` reports)."""
-        from ceql.runtime.arrow import from_matches
 
         backend, tables = choose(self, events, self._typing(None), arrow=False)
         self._log_engine(self._kernel)
@@ -188,9 +199,7 @@ class Evaluator:
         for table in tables:
             yield from backend.columns(table)
         if self.absence is not None and finish:  # the end of the input (NOT FOLLOWED BY)
-            found = self.finish()
-            if found:
-                yield from_matches(found, self.output_schema())
+            yield from self._finish_columns(self.output_schema())
 
     @property
     def backend(self) -> Backend:

@@ -82,6 +82,8 @@ def cancelling_plan(cancel: Plan) -> Plan:
     PARTITION then drops their runs at once, so the next g enumerates only the f events that
     came since (not every one in the window again, as ``A ; B`` would)."""
     formula = cancel.formula
+    while isinstance(formula, ast.Filter):  # (one-event conditions x[p]: no registers, no checks)
+        formula = formula.body
     if not (
         isinstance(formula, ast.Sequence)
         and len(formula.parts) == 2
@@ -140,6 +142,13 @@ class _OwnKernel(PlanKernel):
             timed = np.isin(types, self._time_types)
             return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
         return super()._measures(table, types, base, positions)
+
+    def _check_order(self, types, measures, missing, base, positions=None) -> None:  # type: ignore[no-untyped-def]
+        if self.clock_of is not None and positions is None:
+            # The cancelling kernel checked the same times, and more, before: nothing to add.
+            self.last_time = self.clock_of.last_time
+            return
+        super()._check_order(types, measures, missing, base, positions)
 
     def _prune_kept(self) -> None:
         """Deferred: ``KernelAbsence`` prunes once the batch's complex events wait."""
