@@ -6,19 +6,28 @@ every engine path, in random batches, with a state round trip; push agrees too."
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ceql
-from ceql.lang import parse_query
+from ceql.lang import ast, parse_query
+from ceql.runtime.kernel import unsupported
 from ceql.runtime.kernel.absence import KernelAbsence
 from tests.support.agreement import check_case, compile_valid, record
-from tests.support.strategies import TEST_DECLARATION, Case, matching_streams
+from tests.support.strategies import (
+    TEST_DECLARATION,
+    Case,
+    absence_queries,
+    cases,
+    defined_labels,
+    matching_streams,
+)
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
-TYPES = ("A", "B", "C")
+TYPES = ("A", "B", "C")  # (f and g; C: other events)
 seen: Counter = Counter()
 
 
@@ -63,3 +72,34 @@ def test_the_consuming_path_is_exercised() -> None:
     if not seen:
         test_recipe_shapes_agree_with_the_reference()
     assert seen["consuming"] >= 100 and seen["with matches"] >= 100, seen
+
+
+# ------------------------------------------------------------- LIMIT with a projection
+
+
+@st.composite
+def limited_projections(draw) -> Case:
+    """Generated NOT FOLLOWED BY queries (tests/support/strategies.py) with a projection of
+    some of f's labels and LIMIT 1 or 2: LIMIT counts distinct projected matches."""
+    case = draw(cases(absence_queries(strategies_=(None, None, "ALL", "ANY", "NEXT", "LAST", "MAX")), max_size=12))
+    query = case.query
+    labels = sorted(defined_labels(query.formula) - {"p"}) + list(TYPES)
+    chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+    projection = ast.Projection("list", tuple(ast.ProjectionItem(label) for label in chosen))
+    limit = draw(st.sampled_from([1, 1, 2]))
+    return Case(dataclasses.replace(query, projection=projection, limit=limit), case.events, case.cuts, case.save_at)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(limited_projections())
+def test_limit_with_a_projection_agrees_with_the_reference(case) -> None:
+    compiled = compile_valid(case.query, SCHEMA)
+    if compiled is not None:
+        seen["limited on the kernel"] += unsupported(compiled.plan) is None
+    record(check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at))
+
+
+def test_limit_with_a_projection_runs_on_the_kernel() -> None:
+    if not seen["limited on the kernel"]:
+        test_limit_with_a_projection_agrees_with_the_reference()
+    assert seen["limited on the kernel"] >= 100, seen

@@ -45,7 +45,7 @@ from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
 from ceql.runtime.kernel.engine import KernelMatches
-from ceql.runtime.kernel.output import Projection, project
+from ceql.runtime.kernel.output import limit_projected, project
 from ceql.runtime.kernel.postfilter import first_per_trigger, post_filter
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 
@@ -121,8 +121,6 @@ def absence_unsupported(plan: Plan) -> str | None:
     reason = unsupported(own) or unsupported(plan.absence)
     if reason is not None:
         return f"NOT FOLLOWED BY over {reason}"
-    if plan.limit is not None and Projection.from_plan(own).merges:
-        return "NOT FOLLOWED BY with LIMIT and a projection other than *"
     return None
 
 
@@ -435,7 +433,7 @@ class KernelAbsence:
             select_supports(group, offsets, chunk.positions, keep, _SELECT[self.strategy])
         elif self.strategy == "ANY":
             keep = first_per_trigger(group, keep, 1)
-        if self.limit is not None:
+        if self.limit is not None and not self.projection.merges:  # (else after the projection: columns)
             keep = first_per_trigger(group, keep, self.limit)
         if not keep.all():
             chunk = _take(chunk, np.flatnonzero(keep))
@@ -453,6 +451,15 @@ class KernelAbsence:
         chunk = KernelMatches(group, chunk.partition, chunk.offsets, chunk.positions, chunk.labels, chunk.label_sets, chunk.measures)
         columns = project(chunk, self.projection, chunk.measures)
         firsts = np.r_[0, np.flatnonzero(np.diff(group)) + 1] if len(group) else np.zeros(0, np.int64)
+        if self.limit is not None and self.projection.merges and len(group):
+            # LIMIT counts the distinct projected matches of a trigger and partition (over
+            # every deadline due there), as the Python path's report does.
+            groups = columns.trigger
+            outer = _groups(real_trigger, chunk.partition)[firsts][groups]
+            keep = first_per_trigger(outer, np.ones(len(outer), dtype=bool), self.limit)
+            columns.trigger = outer
+            columns = limit_projected(columns, self.limit)
+            columns.trigger = groups[keep]
         columns.deadline = deadline[firsts][columns.trigger] if len(group) else deadline
         columns.trigger = real_trigger[firsts][columns.trigger] if len(group) else real_trigger
         if self.reports_partition and self.own.keys is not None:
