@@ -19,6 +19,15 @@ class FrozenMap(Mapping):
         self._index = dict(self._items)
         self._hash: int | None = None
 
+    @classmethod
+    def of_sorted(cls, items: tuple[tuple[str, Any], ...]) -> FrozenMap:
+        """A FrozenMap of ``items`` already in key order (no sort: a per-event path's)."""
+        made = object.__new__(cls)
+        made._items = items
+        made._index = dict(items)
+        made._hash = None
+        return made
+
     def __getitem__(self, key: str) -> Any:
         return self._index[key]
 

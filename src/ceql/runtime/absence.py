@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
-from ceql.match import EMPTY, Match
+from ceql.match import EMPTY, FrozenMap, Match
 from ceql.runtime import nodes
 from ceql.runtime.ingest import Ingest
 from ceql.runtime.runs import PlainRuns, RegisterRuns
@@ -252,7 +252,13 @@ class Absence:
                         positions.append(event[0])
                     for label in found[1]:
                         labels.setdefault(label, []).append(event[0])
-                frozen = {label: tuple(seen) for label, seen in labels.items()}
+                if not labels:
+                    frozen = EMPTY
+                elif len(labels) == 1:
+                    ((label, seen),) = labels.items()
+                    frozen = FrozenMap.of_sorted(((label, tuple(seen)),))
+                else:
+                    frozen = FrozenMap({label: tuple(seen) for label, seen in labels.items()})
                 out.append(Match(trigger, tuple(positions), frozen, partition, EMPTY, item.deadline))
         return out
 

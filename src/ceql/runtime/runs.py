@@ -90,7 +90,8 @@ class PlainRuns(_Store):
         det = self.det
         partitions = self.partitions
         active = partitions.get(key)
-        if active is None:
+        fresh = active is None
+        if fresh:
             active = {self.init: BOTTOM}
         elif self.partitioned and self.partition_consumed.get(key, -1) < self.consumed_at:
             # Another partition produced output since: drop this one's partial matches too.
@@ -101,7 +102,7 @@ class PlainRuns(_Store):
             moving = [(state, active[state]) for state in touched if state in active]
         else:
             moving = [(state, node) for state, node in active.items() if state in touched]
-        new = dict(active)
+        new = active if fresh else dict(active)  # (a fresh dict is no partition's yet)
         for state, _ in moving:
             del new[state]
         entered = []
