@@ -149,6 +149,7 @@ class EventStep:
         # slow to query from Python one key at a time).
         self._codes: dict[tuple, int] = {}
         self._codes_of: Any = None
+        self._shared_records: dict[str, bool] = {}  # event type -> NOT FOLLOWED BY's push records once
 
     # ------------------------------------------------------------------ the Python path
 
@@ -224,13 +225,17 @@ class EventStep:
         else:
             deadline_measure = values.get(facts2.measured) if facts2.measured is not None else None
         moves2 = None
+        record = None
         if not irrelevant2 or cancelling.needs_local:
-            key2, data2, row2, keyed2 = cancelling.record(facts2, values, absence.ingest.local_counts)
+            record = cancelling.record(facts2, values, absence.ingest.local_counts)
+            key2, data2, row2, keyed2 = record
             if keyed2 and not irrelevant2:
                 moves2 = (key2, symbol2, measure2, data2, row2, mask2)
         moves = None
         if not irrelevant or self.needs_local:
-            key, data, row, keyed = self.main.record(facts, values, evaluator.ingest.local_counts)
+            if record is None or not self._same_record(type_name, facts, facts2):
+                record = self.main.record(facts, values, evaluator.ingest.local_counts)
+            key, data, row, keyed = record
             if keyed and (not irrelevant or self.needs_local):
                 moves = (key, symbol, measure, data, row, mask)
         matches = absence.step(pos, deadline_measure, moves2, moves)
@@ -238,6 +243,20 @@ class EventStep:
         if runs.created > runs.compact_at:
             evaluator._compact()
         return matches
+
+    def _same_record(self, type_name: str, facts: _TypeFacts, facts2: _TypeFacts) -> bool:
+        """Whether both sets of runs record this type's events alike (same partition key, no
+        values kept, no sub-stream indexes): NOT FOLLOWED BY's push then records it once."""
+        found = self._shared_records.get(type_name)
+        if found is None:
+            main, cancelling = self.main, self.cancelling
+            assert cancelling is not None
+            found = self._shared_records[type_name] = (
+                facts.group == facts2.group
+                and main.partitioned == cancelling.partitioned
+                and not (main.keep_values or cancelling.keep_values or main.needs_local or cancelling.needs_local)
+            )
+        return found
 
     def _check_order(self, ingest: Any, value: Any, pos: int) -> None:
         """Time windows need events in non-decreasing time order (the batch path's rules)."""
