@@ -84,6 +84,7 @@ def test_emulated_consumption_is_the_per_trigger_check() -> None:
             KEYED,
         )
         assert emulated(query.plan, True)
+        assert f"kernel: CONSUME BY {consume} applied after the checks" in query.explain()
         expected = sorted(query.run(events, engine="python"))
         assert len(expected) > 500
         evaluator = query.evaluator(engine="compiled")

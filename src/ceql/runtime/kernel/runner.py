@@ -93,7 +93,12 @@ def unsupported(plan: Plan) -> str | None:
 def kernel_notes(plan: Plan) -> list[str]:
     """How the kernel evaluates what the plan checks per complex event (for explain)."""
     post = post_filter(plan)
-    return list(post.notes) if isinstance(post, PostFilter) else []
+    if not isinstance(post, PostFilter):
+        return []
+    notes = list(post.notes)
+    if emulated(post.plan, post.per_match):
+        notes.append(f"CONSUME BY {plan.consume} applied after the checks, column-wise (few candidates)")
+    return notes
 
 
 def _measure_columns(plan: Plan) -> MeasureColumns | None:
