@@ -71,4 +71,4 @@ EOF
 
 set -o pipefail
 "$PYTHON" -m benchmarks.workers --events "$EVENTS" --repeat "$REPEAT" --workers "$WORKERS" \
-    --only keys,shards,strings,measures,cross --counts "$COUNTS" "${duck[@]}" 2>&1 | tee "$OUT/scaling.txt"
+    --only keys,shards,strings,measures,cross,absence --counts "$COUNTS" "${duck[@]}" 2>&1 | tee "$OUT/scaling.txt"
