@@ -32,6 +32,12 @@ How a plan splits (``plan_split`` says, or why not):
   to the worker its key hashes to, so each sub-stream is wholly in one worker, which sees its
   events at their positions in the whole stream. Its complex events are exactly those of the
   one-core run.
+- **keys, NOT FOLLOWED BY** (``parallel_absence.py``): by the key of ``compile.plan.split_keys``
+  (a PARTITION BY of one attribute, or the equality linking g to a one-event f); each worker
+  waits for its keys' deadlines, which pass at the events of the whole piece (its *clock*, found
+  when the piece is prepared). Matches due at one event come from several workers: the merge
+  orders them as one core does (``parallel_merge.merge``, by each match's rank), and at the end
+  of the input (``finish``) every worker reports what still waits.
 - **shards** (no partition, a ``WITHIN`` window on a non-decreasing measure, CONSUME BY NONE, no
   START): each batch is cut into N runs of rows; the worker of a later run first reads the
   events of the window before it (the overlap) and reports only the complex events it triggers
