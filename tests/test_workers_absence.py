@@ -220,3 +220,32 @@ def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, text) -> N
     assert outputs["2"] == outputs["1"]
     assert outputs["1"].count("\n") > 100
     assert len(made) == 1
+
+
+def test_max_matches_counts_the_matches_at_the_end_too(monkeypatch) -> None:
+    from ceql.errors import LimitError
+
+    monkeypatch.setattr(parallel, "MIN_ROWS", 1000)
+    query = ceql.compile(SPLITS[0], KEYED_SCHEMA)
+    table = keyed_events(5000, 7)
+    total = query.run(table, output="arrow", engine="compiled").num_rows
+    at_end = total - sum(1 for m in query.run(table, engine="compiled") if m.trigger < table.num_rows)
+    assert at_end > 0  # (some complex events still wait at the end of the input)
+    assert query.run(table, output="arrow", workers=2, max_matches=total).num_rows == total
+    for lazy in (False, True):
+        with pytest.raises(LimitError):
+            if lazy:
+                list(query.run(table, workers=2, max_matches=total - 1))
+            else:
+                query.run(table, output="arrow", workers=2, max_matches=total - 1)
+
+
+def test_a_deadline_beyond_int64_is_the_one_core_error() -> None:
+    query = ceql.compile(SPLITS[0], KEYED_SCHEMA)
+    table = keyed_events(3000, 8)
+    times = table.column("t").to_numpy().copy()
+    times[2000:] += (1 << 63) - 10 - int(times[-1])  # the last events' deadlines overflow
+    late = table.set_column(4, "t", pa.array(times))
+    one = collect(one_core(query, late, 500))
+    assert one[1] is not None and "int64" in one[1][2]
+    assert collect(workers(query, late, 2, 500)) == one
