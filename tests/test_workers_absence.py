@@ -172,16 +172,17 @@ def test_what_does_not_split_says_why_once(text, why, monkeypatch) -> None:
     assert many.equals(query.run(table, output="arrow"))
 
 
-def test_query_run_uses_the_workers(monkeypatch) -> None:
-    monkeypatch.setattr(parallel, "MIN_ROWS", 1000)
-    made = []
+@pytest.fixture()
+def made(monkeypatch) -> list:
+    """The ParallelKernels made meanwhile (their arguments)."""
+    made: list = []
     original = ParallelKernel.__init__
+    monkeypatch.setattr(ParallelKernel, "__init__", lambda self, *a, **k: made.append(a) or original(self, *a, **k))
+    return made
 
-    def spy(self, *args, **kwargs):
-        made.append(args)
-        original(self, *args, **kwargs)
 
-    monkeypatch.setattr(ParallelKernel, "__init__", spy)
+def test_query_run_uses_the_workers(monkeypatch, made) -> None:
+    monkeypatch.setattr(parallel, "MIN_ROWS", 1000)
     query = ceql.compile(SPLITS[0], KEYED_SCHEMA)
     table = keyed_events(5000, 5)
     assert query.run(table, output="arrow", workers=2).equals(query.run(table, output="arrow", engine="compiled"))
@@ -190,7 +191,7 @@ def test_query_run_uses_the_workers(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("text", [SPLITS[0], SPLITS[6]])
-def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, text) -> None:
+def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, made, text) -> None:
     """``ceql run --workers 2``: the deadlines passed in the stream, then those still waiting at
     the end of the input (``ParallelKernel.finish``), as with ``--workers 1``."""
     import pyarrow.parquet as pq
@@ -202,14 +203,6 @@ def test_cli_workers_write_the_one_core_output(tmp_path, monkeypatch, text) -> N
     data = tmp_path / "e.parquet"
     pq.write_table(keyed_events(6000, 6), data, row_group_size=2500)
     monkeypatch.setattr(parallel, "CHUNK_MIN_ROWS", 2000)
-    made = []
-    original = ParallelKernel.__init__
-
-    def spy(self, *args, **kwargs):
-        made.append(args)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(ParallelKernel, "__init__", spy)
     outputs = {}
     for count in ("1", "2"):
         out = tmp_path / f"out{count}.jsonl"
