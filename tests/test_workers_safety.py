@@ -203,3 +203,24 @@ def test_cli_default_workers_give_the_one_core_bad_row_error(tmp_path, monkeypat
     assert len(made) == 1  # the default run used the workers
     assert results["0"] == results["1"]
     assert results["1"][0] != 0 and " 21001: " in results["1"][1], results["1"][1]  # (rows and lines 1-based)
+
+
+def test_ctrl_c_while_gathering_a_batch_ends_the_wait() -> None:
+    """``output="arrow"`` waits for a batch's jobs: Ctrl-C there (the wait raises
+    KeyboardInterrupt) ends it at once rather than after the other jobs."""
+    import threading
+
+    interrupted = parallel._failed(KeyboardInterrupt())
+    never = parallel._Result()  # a job that does not end
+    raised: list = []
+
+    def gather() -> None:
+        try:
+            parallel._gather([interrupted, never])
+        except BaseException as error:  # noqa: BLE001 - what the wait raised
+            raised.append(error)
+
+    thread = threading.Thread(target=gather, daemon=True)
+    thread.start()
+    thread.join(timeout=5)
+    assert raised and isinstance(raised[0], KeyboardInterrupt)

@@ -790,7 +790,7 @@ def _gather(jobs: list[_Result]) -> list:
             values.append(job.get())
         except _Cancelled:
             continue
-        except BaseException as raised:  # noqa: BLE001 - the first in stream order wins
+        except Exception as raised:  # the first in stream order wins (Ctrl-C, SIGTERM: at once)
             if error is None or _row(raised) < _row(error):
                 error = raised
     if error is not None:
