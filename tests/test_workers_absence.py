@@ -233,12 +233,17 @@ def test_max_matches_counts_the_matches_at_the_end_too(monkeypatch) -> None:
                 query.run(table, output="arrow", workers=2, max_matches=total - 1)
 
 
-def test_a_deadline_beyond_int64_is_the_one_core_error() -> None:
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_a_deadline_beyond_int64_is_the_one_core_error(seed) -> None:
+    """An error a worker raises (several keys' deadlines overflow in one piece): the matches
+    before that piece, then the error of the earliest row, as one core."""
     query = ceql.compile(SPLITS[0], KEYED_SCHEMA)
-    table = keyed_events(3000, 8)
+    table = keyed_events(3000, seed, keys=40)
     times = table.column("t").to_numpy().copy()
-    times[2000:] += (1 << 63) - 10 - int(times[-1])  # the last events' deadlines overflow
+    times[1500 + 100 * seed :] += (1 << 63) - 10 - int(times[-1])  # the last events' deadlines overflow
     late = table.set_column(4, "t", pa.array(times))
-    one = collect(one_core(query, late, 500))
-    assert one[1] is not None and "int64" in one[1][2]
-    assert collect(workers(query, late, 2, 500)) == one
+    for batch in (50, 200):
+        one = collect(one_core(query, late, batch))
+        assert one[1] is not None and "int64" in one[1][2]
+        for count in (2, 3, 4):
+            assert collect(workers(query, late, count, batch)) == one, (batch, count)

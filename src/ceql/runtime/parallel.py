@@ -86,7 +86,7 @@ from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
 from ceql.runtime.parallel_keys import shares
-from ceql.runtime.parallel_merge import END, KWayMerge, before, from_trigger, merge
+from ceql.runtime.parallel_merge import END, KWayMerge, before, error_row, from_trigger, merge
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
@@ -596,7 +596,7 @@ class ParallelKernel:
         job = self._keys_job if self.absence is None else self._absence_job
         jobs = [pool.submit(w, partial(job, pool, w, valid, None if collect else channels[w])) for w in range(self.count)]
         if collect is None:
-            return _streamed(KWayMerge(channels), jobs)
+            return _streamed(KWayMerge(channels, [piece.first for piece in valid]), jobs)
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
@@ -791,7 +791,7 @@ def _gather(jobs: list[_Result]) -> list:
         except _Cancelled:
             continue
         except Exception as raised:  # the first in stream order wins (Ctrl-C, SIGTERM: at once)
-            if error is None or _row(raised) < _row(error):
+            if error is None or error_row(raised) < error_row(error):
                 error = raised
     if error is not None:
         raise error
@@ -872,8 +872,3 @@ def _window_start(valid: list[_Piece], base: int, cut: int, window: int, before:
 def _copy(plan: Plan) -> Plan:
     """An independent plan of the same query (its own symbols and automaton)."""
     return build_plan(plan.checked)
-
-
-def _row(error: BaseException) -> int:
-    row = getattr(error, "row", None)
-    return row if isinstance(row, int) else -1

@@ -170,19 +170,29 @@ class KWayMerge:
     before t. So every complex event triggered at or before the smallest such t over the
     workers still running is final (a trigger's events all come from the worker that owns its
     event) and is handed out. The merge then waits only on the worker with that smallest t, so
-    it never waits on a worker that is itself waiting for room in its queue."""
+    it never waits on a worker that is itself waiting for room in its queue.
 
-    def __init__(self, streams: Sequence[queue.Queue]) -> None:
+    An error a worker raises (``starts``: the first positions of the batch's pieces) ends the
+    run as on one core, which evaluates a piece's events before it reports any of its complex
+    events: the others' complex events triggered before the piece of the error are handed
+    out first, then the error of the earliest row is raised."""
+
+    def __init__(self, streams: Sequence[queue.Queue], starts: Sequence[int] | None = None) -> None:
         self.streams = list(streams)
+        self.starts = list(starts) if starts else None
 
     def __iter__(self) -> Iterator[MatchColumns]:
         count = len(self.streams)
         pending: list[list[MatchColumns]] = [[] for _ in range(count)]
         frontier = [-1] * count
         running = set(range(count))
+        failed: BaseException | None = None
+        limit: int | None = None  # with an error: the first trigger not handed out
         while True:
             waiting = min(running, key=lambda w: frontier[w]) if running else None
             bound = frontier[waiting] if waiting is not None else None
+            if limit is not None:
+                bound = limit - 1 if bound is None else min(bound, limit - 1)
             ready: list[MatchColumns] = []
             for w in range(count):
                 kept = []
@@ -196,12 +206,34 @@ class KWayMerge:
             if ready:
                 yield merge(ready)
             if waiting is None:
+                if failed is not None:
+                    raise failed
                 return
             item = self.streams[waiting].get()
             if item is END:
                 running.discard(waiting)
             elif isinstance(item, BaseException):
-                raise item
+                if self.starts is None:
+                    raise item
+                running.discard(waiting)  # (it gave every complex event before its error)
+                if failed is None or error_row(item) < error_row(failed):
+                    failed = item
+                at = self._piece_start(item)
+                limit = at if limit is None else min(limit, at)
             elif len(item):
                 pending[waiting].append(item)
                 frontier[waiting] = int(item.trigger[-1])
+
+    def _piece_start(self, error: BaseException) -> int:
+        """The first position of the piece of ``error``'s row (an error without a row: of the
+        batch)."""
+        assert self.starts is not None
+        row = error_row(error)
+        at = int(np.searchsorted(np.asarray(self.starts), row, side="right")) - 1
+        return self.starts[max(at, 0)]
+
+
+def error_row(error: BaseException) -> int:
+    """The row an error names (-1: none; such an error comes first)."""
+    row = getattr(error, "row", None)
+    return row if isinstance(row, int) else -1
