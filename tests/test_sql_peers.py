@@ -12,7 +12,6 @@ import pytest
 from tests.peer_suites import check, load
 
 # case id -> why ceql's answer differs (docs/sql.md, section 9)
-ARRAY_AGG = "array_agg (an array-valued aggregate) is not implemented"
 KNOWN = {
     "trino_row_pattern_matching.json": {
         "testNavigationFunctions-9": "RUNNING FIRST(value, 2) reads past the current row in Trino; ceql keeps RUNNING "
@@ -25,23 +24,13 @@ KNOWN = {
         "row's columns)",
     },
     "trino_aggregations_in_row_pattern_matching.json": {
-        "testSimpleQuery-2": ARRAY_AGG,
-        "testSimpleQuery-3": ARRAY_AGG + " (nor concat_ws)",
-        "testAggregationArguments-1": ARRAY_AGG,
-        "testAggregationArguments-2": ARRAY_AGG,
-        "testAggregationArguments-3": ARRAY_AGG,
-        "testAggregationArguments-4": ARRAY_AGG,
-        "testAggregationArguments-5": "max_by is not implemented",
-        "testSelectiveAggregation-1": ARRAY_AGG,
-        "testOneRowPerMatch-1": ARRAY_AGG,
         "testSeek-1": "WINDOW ... SEEK (row pattern recognition in a window) is not implemented",
-        "testExclusions-1": ARRAY_AGG,
-        "testSetPartitioning-1": ARRAY_AGG,
-        "testSetPartitioning-2": ARRAY_AGG,
-        "testForkingThreads-1": ARRAY_AGG + " (nor ARRAY[...] values)",
-        "testMultipleAggregationsInDefine-1": ARRAY_AGG,
-        "testRunningAndFinalAggregations-1": ARRAY_AGG,
-        "testMultipleAggregationArguments-1": "max_by is not implemented",
+        "testForkingThreads-1": "ARRAY_AGG in DEFINE (ARRAY_AGG is computed once the match is found) and ARRAY[...] "
+        "values are not implemented",
+        "testMultipleAggregationsInDefine-1": "LOWER of CLASSIFIER() inside DEFINE is not implemented (string "
+        "functions apply to a row's columns while matching)",
+        "testMultipleAggregationArguments-1": "MAX_BY in DEFINE is not implemented (MAX_BY is computed once the "
+        "match is found)",
     },
     "flink_match_recognize_itcase.json": {
         "testMatchRecognizeAppliedToWindowedGrouping-1": "the input is a Flink group window (TUMBLE, TUMBLE_ROWTIME), "

@@ -158,7 +158,7 @@ def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
 
 
 @st.composite
-def measures(draw, names: tuple[str, ...]) -> list[str]:
+def measures(draw, names: tuple[str, ...], row_aggregates: bool = False) -> list[str]:
     x = _var(draw, names)
     options = [
         lambda: draw(numbers(names, 1)),
@@ -172,11 +172,32 @@ def measures(draw, names: tuple[str, ...]) -> list[str]:
         lambda: draw(conditions(names, 1)),
     ]
     items = draw(st.lists(st.sampled_from(options), min_size=0, max_size=4))
+    if row_aggregates:
+        items.append(lambda: draw(row_aggregate_measures(names)))
     return [f"{make()} AS m{i}" for i, make in enumerate(items)]
 
 
 @st.composite
-def queries(draw) -> str:
+def row_aggregate_measures(draw, names: tuple[str, ...]) -> str:
+    """ARRAY_AGG, MAX_BY, MIN_BY and CONCAT_WS(sep, ARRAY_AGG(...)), RUNNING or FINAL, of a
+    variable's rows or every row."""
+    x = _var(draw, names)
+    label = f"CLASSIFIER({x[:-1]})"
+    semantics = draw(st.sampled_from(["", "RUNNING ", "FINAL "]))
+    values = [f"{x}v", f"{x}s", label, f"{x}v * 2 + MATCH_NUMBER()", f"{x}w", f"{x}ts", f"{x}v > 2", f"{x}s || {label}"]
+    keys = [f"{x}v", f"{x}w", f"{x}s", label, f"{x}ts", f"{x}t"]
+    kind = draw(st.sampled_from(["array", "by", "concat"]))
+    if kind == "array":
+        return f"{semantics}ARRAY_AGG({draw(st.sampled_from(values))})"
+    if kind == "concat":
+        return f"CONCAT_WS('{draw(st.sampled_from(['', '-']))}', {semantics}ARRAY_AGG({draw(st.sampled_from([f'{x}s', label]))}))"
+    func = draw(st.sampled_from(["MAX_BY", "MIN_BY"]))
+    return f"{semantics}{func}({draw(st.sampled_from(values))}, {draw(st.sampled_from(keys))})"
+
+
+@st.composite
+def queries(draw, row_aggregates: bool = False) -> str:
+    """A query; ``row_aggregates``: with a measure that is ARRAY_AGG, MAX_BY or MIN_BY."""
     union = draw(st.booleans())
     pattern = draw(patterns())
     used = [v for v in VARIABLES if v in pattern.replace("PERMUTE", "")]
@@ -193,7 +214,7 @@ def queries(draw) -> str:
     order = draw(st.sampled_from(["ORDER BY t", "ORDER BY t", "ORDER BY t DESC", "ORDER BY ts", "", "ORDER BY s NULLS FIRST, t"]))
     if order:
         parts.append(order)
-    m = draw(measures(names))
+    m = draw(measures(names, row_aggregates))
     if m:
         parts.append("MEASURES " + ", ".join(m))
     rows = draw(

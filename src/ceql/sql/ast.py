@@ -128,11 +128,13 @@ class Navigation(Expr):
 @dataclass(frozen=True)
 class Aggregate(Expr):
     """``COUNT/SUM/AVG/MIN/MAX(arg)`` (also BOOL_AND, BOOL_OR, EVERY, COUNT_IF, ARBITRARY,
-    ANY_VALUE) with ``RUNNING``/``FINAL`` (None if not written)."""
+    ANY_VALUE, ARRAY_AGG, and ``MAX_BY/MIN_BY(arg, key)``) with ``RUNNING``/``FINAL`` (None if
+    not written)."""
 
     func: str
     arg: Expr
     semantics: str | None
+    key: Expr | None = None  # MAX_BY/MIN_BY: the key that picks the row
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,10 @@ class _Compiler:
         self.matching = False
         for _, node in q.measures:
             lo = len(self.code)
-            self.expr(node)
+            if ir.row_measure(node):  # computed after matching, from the match's rows (engine)
+                self.code.append(vm.E_NULL)
+            else:
+                self.expr(node)
             measure_ranges.append((lo, len(self.code)))
         # Failed states can be remembered only when nothing but the row decides a condition
         # (and no window ties a state to the match's first row); inside an iteration that may map

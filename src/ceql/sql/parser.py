@@ -33,8 +33,13 @@ MAX_EXPR_DEPTH = 1_000
 INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE"}
-SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER"}
+AGGREGATES = {
+    "COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE",
+    "ARRAY_AGG", "MAX_BY", "MIN_BY",
+}
+#: aggregates of two arguments: the value, and the key that picks the row
+KEYED_AGGREGATES = {"MAX_BY", "MIN_BY"}
+SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS"}
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -827,12 +832,16 @@ class _Parser:
                     arg = ast.Star(star_pos, None)
                 else:
                     arg = self.expr()
+                key = None
+                if name in KEYED_AGGREGATES:
+                    self.expect_op(",", f"',' and the key ({name} takes a value and a key)")
+                    key = self.expr()
                 if self.is_op(","):
                     raise self.unsupported(f"{name} with several arguments", self.tok.offset)
                 self.expect_op(")", "')'")
-                if self.is_kw("FILTER", "OVER", "WITHIN"):
+                if self.is_kw("FILTER", "OVER", "WITHIN", "ORDER"):
                     raise self.unsupported(f"{self.tok.upper} after an aggregate", self.tok.offset)
-                return ast.Aggregate(start, name, arg, semantics)
+                return ast.Aggregate(start, name, arg, semantics, key)
             if name == "CLASSIFIER":
                 var = None if self.is_op(")") else self.name("a pattern variable or ')'")
                 self.expect_op(")", "')'")
@@ -855,7 +864,8 @@ class _Parser:
                 f"function {name}",
                 tok.offset,
                 "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
-                "ARBITRARY, ANY_VALUE, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER",
+                "ARBITRARY, ANY_VALUE, ARRAY_AGG, MAX_BY, MIN_BY, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER, "
+                "CONCAT_WS",
             )
         finally:
             self.leave()

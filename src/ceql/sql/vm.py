@@ -516,12 +516,14 @@ F_NONE, F_FOUND, F_GROW_PATH, F_GROW_BT, F_GROW_TRAIL, F_ERROR, F_MORE, F_STEPS 
 
 @njit(cache=True)
 def _run(
-    K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON,
-    window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final,
+    K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON, OM, OL,
+    window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final, track,
 ):
     """Match the partitions from the saved state on (see ``match_all``). Stops early, with the
     state saved, when a buffer is full (the caller grows it and calls again) or on an error.
-    Nothing is reallocated here, so that the per-row loops carry no reference counting."""
+    Nothing is reallocated here, so that the per-row loops carry no reference counting.
+    ``track``: record each match's rows (``OL``: start row, length, match number, variable per
+    row, after ``OL[0]``, the used length) and each output row's match and row count (``OM``)."""
     nparts = P.shape[1] - 1
     nmeas = K[K_NMEAS]
     nagg = K[K_NAGG]
@@ -581,6 +583,7 @@ def _run(
                         return R_GROW_OUT
                     OI[0, nout] = s
                     ON[0, nout] = 1
+                    OM[0, nout] = -1
                     for m in range(nmeas):
                         ON[m + 1, nout] = 1
                     nout += 1
@@ -803,6 +806,7 @@ def _run(
                         return R_GROW_OUT
                     OI[0, nout] = s
                     ON[0, nout] = 1
+                    OM[0, nout] = -1
                     for m in range(nmeas):
                         ON[m + 1, nout] = 1
                     nout += 1
@@ -819,7 +823,7 @@ def _run(
                         emit += 1
             else:
                 emit = 1
-            if nout + emit > out_cap:
+            if nout + emit > out_cap or (track and OL[0] + length + 3 > OL.shape[0]):
                 W[st + S_PART] = p
                 W[st + S_START] = s
                 W[st + S_NUMBER] = number
@@ -831,6 +835,13 @@ def _run(
             W[st + S_VALID] = gen + 1  # a successful search's marks are not failures
             k_out = nout
             more = False
+            at = OL[0]
+            if track:
+                OL[at] = s
+                OL[at + 1] = length
+                OL[at + 2] = number
+                for j in range(length):
+                    OL[at + 3 + j] = W[path + j]
             for j in range(length if (all_rows and length > 0) else 1):
                 if k_out - nout == emit:
                     break
@@ -846,6 +857,8 @@ def _run(
                     OI[0, k_out] = pstart
                     upto = length
                 ON[0, k_out] = 0
+                OM[0, k_out] = at
+                OM[1, k_out] = upto
                 for m in range(nmeas):
                     ri, rf, rn, e, ed, ef = evaluate(
                         K, KF, ci, cf, valid, perm, W, WF, K[measoff + 2 * m], K[measoff + 2 * m + 1], -1, 0, s,
@@ -872,6 +885,8 @@ def _run(
                 number -= 1  # a measure reads a row not seen yet (NEXT): match s again later
                 break
             nout = k_out
+            if track:
+                OL[0] = at + 3 + length
             if length == 0:
                 s += 1
                 continue
@@ -1000,12 +1015,14 @@ MEMO_ENTRIES = 1 << 24
 
 
 def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers, covered, *, window, memo_ok, max_steps,
-              skip_kind, skip_cls, all_rows, empty_mode, final, nslots):
+              skip_kind, skip_cls, all_rows, empty_mode, final, nslots, track=False):
     """Match every partition (rows ``bounds[p]`` to ``bounds[p + 1]``, resuming at
     ``resume[p]`` with ``numbers[p]`` matches found before and rows up to ``covered[p]`` in some
     match). Returns (output rows as sorted row indices, their "no measures" flags, the measures'
     int values, float values and null flags, resume, numbers, covered, error fields, error float
-    payload)."""
+    payload, and with ``track`` the matches' rows: per output row its match's offset in the
+    match list (-1: an unmatched row) and the rows it sees (running), and the match list: per
+    match its first sorted row, its length, its number and its rows' variables)."""
     nagg = int(K[K_NAGG])
     nmeas = int(K[K_NMEAS])
     stack = int(K[K_STACK])
@@ -1023,10 +1040,13 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
     OI = np.zeros((nmeas + 1, out_cap), dtype=np.int64)
     OF = np.zeros((max(nmeas, 1), out_cap), dtype=np.float64)
     ON = np.zeros((nmeas + 1, out_cap), dtype=np.uint8)
+    OM = np.zeros((2, out_cap), dtype=np.int64)
+    OL = np.zeros(4096 if track else 1, dtype=np.int64)
+    OL[0] = 1
     while True:
         status = _run(
-            K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON,
-            window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final,
+            K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON, OM, OL,
+            window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final, track,
         )
         if status == R_DONE or status == R_ERROR:
             break
@@ -1041,6 +1061,9 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
             OI = np.concatenate([OI, np.zeros_like(OI)], axis=1)
             OF = np.concatenate([OF, np.zeros_like(OF)], axis=1)
             ON = np.concatenate([ON, np.zeros_like(ON)], axis=1)
+            OM = np.concatenate([OM, np.zeros_like(OM)], axis=1)
+            if track:
+                OL = np.concatenate([OL, np.zeros_like(OL)])
             assert OI.shape[1] == grown
             continue
         W, WF = _workspace(nagg, cap, stack, btcap, nslots, trailcap, old=(W, WF))
@@ -1051,7 +1074,62 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
     return (
         OI[0, :nout], ON[0, :nout], OI[1:, :nout], OF[:nmeas, :nout], ON[1:, :nout],
         P[1, :nparts].copy(), P[2, :nparts].copy(), P[3, :nparts].copy(), err, float(WF[W[W_ERRF]]),
+        OM[:, :nout], OL[: OL[0]],
     )
+
+
+@njit(cache=True)
+def match_rows(OL, nrows):
+    """``match_all``'s match list (``track``) flattened, one entry per matched row: its sorted
+    row, its variable, its match's number, and whether it starts its match; and per offset of a
+    match in the list, the entry of its first row. ``nrows``: the entries (the lengths' sum)."""
+    rows = np.empty(nrows, dtype=np.int64)
+    variables = np.empty(nrows, dtype=np.int64)
+    numbers = np.empty(nrows, dtype=np.int64)
+    starts = np.zeros(nrows, dtype=np.uint8)
+    first = np.zeros(OL.shape[0], dtype=np.int64)
+    at = 1
+    e = 0
+    while at < OL[0]:
+        length = OL[at + 1]
+        first[at] = e
+        for j in range(length):
+            rows[e + j] = OL[at] + j
+            variables[e + j] = OL[at + 3 + j]
+            numbers[e + j] = OL[at + 2]
+        if length > 0:
+            starts[e] = 1
+        e += length
+        at += 3 + length
+    return rows, variables, numbers, starts, first
+
+
+@njit(cache=True)
+def match_length_sum(OL):
+    """The number of matched rows in ``match_all``'s match list."""
+    total = 0
+    at = 1
+    while at < OL[0]:
+        total += OL[at + 1]
+        at += 3 + OL[at + 1]
+    return total
+
+
+@njit(cache=True)
+def prefix_best(ranks, usable, starts, largest):
+    """Per entry, the entry (from its match's first row up to it) with the largest (smallest)
+    rank among the usable ones, the first of equals; -1 if none. MAX_BY and MIN_BY, running."""
+    n = ranks.shape[0]
+    best = np.empty(n, dtype=np.int64)
+    current = -1
+    for i in range(n):
+        if starts[i]:
+            current = -1
+        if usable[i]:
+            if current < 0 or (ranks[i] > ranks[current] if largest else ranks[i] < ranks[current]):
+                current = i
+        best[i] = current
+    return best
 
 
 @njit(cache=True)
