@@ -18,17 +18,11 @@ KNOWN = {
         "to the rows so far, as the standard does",
         "testOutputLayout-3": "ORDER BY id ASC, id DESC: Trino's ALL ROWS PER MATCH output has the column twice; "
         "ceql refuses two result columns of one name",
-        "testScalarFunctions-1": "lower(CLASSIFIER()) is not implemented (string functions apply to "
-        "a row's columns)",
-        "testInPredicateWithoutSubquery-2": "lower(CLASSIFIER()) is not implemented (string functions apply to a "
-        "row's columns)",
     },
     "trino_aggregations_in_row_pattern_matching.json": {
         "testSeek-1": "WINDOW ... SEEK (row pattern recognition in a window) is not implemented",
         "testForkingThreads-1": "ARRAY_AGG in DEFINE (ARRAY_AGG is computed once the match is found) and ARRAY[...] "
         "values are not implemented",
-        "testMultipleAggregationsInDefine-1": "LOWER of CLASSIFIER() inside DEFINE is not implemented (string "
-        "functions apply to a row's columns while matching)",
         "testMultipleAggregationArguments-1": "MAX_BY in DEFINE is not implemented (MAX_BY is computed once the "
         "match is found)",
     },

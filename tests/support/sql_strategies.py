@@ -133,6 +133,21 @@ def doubles(draw, names: tuple[str, ...]) -> str:
 
 
 @st.composite
+def computed_strings(draw, names: tuple[str, ...]) -> str:
+    """A string function of a string computed while matching: CLASSIFIER(), a navigation, an aggregate."""
+    x = _var(draw, names)
+    inner = draw(st.sampled_from(["CLASSIFIER()", "PREV(CLASSIFIER())", "FIRST(CLASSIFIER())", f"CLASSIFIER({x[:-1]})", "LAST(s, 1)", "MAX(s)", f"MIN({x}s)"]))
+    kind = draw(st.sampled_from(["LOWER", "UPPER", "append", "prepend", "MIN", "MAX"]))
+    if kind == "append":
+        return f"{inner} || 'x'"
+    if kind == "prepend":
+        return f"'x' || LOWER({inner})"
+    if kind in ("MIN", "MAX"):
+        return f"{kind}(LOWER(CLASSIFIER({x[:-1]})))"
+    return f"{kind}({inner})"
+
+
+@st.composite
 def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
     x = _var(draw, names)
     atoms = [
@@ -143,6 +158,9 @@ def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
         lambda: f"{draw(numbers(names, 0))} IS {draw(st.sampled_from(['', 'NOT ']))}NULL",
         lambda: f"{draw(numbers(names, 0))} BETWEEN {draw(st.integers(-1, 2))} AND {draw(st.integers(2, 5))}",
         lambda: f"{draw(numbers(names, 0))} IN (0, 2, 4)",
+        # string functions of values computed while matching (the VM's string tables)
+        lambda: f"{draw(computed_strings(names))} {draw(st.sampled_from(['=', '<', '<>']))} '{draw(st.sampled_from(['a', 'ax', 'Ax', 'xa', 'AB', 'b']))}'",
+        lambda: f"{draw(computed_strings(names))} LIKE '{draw(st.sampled_from(['a%', '%x', '_', 'A%', '%']))}'",
     ]
     if draw(st.integers(0, 9)) == 0:
         return draw(st.sampled_from(["TRUE", "FALSE", "NULL"]))
@@ -167,6 +185,7 @@ def measures(draw, names: tuple[str, ...], row_aggregates: bool = False) -> list
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['LAST', 'FIRST']))}({x}v{draw(st.sampled_from(['', ', 1']))})",
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['COUNT', 'SUM', 'MAX']))}({x}v)",
         lambda: f"{x}ts",
+        lambda: draw(computed_strings(names)),
         lambda: f"{x}ts + INTERVAL '1' SECOND",
         lambda: f"CASE WHEN {draw(conditions(names, 0))} THEN 'yes' ELSE {x}s END",
         lambda: draw(conditions(names, 1)),

@@ -126,10 +126,21 @@ class Prepared:
                 string_vecs[k] = vec
                 values.append(pc.unique(vec.values).drop_null())
         merged = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v in values]))
+        for _, template in c.string_maps:  # the strings they make (inner functions first)
+            if template.type.kind == "string":
+                merged = pc.unique(pa.concat_arrays([merged, _string_map(template, merged).drop_null()]))
         self.dictionary = merged.take(pc.sort_indices(merged))
         consts_i = list(c.consts_i)
         for index, text in c.strings.items():
             consts_i[index] = self._code(text)
+        for slot, template in c.string_maps:  # code -> result code (or 0/1), -1: null
+            image = _string_map(template, self.dictionary)
+            if template.type.kind == "string":
+                image = pc.index_in(image, value_set=self.dictionary)
+            else:
+                image = image.cast(pa.int64())
+            consts_i[slot] = len(consts_i)
+            consts_i.extend(image.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64).tolist())
         self.consts_i = np.array(consts_i or [0], dtype=np.int64)
         self.consts_f = np.array(c.consts_f or [0.0], dtype=np.float64)
         self.var_code = np.array([self._code(v) for v in q.variables] or [0], dtype=np.int64)
@@ -364,6 +375,12 @@ class Prepared:
         else:
             array = pa.array(np.ascontiguousarray(ints), type=pa.int64(), mask=mask)
         return array if array.type == arrow_type else array.cast(arrow_type)
+
+
+def _string_map(template: ir.Op, strings: pa.Array) -> pa.Array:
+    """A string function (``Compiled.string_maps``) of each of ``strings``."""
+    env = Env(len(strings), lambda name: strings)
+    return vector.to_arrow(vector.evaluate(template, env), template.type)
 
 
 class MatchRows:

@@ -68,7 +68,8 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_JUMP_IF_NOT_NULL,
     E_POP,
     E_ROW_ARG,
-) = range(35)
+    E_STRMAP,
+) = range(36)
 
 A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
@@ -445,6 +446,16 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
         elif op == E_NOT:
             W[sti + sp - 1] = 1 - W[sti + sp - 1]
             pc += 1
+        elif op == E_STRMAP:
+            # a string function of a computed string (LOWER(CLASSIFIER()), x || 'c', x LIKE 'p'):
+            # a table from string codes to results, built over the dictionary (engine)
+            if not W[stn + sp - 1]:
+                mapped = K[consti + K[consti + K[code + pc + 1]] + W[sti + sp - 1]]
+                if mapped < 0:
+                    W[stn + sp - 1] = 1
+                else:
+                    W[sti + sp - 1] = mapped
+            pc += 2
         elif op == E_AND_SKIP:
             # a FALSE left side is the result: skip the right side
             if not W[stn + sp - 1] and W[sti + sp - 1] == 0:
