@@ -27,9 +27,6 @@ KNOWN = {
         "match is found)",
     },
     "flink_match_recognize_itcase.json": {
-        "testMatchRecognizeAppliedToWindowedGrouping-1": "the input is a Flink group window (TUMBLE, TUMBLE_ROWTIME), "
-        "which the outer engine does not have",
-        "testWindowedGroupingAppliedToMatchRecognize-1": "MATCH_ROWTIME() and group windows (TUMBLE) are Flink's",
         "testLogicalOffsets-1": "Flink's greedy quantifiers do not backtrack (DOWN{2,} UP): ceql, Trino and Oracle "
         "find the match Flink misses (section 9's table)",
         "testAggregates-1": "weightedAvg is a user-defined aggregate of the test (Java code)",

@@ -393,6 +393,8 @@ class _Analyzer:
             return self._case(e, row)
         if isinstance(e, ast.Cast):
             return self._cast(e, row)
+        if isinstance(e, ast.Function) and e.name == "MATCH_ROWTIME":
+            return self._match_rowtime(e, row)
         if isinstance(e, ast.Function):
             args = [self._expr(a, row) for a in e.args]
             if e.name == "ABS":
@@ -493,6 +495,19 @@ class _Analyzer:
             return ir.Agg(result, e.func, cls, arg, final)
         self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
         return ir.Agg(t if t.kind != "null" else INT, e.func, cls, arg, final)
+
+    def _match_rowtime(self, e: ast.Function, row: _RowScope | None) -> ir.Node:
+        """Flink's MATCH_ROWTIME(): the time (the first ORDER BY column, a timestamp) of the
+        match's last row: FINAL LAST(t) in MEASURES, the current row's in DEFINE."""
+        if row is not None or self.context not in ("measure", "define"):
+            raise self.error("MATCH_ROWTIME() belongs in MEASURES or DEFINE", e.pos)
+        order = self.mr.order_by
+        column, t = self.column(order[0].column) if order else (None, None)
+        if t is None or t.kind != "timestamp" or order[0].descending:
+            raise self.error("MATCH_ROWTIME() needs ORDER BY a timestamp column, ascending (its time)", e.pos)
+        self.columns_read.add(column)  # type: ignore[arg-type]
+        final = self.context == "measure"
+        return ir.At(t, ir.Logical("LAST", ir.UNIVERSAL, 0, final), ir.RowCol(t, column))  # type: ignore[arg-type]
 
     def _row_aggregate(self, e: ast.Aggregate, arg: ir.Node, key: ir.Node | None, cls: str | None, final: bool) -> ir.Node:
         """ARRAY_AGG, MAX_BY, MIN_BY: computed from the match's rows once it is found (engine

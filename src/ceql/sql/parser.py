@@ -858,7 +858,10 @@ class _Parser:
                 if name == "ABS" and len(args) != 1:
                     raise QuerySyntaxError("ABS takes one argument", self.text, tok.offset)
                 return ast.Function(tok.offset, name, tuple(args))
-            if name in ("MATCH_ROWTIME", "MATCH_PROCTIME", "PROCTIME"):
+            if name == "MATCH_ROWTIME":  # Flink's: the time of the match's last row
+                self.expect_op(")", "')' (ceql's MATCH_ROWTIME takes no argument)")
+                return ast.Function(tok.offset, name, ())
+            if name in ("MATCH_PROCTIME", "PROCTIME"):
                 raise self.unsupported(f"{name}()", tok.offset)
             raise self.unsupported(
                 f"function {name}",
