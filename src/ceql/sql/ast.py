@@ -183,13 +183,20 @@ class PAnchor(Pattern):
 
 
 @dataclass(frozen=True)
-class PConcat(Pattern):
+class PItems(Pattern):
+    """A pattern of several patterns (the three kinds below)."""
+
     items: tuple[Pattern, ...]
 
 
 @dataclass(frozen=True)
-class PAlt(Pattern):
-    items: tuple[Pattern, ...]
+class PConcat(PItems):
+    """``a b c``: one after the other."""
+
+
+@dataclass(frozen=True)
+class PAlt(PItems):
+    """``a | b``: the first that matches, in order of preference."""
 
 
 @dataclass(frozen=True)
@@ -203,8 +210,8 @@ class PQuant(Pattern):
 
 
 @dataclass(frozen=True)
-class PPermute(Pattern):
-    items: tuple[Pattern, ...]
+class PPermute(PItems):
+    """``PERMUTE(a, b)``: every order, in lexicographical order of preference."""
 
 
 @dataclass(frozen=True)

@@ -591,11 +591,7 @@ def partition_codes(table: pa.Table, columns: list[str]) -> tuple[np.ndarray, in
     combined = None
     size = 1
     for name in columns:
-        column = table.column(name)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
+        column = vector.plain(table.column(name))
         encoded = pc.dictionary_encode(column, null_encoding="encode")
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         k = len(encoded.dictionary)
@@ -627,12 +623,8 @@ def order_permutation(table: pa.Table, order: list[tuple[str, bool, bool]]) -> n
 
 def _order_keys(column, descending: bool, nulls_first: bool) -> list[np.ndarray]:
     """Integer sort keys (most significant first) for one ORDER BY column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = vector.plain(column)
     t = column.type
-    if pa.types.is_dictionary(t):
-        column = column.cast(t.value_type)
-        t = column.type
     if column.null_count:
         is_null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
         null_keys = [(~is_null if nulls_first else is_null).astype(np.int8)]

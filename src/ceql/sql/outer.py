@@ -383,28 +383,27 @@ def _is_op(tok: Token, op: str) -> bool:
     return tok.kind == "OP" and tok.value == op
 
 
-def _closing(tokens: list[Token], open_at: int) -> int | None:
+def _matching(tokens: list[Token], at: int, step: int) -> int | None:
+    """The parenthesis matching the one at ``at``: after it (``step`` 1, from a ``(``) or before
+    it (-1, from a ``)``); None if there is none."""
+    opening, closing = ("(", ")") if step > 0 else (")", "(")
     depth = 0
-    for j in range(open_at, len(tokens)):
-        if _is_op(tokens[j], "("):
+    for j in range(at, len(tokens) if step > 0 else -1, step):
+        if _is_op(tokens[j], opening):
             depth += 1
-        elif _is_op(tokens[j], ")"):
+        elif _is_op(tokens[j], closing):
             depth -= 1
             if depth == 0:
                 return j
     return None
+
+
+def _closing(tokens: list[Token], open_at: int) -> int | None:
+    return _matching(tokens, open_at, 1)
 
 
 def _opening(tokens: list[Token], close_at: int) -> int | None:
-    depth = 0
-    for j in range(close_at, -1, -1):
-        if _is_op(tokens[j], ")"):
-            depth += 1
-        elif _is_op(tokens[j], "("):
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
+    return _matching(tokens, close_at, -1)
 
 
 _BEFORE_INPUT = {"FROM", "JOIN", "LATERAL", "ON", "USING", "SELECT", "WHERE"}

@@ -141,6 +141,7 @@ def _check_depth(query: ast.Query) -> None:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def allows_deep_expressions(func: F) -> F:
@@ -265,10 +266,7 @@ class _Parser:
             raise self.unsupported("SELECT DISTINCT", self.tok.offset)
         if self.is_kw("ALL") and not self.is_op("(", tok=self.peek()):
             self.advance()
-        select = [self.select_item()]
-        while self.is_op(","):
-            self.advance()
-            select.append(self.select_item())
+        select = self.comma_list(self.select_item)
         self.expect_kw("FROM")
         if self.is_op("("):
             raise self.unsupported("a subquery in FROM", self.tok.offset, "name a table, frame or view")
@@ -325,6 +323,14 @@ class _Parser:
 
     # ------------------------------------------------------------------ MATCH_RECOGNIZE
 
+    def comma_list(self, item: Callable[[], T]) -> list[T]:
+        """``item [, item ...]``."""
+        items = [item()]
+        while self.is_op(","):
+            self.advance()
+            items.append(item())
+        return items
+
     def match_recognize(self) -> ast.MatchRecognize:
         start = self.advance().offset
         self.expect_op("(", "'(' after MATCH_RECOGNIZE")
@@ -336,23 +342,14 @@ class _Parser:
         if self.is_kw("PARTITION"):
             self.advance()
             self.expect_kw("BY")
-            partition.append(self.partition_column())
-            while self.is_op(","):
-                self.advance()
-                partition.append(self.partition_column())
+            partition = self.comma_list(self.partition_column)
         if self.is_kw("ORDER"):
             self.advance()
             self.expect_kw("BY")
-            order.append(self.sort_key())
-            while self.is_op(","):
-                self.advance()
-                order.append(self.sort_key())
+            order = self.comma_list(self.sort_key)
         if self.is_kw("MEASURES"):
             self.advance()
-            measures.append(self.measure())
-            while self.is_op(","):
-                self.advance()
-                measures.append(self.measure())
+            measures = self.comma_list(self.measure)
         if self.is_kw("ONE", "ALL"):
             rows, empty = self.rows_per_match()
         if self.is_kw("AFTER"):
@@ -381,17 +378,11 @@ class _Parser:
         subsets: list[tuple[ast.Name, tuple[ast.Name, ...]]] = []
         if self.is_kw("SUBSET"):
             self.advance()
-            subsets.append(self.subset())
-            while self.is_op(","):
-                self.advance()
-                subsets.append(self.subset())
+            subsets = self.comma_list(self.subset)
         defines: list[tuple[ast.Name, ast.Expr]] = []
         if self.is_kw("DEFINE"):
             self.advance()
-            defines.append(self.define())
-            while self.is_op(","):
-                self.advance()
-                defines.append(self.define())
+            defines = self.comma_list(self.define)
         if not self.is_op(")"):
             return self._clause_error(
                 ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "WITHIN", "SUBSET"],
@@ -489,10 +480,7 @@ class _Parser:
         name = self.name("a union variable name")
         self.expect_op("=", "'=' after the union variable")
         self.expect_op("(", "'(' and the variables of the subset")
-        items = [self.name("a pattern variable")]
-        while self.is_op(","):
-            self.advance()
-            items.append(self.name("a pattern variable"))
+        items = self.comma_list(lambda: self.name("a pattern variable"))
         self.expect_op(")", "',' or ')'")
         return name, tuple(items)
 
@@ -584,10 +572,7 @@ class _Parser:
         if self.is_kw("PERMUTE") and self.is_op("(", tok=self.peek()):
             self.advance()
             self.advance()
-            items = [self.pattern()]
-            while self.is_op(","):
-                self.advance()
-                items.append(self.pattern())
+            items = self.comma_list(self.pattern)
             self.expect_op(")", "',' or ')' closing PERMUTE")
             return ast.PPermute(tok.offset, tuple(items))
         if self.is_name():
@@ -669,10 +654,7 @@ class _Parser:
             self.expect_op("(", "'(' and a list of values")
             if self.is_kw("SELECT"):
                 raise self.unsupported("a subquery in IN", self.tok.offset)
-            values = [self.concat_expr()]
-            while self.is_op(","):
-                self.advance()
-                values.append(self.concat_expr())
+            values = self.comma_list(self.concat_expr)
             self.expect_op(")", "',' or ')'")
             result = _balanced("OR", tok.offset, [ast.Binary(tok.offset, "=", left, value) for value in values])
             return ast.Unary(tok.offset, "NOT", result) if negated else result
@@ -850,10 +832,7 @@ class _Parser:
                 self.expect_op(")", "')' (MATCH_NUMBER takes no argument)")
                 return ast.MatchNumber(tok.offset)
             if name in SCALARS:
-                args = [self.expr()]
-                while self.is_op(","):
-                    self.advance()
-                    args.append(self.expr())
+                args = self.comma_list(self.expr)
                 self.expect_op(")", "',' or ')'")
                 if name == "ABS" and len(args) != 1:
                     raise QuerySyntaxError("ABS takes one argument", self.text, tok.offset)

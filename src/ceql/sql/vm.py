@@ -456,36 +456,24 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 else:
                     W[sti + sp - 1] = mapped
             pc += 2
-        elif op == E_AND_SKIP:
-            # a FALSE left side is the result: skip the right side
-            if not W[stn + sp - 1] and W[sti + sp - 1] == 0:
+        elif op == E_AND_SKIP or op == E_OR_SKIP:
+            # a decisive left side (FALSE for AND, TRUE for OR) is the result: skip the right side
+            if not W[stn + sp - 1] and W[sti + sp - 1] == (0 if op == E_AND_SKIP else 1):
                 pc = K[code + pc + 1]
             else:
                 pc += 2
-        elif op == E_AND:
+        elif op == E_AND or op == E_OR:
+            # three-valued (the left side is not decisive, see *_SKIP): a decisive right side is
+            # the result, else a null side makes it null, else it is the other truth value
+            decisive = 0 if op == E_AND else 1
             sp -= 1
-            if not W[stn + sp] and W[sti + sp] == 0:
-                W[sti + sp - 1] = 0
+            if not W[stn + sp] and W[sti + sp] == decisive:
+                W[sti + sp - 1] = decisive
                 W[stn + sp - 1] = 0
             elif W[stn + sp] or W[stn + sp - 1]:
                 W[stn + sp - 1] = 1
             else:
-                W[sti + sp - 1] = 1
-            pc += 1
-        elif op == E_OR_SKIP:
-            if not W[stn + sp - 1] and W[sti + sp - 1] == 1:
-                pc = K[code + pc + 1]
-            else:
-                pc += 2
-        elif op == E_OR:
-            sp -= 1
-            if not W[stn + sp] and W[sti + sp] == 1:
-                W[sti + sp - 1] = 1
-                W[stn + sp - 1] = 0
-            elif W[stn + sp] or W[stn + sp - 1]:
-                W[stn + sp - 1] = 1
-            else:
-                W[sti + sp - 1] = 0
+                W[sti + sp - 1] = 1 - decisive
             pc += 1
         elif op == E_ISNULL:
             W[sti + sp - 1] = 1 if W[stn + sp - 1] else 0
