@@ -101,3 +101,17 @@ def test_partitions_and_one_row_per_match() -> None:
 def test_what_is_refused(measures: str, define: str, message: str) -> None:
     with pytest.raises(UnsupportedQueryError, match=message):
         ceql.sql(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES {measures} PATTERN (A) DEFINE {define})", t=TABLE)
+
+
+def test_many_matches_grow_the_matchers_buffers() -> None:
+    # more output rows and matched rows than the first buffers hold (1024 rows, 4096 cells),
+    # with unmatched rows between the matches
+    n = 3000
+    table = pa.table({"t": list(range(n)), "v": [(i * 7) % 11 for i in range(n)], "s": [str(i % 5) for i in range(n)]})
+    out = both(
+        """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES ARRAY_AGG(s) AS a, MIN_BY(t, v) AS m
+        ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+) DEFINE A AS v > 8, B AS v < PREV(v))""",
+        table,
+    )
+    assert out.num_rows == n
+    assert sum(1 for a in out.column("a").to_pylist() if a is None) > 100  # the unmatched rows

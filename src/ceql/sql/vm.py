@@ -513,6 +513,26 @@ S_PART, S_START, S_NUMBER, S_COVERED, S_NOUT, S_GEN, S_VALID, S_STEPS = range(8)
 F_NONE, F_FOUND, F_GROW_PATH, F_GROW_BT, F_GROW_TRAIL, F_ERROR, F_MORE, F_STEPS = range(8)
 
 
+@njit(cache=True, inline="always")
+def _save(W, st, p, s, number, covered, nout):
+    """Save where ``_run`` stopped (a buffer is full): the next call resumes there."""
+    W[st + S_PART] = p
+    W[st + S_START] = s
+    W[st + S_NUMBER] = number
+    W[st + S_COVERED] = covered
+    W[st + S_NOUT] = nout
+
+
+@njit(cache=True, inline="always")
+def _unmatched_row(OI, ON, OM, nout, s, nmeas):
+    """Output row ``nout``: the unmatched row ``s`` (WITH UNMATCHED ROWS), no measures."""
+    OI[0, nout] = s
+    ON[0, nout] = 1
+    OM[0, nout] = -1
+    for m in range(nmeas):
+        ON[m + 1, nout] = 1
+
+
 @njit(cache=True)
 def _run(
     K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON, OM, OL,
@@ -574,17 +594,9 @@ def _run(
             elif starts[s] == 0:
                 if s > covered:
                     if nout == out_cap:
-                        W[st + S_PART] = p
-                        W[st + S_START] = s
-                        W[st + S_NUMBER] = number
-                        W[st + S_COVERED] = covered
-                        W[st + S_NOUT] = nout
+                        _save(W, st, p, s, number, covered, nout)
                         return R_GROW_OUT
-                    OI[0, nout] = s
-                    ON[0, nout] = 1
-                    OM[0, nout] = -1
-                    for m in range(nmeas):
-                        ON[m + 1, nout] = 1
+                    _unmatched_row(OI, ON, OM, nout, s, nmeas)
                     nout += 1
                 s += 1
                 continue
@@ -776,11 +788,7 @@ def _run(
                         W[slots + W[trail + 2 * ntrail]] = W[trail + 2 * ntrail + 1]
             # ------------------------------------------------ what the search found
             if status == F_GROW_PATH or status == F_GROW_BT or status == F_GROW_TRAIL:
-                W[st + S_PART] = p
-                W[st + S_START] = s
-                W[st + S_NUMBER] = number
-                W[st + S_COVERED] = covered
-                W[st + S_NOUT] = nout
+                _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1  # the interrupted search left marks
                 if status == F_GROW_PATH:
                     return R_GROW_PATH
@@ -797,17 +805,9 @@ def _run(
             if status == F_NONE:
                 if unmatched and s > covered:
                     if nout == out_cap:
-                        W[st + S_PART] = p
-                        W[st + S_START] = s
-                        W[st + S_NUMBER] = number
-                        W[st + S_COVERED] = covered
-                        W[st + S_NOUT] = nout
+                        _save(W, st, p, s, number, covered, nout)
                         return R_GROW_OUT
-                    OI[0, nout] = s
-                    ON[0, nout] = 1
-                    OM[0, nout] = -1
-                    for m in range(nmeas):
-                        ON[m + 1, nout] = 1
+                    _unmatched_row(OI, ON, OM, nout, s, nmeas)
                     nout += 1
                 s += 1
                 continue
@@ -823,11 +823,7 @@ def _run(
             else:
                 emit = 1
             if nout + emit > out_cap or (track and OL[0] + length + 3 > OL.shape[0]):
-                W[st + S_PART] = p
-                W[st + S_START] = s
-                W[st + S_NUMBER] = number
-                W[st + S_COVERED] = covered
-                W[st + S_NOUT] = nout
+                _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1
                 return R_GROW_OUT
             number += 1
