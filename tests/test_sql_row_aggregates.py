@@ -115,3 +115,12 @@ def test_many_matches_grow_the_matchers_buffers() -> None:
     )
     assert out.num_rows == n
     assert sum(1 for a in out.column("a").to_pylist() if a is None) > 100  # the unmatched rows
+
+
+def test_concat_ws_skips_null_elements_and_is_null_without_rows() -> None:
+    # row 3's s is null: B's array is [null] there, joined ''; before any B row, NULL
+    out = both(
+        """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CONCAT_WS('+', ARRAY_AGG(B.s)) AS b,
+        CONCAT_WS('+', ARRAY_AGG(s)) AS a ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS t = 2)"""
+    )
+    assert [(r["t"], r["a"], r["b"]) for r in out.to_pylist()] == [(2, "b", None), (3, "b", "")]

@@ -429,30 +429,30 @@ class MatchRows:
         assert isinstance(node, ir.Agg) and node.arg is not None
         member = self.p.cls_member[self.p.c.classes.index(node.cls)].astype(np.bool_)[self.variables]
         end = self.begin + (self.length if node.final else self.running)
+        if node.func == "ARRAY_AGG" and separator is None:
+            return self._array_agg(node, member, end)
         if node.func == "ARRAY_AGG":
-            array = self._array_agg(node, member, end)
-            if separator is None:
-                return array
-            # Trino's concat_ws(string, array(varchar)) skips null elements; a null array is null
-            return pa.array(
-                [None if v is None else separator.join(x for x in v if x is not None) for v in array.to_pylist()],
-                pa.string(),
-            )
+            # Trino's concat_ws(string, array(varchar)): the non-null elements joined; a null
+            # array (no row) is null
+            return pc.binary_join(self._array_agg(node, member, end, drop_nulls=True), separator)
         return self._by(node, member, end)
 
-    def _array_agg(self, node: ir.Agg, member: np.ndarray, end: np.ndarray) -> pa.Array:
+    def _array_agg(self, node: ir.Agg, member: np.ndarray, end: np.ndarray, drop_nulls: bool = False) -> pa.Array:
         vec = self._values(node.arg)  # type: ignore[arg-type]
         values = vector.to_arrow(vec, node.arg.type)  # type: ignore[union-attr]
-        indices = np.flatnonzero(member)
+        # no row of the class seen: NULL, as an aggregate of no rows is (SQL, Trino)
         counts = np.concatenate([[0], np.cumsum(member, dtype=np.int64)])
+        empty = pa.array(~self.matched | (counts[end] == counts[self.begin]))
+        if drop_nulls:
+            member = member & np.asarray(vec.valid, dtype=np.bool_)
+            counts = np.concatenate([[0], np.cumsum(member, dtype=np.int64)])
+        indices = np.flatnonzero(member)
         lo, hi = counts[self.begin], counts[end]
         lengths = np.where(self.matched, hi - lo, 0)
         offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
         # element k of output row o is member entry lo[o] + k
         take = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - lo, lengths)
         elements = values.take(pa.array(indices[take], pa.int64()))
-        # no row of the class seen: NULL, as an aggregate of no rows is (SQL, Trino)
-        empty = pa.array(lengths == 0)
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), elements, mask=empty)
 
     def _by(self, node: ir.Agg, member: np.ndarray, end: np.ndarray) -> pa.Array:
