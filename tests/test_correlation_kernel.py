@@ -177,6 +177,53 @@ def test_join_memory_is_bounded_by_the_window() -> None:
     assert len(kernel.join.e_pos) <= 4096
 
 
+def _ids_table(n: int, ids: np.ndarray) -> pa.Table:
+    """T and R events alternating, with ``ids``, values 0 and times 0, 1, ..."""
+    return pa.table(
+        {
+            "event_type": pa.array(np.where(np.arange(n) % 2 == 0, "T", "R")),
+            "id": pa.array(ids),
+            "v": pa.array(np.zeros(n)),
+            "t": pa.array(np.arange(n)),
+        }
+    )
+
+
+@pytest.mark.parametrize("output", ["arrow", "matches"])
+def test_join_and_chain_honour_max_nodes(output) -> None:
+    """The join's entries and the chain's carried events count against max_nodes as the
+    automaton's stored nodes do: the same LimitError past the bound; a window that keeps them
+    below it runs through, with the same results as the automaton."""
+    n = 60_000
+    table = _ids_table(n, np.arange(n) // 2)
+    wide = ceql.compile(JOINS[0].format(w=50_000), INT_KEYS)
+    assert PlanKernel(wide.plan, max_nodes=5_000).join is not None
+    with pytest.raises(ceql.errors.LimitError, match="max_nodes") as caught:
+        list(wide.run(table, output=output, engine="compiled", max_nodes=5_000))
+    assert caught.value.limit == "max_nodes" and caught.value.value == 5_000
+    narrow = ceql.compile(JOINS[0].format(w=100), INT_KEYS)
+    assert narrow.run(table, output="arrow", engine="compiled", max_nodes=5_000).num_rows == n // 2
+    # A chain per key without a window carries k-1 events per key: every id is a key here.
+    chain = ceql.compile(CHAINS[0], INT_KEYS)
+    assert PlanKernel(chain.plan, max_nodes=5_000).chain is not None
+    with pytest.raises(ceql.errors.LimitError, match="max_nodes"):
+        list(chain.run(_ids_table(n, np.arange(n)), output=output, engine="compiled", max_nodes=5_000))
+    few = _ids_table(n, np.arange(n) % 100)
+    assert chain.run(few, output="arrow", engine="compiled", max_nodes=5_000).equals(
+        chain.run(few, output="arrow", engine="compiled")
+    )
+
+
+def test_join_honours_max_matches() -> None:
+    """max_matches stops a join's run with the automaton's error."""
+    table = _ids_table(20_000, np.arange(20_000) // 2)
+    compiled = ceql.compile(JOINS[0].format(w=100), INT_KEYS)
+    for output in ("arrow", "matches"):
+        with pytest.raises(ceql.errors.LimitError, match="max_matches"):
+            list(compiled.run(table, output=output, engine="compiled", max_matches=9_999))
+        assert len(compiled.run(table, output="arrow", engine="compiled", max_matches=10_000)) == 10_000
+
+
 def test_recycled_key_codes_stay_bounded() -> None:
     """On the automaton path, the codes of routed integer keys are given back once their
     partition has no live run: codes and slots bounded by the window, results unchanged."""

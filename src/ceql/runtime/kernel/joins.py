@@ -88,9 +88,10 @@ class EqualityJoin:
     """The state and the compiled loop of one join plan: entries of the window (position,
     measure, key, role, previous entry of the same role and key) and one hash table per role."""
 
-    def __init__(self, shape: JoinShape, window: int) -> None:
+    def __init__(self, shape: JoinShape, window: int, max_nodes: int | None = None) -> None:
         self.shape = shape
         self.window = window
+        self.max_nodes = max_nodes  # the live entries may not exceed it (as the automaton's nodes)
         self.role_type = np.array(shape.types, dtype=np.int64)
         self.roles = len(shape.types)
         self.js = np.zeros(k.J_SIZE, dtype=np.int64)
@@ -167,6 +168,7 @@ class EqualityJoin:
         compaction clears the tables: at most a quarter live, it runs once per 3/4 of the
         capacity appended, so its cost per entry stays small; memory is 4 windows at most)."""
         live = self.compact()
+        check_bound(live, self.max_nodes)
         capacity = len(self.e_pos)
         if 4 * (live + self.roles) > capacity:
             self._allocate(2 * capacity, keep=live)
@@ -207,6 +209,16 @@ class EqualityJoin:
             array[:n] = state[f"{STATE_PREFIX}{name}"]
         self.js[k.J_ENTRIES] = n
         self.compact()
+
+
+def check_bound(live: int, max_nodes: int | None) -> None:
+    """The automaton's bound on stored partial matches (runtime/limits.py), for the join's
+    entries and the chain's carried events: the same LimitError past ``max_nodes`` (None or
+    0: no bound)."""
+    if max_nodes and live > max_nodes:
+        from ceql.runtime.limits import too_many_nodes
+
+        raise too_many_nodes(live, max_nodes)
 
 
 def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:

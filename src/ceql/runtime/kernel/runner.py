@@ -415,7 +415,9 @@ class PlanKernel:
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
         # Equality correlation of single events: a hash join in the window (joins.py, issue 34).
         shape = join_shape(plan, self.post, self.measures)
-        self.join = EqualityJoin(shape, int(within.value)) if shape is not None and within is not None else None
+        self.join = (
+            EqualityJoin(shape, int(within.value), self.max_nodes) if shape is not None and within is not None else None
+        )
         if self.join is not None and not self.join.shape.int_keys:
             self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
         # Conditions between consecutive events, column-wise (contiguous.py, issue 34).
@@ -425,6 +427,7 @@ class PlanKernel:
                 chain,
                 None if within is None else int(within.value),
                 {name: plan.catalog.columns[name].storage for name in chain.attributes},
+                self.max_nodes,
             )
             if chain
             else None
@@ -505,12 +508,11 @@ class PlanKernel:
             dtype=np.int64,
         )
 
-    def _chain_table(
-        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
-    ) -> Iterator[KernelMatches]:
-        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
-        chain = self.chain
-        assert chain is not None
+    def _columnwise(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the join and chain paths read of a batch, column-wise: each row's type index,
+        window measure, whether it has none, and stream position; advances ``self.position``."""
         n = table.num_rows
         base = self.position
         if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
@@ -518,10 +520,19 @@ class PlanKernel:
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
-        rows = np.arange(n)
-        codes = self.keys.encode(table, rows, types) if self.keys is not None else np.zeros(n, dtype=np.int64)
         self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         at = np.arange(base, base + n, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        return types, measures, missing, at
+
+    def _chain_table(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
+        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
+        chain = self.chain
+        assert chain is not None
+        n = table.num_rows
+        types, measures, missing, at = self._columnwise(table, positions, types)
+        codes = self.keys.encode(table, np.arange(n), types) if self.keys is not None else np.zeros(n, dtype=np.int64)
         triggers, keys, matrix = chain.process(table, types, at, measures, missing, codes)
         m, k = matrix.shape
         if m:
@@ -541,21 +552,13 @@ class PlanKernel:
         then the compiled hash join."""
         join, keys = self.join, self.keys
         assert join is not None and keys is not None
-        n = table.num_rows
-        base = self.position
-        if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
-            types = self._type_indexes(table)
-        measures, missing = self._measures(table, types, base, positions)
-        if self.plan.ordered_time:
-            self._check_order(types, measures, missing, base, positions)
-        rows = np.arange(n)
+        types, measures, missing, at = self._columnwise(table, positions, types)
+        rows = np.arange(table.num_rows)
         if join.shape.int_keys:
             values, valid = int_keys(table, rows, types, keys._group_of, [group for group, _ in keys.groups])
         else:
             values = keys.encode(table, rows, types)
             valid = values >= 0
-        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
-        at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions
         roles = join.roles
         label_ids = self._role_labels(join.shape.types, join.shape.labels)
         for triggers, flat in join.process(types, at, measures, values, valid):
