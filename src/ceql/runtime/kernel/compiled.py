@@ -1001,7 +1001,29 @@ def join_run(
         m = meas[i]
         p = poss[i]
         lowest = _lowest_first(m, window)
-        if role_type[last] == t:
+        if role_type[last] == t and k == 2:
+            # Two roles (the common join): count the chain's entries in the window, then write
+            # them oldest first from the end (no depth-first walk, no reversal).
+            first_match = js[J_NMATCH]
+            e = _join_head(tables, 0, bits, key)
+            while e >= 0 and e_pos[e] >= p:
+                e = e_prev[e]
+            count = 0
+            f = e
+            while f >= 0 and e_meas[f] >= lowest:
+                count += 1
+                f = e_prev[f]
+            if first_match + count > cap_out:
+                return JOIN_OUTPUT_FULL, i
+            x = first_match + count - 1
+            while x >= first_match:
+                out_trigger[x] = p
+                out_pos[2 * x] = e_pos[e]
+                out_pos[2 * x + 1] = p
+                e = e_prev[e]
+                x -= 1
+            js[J_NMATCH] = first_match + count
+        elif role_type[last] == t:
             first_match = js[J_NMATCH]
             n = first_match
             # Depth-first over the roles last-1 .. 0, each candidate strictly before the one
