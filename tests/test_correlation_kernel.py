@@ -300,7 +300,9 @@ def test_correlation_benchmark_engines_agree() -> None:
     from benchmarks import correlation
 
     results = correlation.rows([3_000], repeat=1)
-    assert {row["workload"] for row in results} == {"(a) W=1,000", "(a) W=20,000", "(d) stock V"}
+    assert {row["workload"] for row in results} == {
+        "(a) W=1,000", "(a) W=20,000", "(a) PARTITION BY W=1,000", "(d) stock V", "(f) web shop funnel"
+    }
     for row in results:
         assert row["engines"]["ceql"]["complex_events"] > 0, row["workload"]
         for engine, entry in row["engines"].items():
