@@ -299,7 +299,7 @@ def test_correlation_benchmark_engines_agree() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks import correlation
 
-    results = correlation.rows([3_000], repeat=1)
+    results = correlation.rows([20_000], repeat=1)
     assert {row["workload"] for row in results} == {
         "(a) W=1,000", "(a) W=20,000", "(a) PARTITION BY W=1,000", "(d) stock V", "(f) web shop funnel"
     }
@@ -307,7 +307,7 @@ def test_correlation_benchmark_engines_agree() -> None:
         assert row["engines"]["ceql"]["complex_events"] > 0, row["workload"]
         for engine, entry in row["engines"].items():
             assert "skipped" in entry or entry.get("same", True), (row["workload"], engine)
-    assert "| (d) stock V | 3,000 |" in correlation.table(results)
+    assert "| (d) stock V | 20,000 |" in correlation.table(results)
 
 
 def test_no_complex_event_is_an_empty_table() -> None:

@@ -30,7 +30,7 @@ from ceql.lang import ast
 from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.batches import builder_for, iter_tables, typed_indexes
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.columns import (
     Conditions,
@@ -716,6 +716,9 @@ class PlanKernel:
 
     def _type_indexes(self, table: pa.Table) -> np.ndarray:
         """Each row's index in ``plan.type_names`` (-1: a type the plan does not know)."""
+        known = typed_indexes(table, self.plan.type_names)
+        if known is not None:  # the table just typed: its type index, mapped
+            return known
         type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
         return np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
