@@ -158,6 +158,26 @@ def test_paths_are_chosen_only_where_exact() -> None:
             assert PlanKernel(compiled.plan).chain is None, text
 
 
+def test_explain_names_the_kernel_path() -> None:
+    """explain (text and DOT) names the join or chain path the kernel takes, and why; the path
+    it names is the one PlanKernel takes."""
+    cases = [
+        (JOINS[0].format(w=5), "join", "hash join inside the window"),
+        (JOINS[1].format(w=5), "join", "T: [id]"),
+        (CHAINS[0], "chain", "b.v < a.v AND c.v > b.v"),
+        ("SELECT * FROM S WHERE T AS x ; R+ AS y FILTER x.id = y.id WITHIN 5 EVENTS", "automaton", "neither"),
+    ]
+    for text, path, why in cases:
+        compiled = ceql.compile(text, INT_KEYS)
+        kernel = PlanKernel(compiled.plan)
+        taken = "join" if kernel.join is not None else "chain" if kernel.chain is not None else "automaton"
+        assert taken == path, text
+        line = next(line for line in compiled.explain().splitlines() if "kernel path:" in line)
+        assert line.startswith(f"  kernel path: {path}: ") and why in line, line
+        dot = compiled.explain(dot=True)
+        assert (f"kernel path: {path}, not this automaton" in dot) == (path != "automaton"), text
+
+
 def test_join_memory_is_bounded_by_the_window() -> None:
     """Ids that never repeat far apart: the entries kept are those of the window, not every id."""
     n = 200_000
