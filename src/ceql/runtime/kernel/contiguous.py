@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.lang import ast
 from ceql.runtime.kernel.compiled import chain_starts, group_by_code
-from ceql.runtime.kernel.joins import check_bound
+from ceql.runtime.kernel.joins import check_bound, sequence_roles
 
 _OPS: dict[str, Callable] = {
     "<": operator.lt,
@@ -91,17 +91,10 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     formula = plan.formula
     if isinstance(formula, ast.Filter):
         formula = formula.body
-    if not isinstance(formula, ast.Sequence) or not formula.contiguous or len(formula.parts) < 2:
+    roles = sequence_roles(plan, formula, contiguous=True)
+    if roles is None:
         return None
-    types: list[int] = []
-    labels: list[str] = []
-    for part in formula.parts:
-        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
-            return None
-        if part.body.name not in plan.type_names:
-            return None
-        types.append(plan.type_names.index(part.body.name))
-        labels.append(part.label)
+    types, labels = roles
     if len(set(labels)) != len(labels):
         return None
     # The checks name the roles by the compiler's own labels: map them back.

@@ -64,24 +64,33 @@ def join_shape(plan: Plan, post: object | None, measures: object | None) -> Join
         or (plan.projection is not None and plan.projection.kind != "star")
     ):
         return None
-    formula = plan.formula
-    if not isinstance(formula, ast.Sequence) or formula.contiguous or len(formula.parts) < 2:
+    roles = sequence_roles(plan, plan.formula, contiguous=False)
+    if roles is None or any(plan.type_names[t] not in plan.partition_types for t in roles[0]):
+        return None
+    types, labels = roles
+    arrow_types = plan.catalog.arrow_types
+    int_keys = all(
+        len(group) == 1 and arrow_types.get(group[0]) == pa.int64() for group in plan.partition_groups
+    )
+    return JoinShape(tuple(types), tuple(labels), int_keys)
+
+
+def sequence_roles(plan: Plan, formula: ast.Formula, contiguous: bool) -> tuple[list[int], list[str]] | None:
+    """The roles of a sequence (``:`` where ``contiguous``, else ``;``) of two or more single
+    labelled events of types the plan knows: each one's event type index and label, in order;
+    None for any other formula (the shapes of joins and chains)."""
+    if not isinstance(formula, ast.Sequence) or formula.contiguous != contiguous or len(formula.parts) < 2:
         return None
     types: list[int] = []
     labels: list[str] = []
     for part in formula.parts:
         if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
             return None
-        name = part.body.name
-        if name not in plan.type_names or name not in plan.partition_types:
+        if part.body.name not in plan.type_names:
             return None
-        types.append(plan.type_names.index(name))
+        types.append(plan.type_names.index(part.body.name))
         labels.append(part.label)
-    arrow_types = plan.catalog.arrow_types
-    int_keys = all(
-        len(group) == 1 and arrow_types.get(group[0]) == pa.int64() for group in plan.partition_groups
-    )
-    return JoinShape(tuple(types), tuple(labels), int_keys)
+    return types, labels
 
 
 class EqualityJoin:
@@ -130,18 +139,16 @@ class EqualityJoin:
         measures = np.require(measures, np.int64, _ARGS)
         keys = np.require(keys, np.int64, _ARGS)
         valid = np.require(valid, np.bool_, _ARGS)
-        index = 0
-        while True:
+        index, status = 0, None
+        while status != k.JOIN_DONE:  # resumed at ``index`` once Python made room
             status, index = k.join_run(
                 types, positions, measures, keys, valid, index, n, self.role_type, self.window, self.js,
                 self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev,
                 self.cur, self.out_trigger, self.out_pos,
             )  # fmt: skip
-            if status == k.JOIN_DONE:
-                break
             if status == k.JOIN_ENTRIES_FULL:
                 self._make_room()
-            else:  # JOIN_OUTPUT_FULL
+            elif status == k.JOIN_OUTPUT_FULL:
                 if self.js[k.J_NMATCH] and len(self.out_trigger) >= MAX_CHUNK_MATCHES:
                     yield self._take()
                 else:

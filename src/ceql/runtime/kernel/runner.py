@@ -314,11 +314,9 @@ class KeyCodes:
 
     def _int_codes(self, values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         start = self.count
-        codes, end = self._ints.encode(values, valid, start)
+        codes, end, fresh = self._ints.encode(values, valid, start)
         if end > start:
-            fresh = codes >= start
-            firsts = np.unique(codes[fresh], return_index=True)[1]  # first appearance, in code order
-            self._segments.append(values[fresh][firsts])
+            self._segments.append(fresh)  # the new keys, in code order
             self.count = end
         return codes
 
