@@ -134,7 +134,7 @@ def shop_events(events: int, seed: int = 34) -> pa.Table:
             "event_type": pa.array(kinds, pa.string()),
             "seq": pa.array(np.arange(events, dtype=np.int64)),
             "user": pa.array(rng.integers(0, max(events // 200, 1), events)),
-            "product": pa.array(rng.integers(0, 20, events)),
+            "product": pa.array(rng.integers(0, 20, events), mask=kinds == "Purchase"),  # (not declared)
             "ts": pa.array(ts),
         }
     )

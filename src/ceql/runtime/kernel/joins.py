@@ -275,9 +275,21 @@ def fixed_columns(matches, projection, width: int):
     roles = [projection.event(labels) for labels in sets]
     kept = [q for q, (keep, _) in enumerate(roles) if keep]
     positions = matrix[:, kept].ravel() if len(kept) < width else matches.positions
-    offsets = np.arange(n + 1, dtype=np.int64) * len(kept)
+    # Offsets of n lists of c items each, one array per c (labels of one event share it),
+    # int32 where they fit: what the Arrow list columns take without converting them.
+    kind = np.int32 if (n + 1) * width < 2**31 else np.int64
+    steps: dict[int, np.ndarray] = {}
+
+    def offsets_of(count: int) -> np.ndarray:
+        if count not in steps:
+            steps[count] = np.arange(0, (n + 1) * count, max(count, 1), dtype=kind)[: n + 1] if count else np.zeros(n + 1, kind)
+        return steps[count]
+
     labels = {}
     for name in projection.output_labels:
         mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
-        labels[name] = (np.arange(n + 1, dtype=np.int64) * len(mine), matrix[:, mine].ravel())
+        # One role: its column (a strided view made contiguous, no fancy indexing).
+        values = np.ascontiguousarray(matrix[:, mine[0]]) if len(mine) == 1 else matrix[:, mine].ravel()
+        labels[name] = (offsets_of(len(mine)), values)
+    offsets = offsets_of(len(kept))
     return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})
