@@ -11,6 +11,8 @@ Workloads (generated, seeded, in memory as Arrow; output as one Arrow table):
 - ``strings``: the keyed query over a string key (``s``, 1,000 values);
 - ``measures``: the keyed query with measures (``a.id``, ``c.t - a.t``) computed per match;
 - ``cross``: the keyed query with a condition across events checked per match;
+- ``absence``: ``A AS a NOT FOLLOWED BY B PARTITION BY [k] WITHIN 200 MILLISECONDS``: each
+  worker waits for its keys' deadlines, which pass at the events of the whole stream;
 - ``small``: the keyed query over 1,000 events (stays on one core: no slower).
 
 Each row gives best-of-R wall time and the CPU time of that run (all threads) for 1 and N workers,
@@ -54,6 +56,7 @@ QUERIES = {
     "strings": "SELECT * FROM S WHERE A : B : C PARTITION BY [s]",
     "measures": "SELECT a.id AS first, c.t - a.t AS took FROM S WHERE A AS a : B : C AS c PARTITION BY [k]",
     "cross": "SELECT * FROM S WHERE (A AS a : B AS b : C AS c) FILTER a.id + 2000 > c.id PARTITION BY [k]",
+    "absence": "SELECT * FROM S WHERE A AS a NOT FOLLOWED BY B PARTITION BY [k] WITHIN 200 MILLISECONDS",
 }
 WINDOW_NS = 2_000_000  # the shards query's window
 

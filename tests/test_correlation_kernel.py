@@ -158,6 +158,26 @@ def test_paths_are_chosen_only_where_exact() -> None:
             assert PlanKernel(compiled.plan).chain is None, text
 
 
+def test_explain_names_the_kernel_path() -> None:
+    """explain (text and DOT) names the join or chain path the kernel takes, and why; the path
+    it names is the one PlanKernel takes."""
+    cases = [
+        (JOINS[0].format(w=5), "join", "hash join inside the window"),
+        (JOINS[1].format(w=5), "join", "T: [id]"),
+        (CHAINS[0], "chain", "b.v < a.v AND c.v > b.v"),
+        ("SELECT * FROM S WHERE T AS x ; R+ AS y FILTER x.id = y.id WITHIN 5 EVENTS", "automaton", "neither"),
+    ]
+    for text, path, why in cases:
+        compiled = ceql.compile(text, INT_KEYS)
+        kernel = PlanKernel(compiled.plan)
+        taken = "join" if kernel.join is not None else "chain" if kernel.chain is not None else "automaton"
+        assert taken == path, text
+        line = next(line for line in compiled.explain().splitlines() if "kernel path:" in line)
+        assert line.startswith(f"  kernel path: {path}: ") and why in line, line
+        dot = compiled.explain(dot=True)
+        assert (f"kernel path: {path}, not this automaton" in dot) == (path != "automaton"), text
+
+
 def test_join_memory_is_bounded_by_the_window() -> None:
     """Ids that never repeat far apart: the entries kept are those of the window, not every id."""
     n = 200_000
@@ -175,6 +195,53 @@ def test_join_memory_is_bounded_by_the_window() -> None:
     assert kernel.arrow(table).num_rows == n // 2
     assert kernel.join.compact() <= 100
     assert len(kernel.join.e_pos) <= 4096
+
+
+def _ids_table(n: int, ids: np.ndarray) -> pa.Table:
+    """T and R events alternating, with ``ids``, values 0 and times 0, 1, ..."""
+    return pa.table(
+        {
+            "event_type": pa.array(np.where(np.arange(n) % 2 == 0, "T", "R")),
+            "id": pa.array(ids),
+            "v": pa.array(np.zeros(n)),
+            "t": pa.array(np.arange(n)),
+        }
+    )
+
+
+@pytest.mark.parametrize("output", ["arrow", "matches"])
+def test_join_and_chain_honour_max_nodes(output) -> None:
+    """The join's entries and the chain's carried events count against max_nodes as the
+    automaton's stored nodes do: the same LimitError past the bound; a window that keeps them
+    below it runs through, with the same results as the automaton."""
+    n = 60_000
+    table = _ids_table(n, np.arange(n) // 2)
+    wide = ceql.compile(JOINS[0].format(w=50_000), INT_KEYS)
+    assert PlanKernel(wide.plan, max_nodes=5_000).join is not None
+    with pytest.raises(ceql.errors.LimitError, match="max_nodes") as caught:
+        list(wide.run(table, output=output, engine="compiled", max_nodes=5_000))
+    assert caught.value.limit == "max_nodes" and caught.value.value == 5_000
+    narrow = ceql.compile(JOINS[0].format(w=100), INT_KEYS)
+    assert narrow.run(table, output="arrow", engine="compiled", max_nodes=5_000).num_rows == n // 2
+    # A chain per key without a window carries k-1 events per key: every id is a key here.
+    chain = ceql.compile(CHAINS[0], INT_KEYS)
+    assert PlanKernel(chain.plan, max_nodes=5_000).chain is not None
+    with pytest.raises(ceql.errors.LimitError, match="max_nodes"):
+        list(chain.run(_ids_table(n, np.arange(n)), output=output, engine="compiled", max_nodes=5_000))
+    few = _ids_table(n, np.arange(n) % 100)
+    assert chain.run(few, output="arrow", engine="compiled", max_nodes=5_000).equals(
+        chain.run(few, output="arrow", engine="compiled")
+    )
+
+
+def test_join_honours_max_matches() -> None:
+    """max_matches stops a join's run with the automaton's error."""
+    table = _ids_table(20_000, np.arange(20_000) // 2)
+    compiled = ceql.compile(JOINS[0].format(w=100), INT_KEYS)
+    for output in ("arrow", "matches"):
+        with pytest.raises(ceql.errors.LimitError, match="max_matches"):
+            list(compiled.run(table, output=output, engine="compiled", max_matches=9_999))
+        assert len(compiled.run(table, output="arrow", engine="compiled", max_matches=10_000)) == 10_000
 
 
 def test_recycled_key_codes_stay_bounded() -> None:
@@ -252,13 +319,15 @@ def test_correlation_benchmark_engines_agree() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks import correlation
 
-    results = correlation.rows([3_000], repeat=1)
-    assert {row["workload"] for row in results} == {"(a) W=1,000", "(a) W=20,000", "(d) stock V"}
+    results = correlation.rows([20_000], repeat=1)
+    assert {row["workload"] for row in results} == {
+        "(a) W=1,000", "(a) W=20,000", "(a) PARTITION BY W=1,000", "(d) stock V", "(f) web shop funnel"
+    }
     for row in results:
         assert row["engines"]["ceql"]["complex_events"] > 0, row["workload"]
         for engine, entry in row["engines"].items():
             assert "skipped" in entry or entry.get("same", True), (row["workload"], engine)
-    assert "| (d) stock V | 3,000 |" in correlation.table(results)
+    assert "| (d) stock V | 20,000 |" in correlation.table(results)
 
 
 def test_no_complex_event_is_an_empty_table() -> None:

@@ -222,7 +222,7 @@ def test_empty_input() -> None:
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A**))", QuerySyntaxError, (1, 45), "cannot follow a quantifier"),
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A{3,1}))", QuerySyntaxError, (1, 44), "below the lower bound"),
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS s LIKE 'x%' ESCAPE '!')", UnsupportedQueryError, (1, 70), "ESCAPE"),
-        ("SELECT * FROM t MATCH_RECOGNIZE (MEASURES MATCH_ROWTIME() AS r PATTERN (A))", UnsupportedQueryError, (1, 43), "MATCH_ROWTIME"),
+        ("SELECT * FROM t MATCH_RECOGNIZE (MEASURES MATCH_PROCTIME() AS r PATTERN (A))", UnsupportedQueryError, (1, 43), "MATCH_PROCTIME"),
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A)) GROUP BY x", UnsupportedQueryError, (1, 17), "without columns"),
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS nope > 1)", QueryError, (1, 58), "no such column"),
         ("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE B AS v > 1)", QueryError, (1, 53), "does not occur in PATTERN"),

@@ -47,6 +47,13 @@ def test_engine_agrees_with_reference(text: str, table: pa.Table) -> None:
     check_agrees(text, table)
 
 
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(queries(row_aggregates=True), tables())
+def test_row_aggregates_agree_with_reference(text: str, table: pa.Table) -> None:
+    # ARRAY_AGG, MAX_BY, MIN_BY, CONCAT_WS: computed from the match's rows (engine.MatchRows)
+    check_agrees(text, table)
+
+
 @pytest.mark.slow
 @settings(max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(queries(), tables(max_rows=16))

@@ -96,3 +96,41 @@ def test_nested_match_recognize_is_a_clear_error_and_with_works() -> None:
         ceql.sql(f"SELECT * FROM ({inner}) x {outer_clause} ORDER BY 1", ticker=TICKER)
     rows = ceql.sql(f"WITH x AS ({inner}) SELECT * FROM x {outer_clause} ORDER BY 1", ticker=TICKER).to_pylist()
     assert rows == [{"symbol": "ACME", "n": 8}, {"symbol": "XYZ", "n": 4}]
+
+
+def test_flink_group_windows_and_match_rowtime() -> None:
+    import datetime as dt
+
+    base = dt.datetime(1970, 1, 1)
+    ticks = pa.table(
+        {
+            "symbol": ["ACME"] * 6,
+            "ts": pa.array([base + dt.timedelta(seconds=s) for s in (1, 2, 4, 5, 7, 10)], pa.timestamp("ms")),
+            "price": pa.array([1, 2, 1, 1, 2, 3], pa.int32()),
+        }
+    )
+    # MATCH_ROWTIME(): the time of the match's last row; TUMBLE windows aligned on the epoch
+    got = ceql.sql(
+        """SELECT symbol, SUM(price) AS total, TUMBLE_START(t, INTERVAL '3' SECOND) AS s,
+        TUMBLE_END(t, INTERVAL '3' SECOND) AS e, TUMBLE_ROWTIME(t, INTERVAL '3' SECOND) AS r
+        FROM ticks MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts MEASURES SUM(price) AS price,
+        MATCH_ROWTIME() AS t PATTERN (A B) DEFINE B AS B.price >= A.price) AS m
+        GROUP BY symbol, TUMBLE(t, INTERVAL '3' SECOND) ORDER BY s""",
+        ticks=ticks,
+    ).to_pylist()
+    seconds = [[int((row[k] - base).total_seconds() * 1000) for k in ("s", "e", "r")] for row in got]
+    assert [r["total"] for r in got] == [3, 2, 5]  # matches ending at 2 s | at 5 s | at 10 s
+    assert seconds == [[0, 3000, 2999], [3000, 6000, 5999], [9000, 12000, 11999]]
+    # a SUM of integers computed by the SQL around (DuckDB's HUGEINT) is an integer input
+    got = ceql.sql(
+        """SELECT * FROM (SELECT symbol, SUM(price) AS p, MIN(ts) AS ts FROM ticks GROUP BY symbol, ts)
+        MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts MEASURES LAST(B.p) - A.p AS d PATTERN (A B)
+        DEFINE B AS B.p > A.p)""",
+        ticks=ticks,
+    ).to_pylist()
+    assert got == [{"symbol": "ACME", "d": 1}, {"symbol": "ACME", "d": 1}]
+
+
+def test_match_rowtime_needs_a_time_order() -> None:
+    with pytest.raises(QueryError, match="MATCH_ROWTIME"):
+        ceql.sql("SELECT * FROM ticker MATCH_RECOGNIZE (ORDER BY day MEASURES MATCH_ROWTIME() AS t PATTERN (A))", ticker=TICKER)

@@ -26,6 +26,10 @@ QUERIES = [
     # ALL ROWS PER MATCH with unmatched rows and RUNNING measures
     "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES RUNNING COUNT(*) AS r, "
     "FINAL LAST(seq) AS f ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B) DEFINE B AS B.v > A.v)",
+    # row aggregates (Arrow lists through Spark) and string functions of CLASSIFIER()
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES ARRAY_AGG(v) AS a, "
+    "FINAL MAX_BY(seq, v) AS m, CONCAT_WS('', ARRAY_AGG(LOWER(CLASSIFIER()))) AS c ALL ROWS PER MATCH "
+    "PATTERN (A B+) DEFINE B AS B.v >= PREV(B.v) AND LOWER(PREV(CLASSIFIER())) <> 'x')",
 ]
 
 
@@ -122,3 +126,20 @@ def test_the_sql_around_match_recognize_gives_the_local_rows(spark, text: str) -
     got = [tuple(r) for r in ceql.spark.sql(text, ev=df).collect()]
     expected = [tuple(r.values()) for r in ceql.sql.run(text, {"ev": pa.Table.from_pylist(rows)}).to_pylist()]
     assert got == expected and got
+
+
+def test_a_ceql_error_in_a_spark_task_is_one_ceql_message(spark, tmp_path: Path, capsys) -> None:
+    # the division fails inside the Spark task that matches (mapInArrow): the user sees ceql's
+    # message, one line, not Spark's PythonException with the worker's traceback and a Java stack
+    import pyarrow.parquet as pq
+
+    from ceql.cli import main
+
+    pq.write_table(pa.table({"t": [1, 2, 3], "v": [5, 5, 7]}), tmp_path / "r.parquet")
+    text = "SELECT * FROM r MATCH_RECOGNIZE (ORDER BY t MEASURES B.v AS v PATTERN (A B) DEFINE B AS 100 / (B.v - A.v) > 1)"
+    assert main(["sql", text, "--engine", "spark", "--master", "local[1]", "--input", f"r={tmp_path / 'r.parquet'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "division by zero" in err, err
+    assert len(err.splitlines()) == 1, err
+    for noise in ("PythonException", "Traceback", "java.", "org.apache", "SparkException"):
+        assert noise not in err, err

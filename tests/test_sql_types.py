@@ -94,9 +94,18 @@ def test_string_functions_in_the_vm_and_in_measures() -> None:
     assert both(text, STRINGS) == [{"a": "acme", "b": "ABC"}, {"a": "a_e", "b": None}]
 
 
-def test_string_functions_of_a_value_only_the_matcher_has_are_refused() -> None:
-    with pytest.raises(UnsupportedQueryError, match="LOWER of a value computed while matching"):
-        ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES LOWER(CLASSIFIER()) AS c PATTERN (A))", t=STRINGS)
+def test_string_functions_of_a_value_only_the_matcher_has() -> None:
+    # one computed operand: the VM maps its dictionary code through a table (engine)
+    text = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES LOWER(CLASSIFIER()) || '_x' AS c,
+        FINAL MAX(LOWER(CLASSIFIER())) AS m ALL ROWS PER MATCH PATTERN (A B+)
+        DEFINE B AS LOWER(PREV(CLASSIFIER())) LIKE 'a%' OR MIN(UPPER(CLASSIFIER())) = 'B')"""
+    # B needs A just before it: the MIN over the match so far is 'A' from the first row
+    assert [(r["c"], r["m"]) for r in both(text, STRINGS)] == [("a_x", "b"), ("b_x", "b")] * 2
+
+
+def test_string_functions_of_two_computed_values_are_refused() -> None:
+    with pytest.raises(UnsupportedQueryError, match=r"\|\| of a value computed while matching"):
+        ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (MEASURES CLASSIFIER() || LAST(s) AS c PATTERN (A))", t=STRINGS)
     with pytest.raises(QuerySyntaxError, match="LIKE pattern"):
         ceql.sql("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS s LIKE s)", t=STRINGS)
 

@@ -171,3 +171,56 @@ def test_a_signal_ends_a_threaded_run_within_a_second(explosive_input, tmp_path,
     assert process.returncode in (130, 128 + number), process.returncode
     print(f"signal {number}: {took:.3f} s")
     assert took < 1.0, f"{took:.2f} s after the signal"
+
+
+@pytest.mark.parametrize("fault", ["late", "missing"])
+def test_cli_default_workers_give_the_one_core_bad_row_error(tmp_path, monkeypatch, capsys, fault) -> None:
+    """A time out of order, or a missing time, in a later chunk: the default workers stop with
+    the one-core error (status, row and reason), after the same matches."""
+    import pyarrow.parquet as pq
+
+    from ceql.cli import main
+
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
+    monkeypatch.setattr(parallel, "CHUNK_MIN_ROWS", 2000)
+    made = []
+    original = parallel.ParallelKernel.__init__
+    monkeypatch.setattr(parallel.ParallelKernel, "__init__", lambda self, *a, **k: made.append(a) or original(self, *a, **k))
+    declaration = tmp_path / "s.ceql"
+    declaration.write_text(KEYED)
+    table = explosive_events(30_000)
+    times = table.column("t").to_pylist()
+    times[21_000] = None if fault == "missing" else times[20_000] - 1
+    data = tmp_path / "e.parquet"
+    pq.write_table(table.set_column(3, "t", pa.array(times, pa.int64())), data, row_group_size=5000)
+    query = "SELECT * FROM S WHERE A ; B ; C PARTITION BY [k] WITHIN 100 NANOSECONDS"
+    results = {}
+    for workers in ("1", "0"):
+        out = tmp_path / f"out{workers}.jsonl"
+        args = ["run", "-d", str(declaration), "-q", query, "-i", str(data), "--quiet", "-o", str(out)]
+        code = main(args + ["--workers", workers, "--evaluator", "compiled"])
+        results[workers] = (code, capsys.readouterr().err, out.read_text() if out.exists() else None)
+    assert len(made) == 1  # the default run used the workers
+    assert results["0"] == results["1"]
+    assert results["1"][0] != 0 and " 21001: " in results["1"][1], results["1"][1]  # (rows and lines 1-based)
+
+
+def test_ctrl_c_while_gathering_a_batch_ends_the_wait() -> None:
+    """``output="arrow"`` waits for a batch's jobs: Ctrl-C there (the wait raises
+    KeyboardInterrupt) ends it at once rather than after the other jobs."""
+    import threading
+
+    interrupted = parallel._failed(KeyboardInterrupt())
+    never = parallel._Result()  # a job that does not end
+    raised: list = []
+
+    def gather() -> None:
+        try:
+            parallel._gather([interrupted, never])
+        except BaseException as error:  # noqa: BLE001 - what the wait raised
+            raised.append(error)
+
+    thread = threading.Thread(target=gather, daemon=True)
+    thread.start()
+    thread.join(timeout=5)
+    assert raised and isinstance(raised[0], KeyboardInterrupt)

@@ -118,6 +118,8 @@ def explain(query: Query, dot: bool = False) -> str:
     reason = unsupported(plan)
     if reason is None:
         lines.append("  engine: the compiled kernel on large inputs of any form (engine='compiled' always)")
+        path, why = kernel_path_of(query)
+        lines.append(f"  kernel path: {path}: {why}")
         for note in kernel_notes(plan):
             lines.append(f"  kernel: {note}")
     else:
@@ -165,7 +167,21 @@ def legend(query: Query) -> list[str]:
         lines.append(f"partition key: {keys}: this automaton runs once per key value")
     for site in plan.compiled.sites:
         lines.append(f"c{site.index}: {site.text}" + (f" (decided {site.where})" if site.where else ""))
+    path, why = kernel_path_of(query)
+    if path in ("join", "chain"):
+        lines.append(f"kernel path: {path}, not this automaton: {why}")
     return lines
+
+
+def kernel_path_of(query: Query) -> tuple[str, str]:
+    """The compiled kernel's path for the query ("join", "chain", "automaton") and why, or
+    ("python", why) where the kernel does not evaluate it."""
+    from ceql.runtime.kernel import kernel_path, unsupported
+
+    reason = unsupported(query.plan)
+    if reason is not None:
+        return "python", f"the compiled kernel does not evaluate {reason}"
+    return kernel_path(query.plan)
 
 
 def _readable(tag: str) -> str:

@@ -133,6 +133,21 @@ def doubles(draw, names: tuple[str, ...]) -> str:
 
 
 @st.composite
+def computed_strings(draw, names: tuple[str, ...]) -> str:
+    """A string function of a string computed while matching: CLASSIFIER(), a navigation, an aggregate."""
+    x = _var(draw, names)
+    inner = draw(st.sampled_from(["CLASSIFIER()", "PREV(CLASSIFIER())", "FIRST(CLASSIFIER())", f"CLASSIFIER({x[:-1]})", "LAST(s, 1)", "MAX(s)", f"MIN({x}s)"]))
+    kind = draw(st.sampled_from(["LOWER", "UPPER", "append", "prepend", "MIN", "MAX"]))
+    if kind == "append":
+        return f"{inner} || 'x'"
+    if kind == "prepend":
+        return f"'x' || LOWER({inner})"
+    if kind in ("MIN", "MAX"):
+        return f"{kind}(LOWER(CLASSIFIER({x[:-1]})))"
+    return f"{kind}({inner})"
+
+
+@st.composite
 def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
     x = _var(draw, names)
     atoms = [
@@ -143,6 +158,9 @@ def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
         lambda: f"{draw(numbers(names, 0))} IS {draw(st.sampled_from(['', 'NOT ']))}NULL",
         lambda: f"{draw(numbers(names, 0))} BETWEEN {draw(st.integers(-1, 2))} AND {draw(st.integers(2, 5))}",
         lambda: f"{draw(numbers(names, 0))} IN (0, 2, 4)",
+        # string functions of values computed while matching (the VM's string tables)
+        lambda: f"{draw(computed_strings(names))} {draw(st.sampled_from(['=', '<', '<>']))} '{draw(st.sampled_from(['a', 'ax', 'Ax', 'xa', 'AB', 'b']))}'",
+        lambda: f"{draw(computed_strings(names))} LIKE '{draw(st.sampled_from(['a%', '%x', '_', 'A%', '%']))}'",
     ]
     if draw(st.integers(0, 9)) == 0:
         return draw(st.sampled_from(["TRUE", "FALSE", "NULL"]))
@@ -158,7 +176,7 @@ def conditions(draw, names: tuple[str, ...], depth: int = 2) -> str:
 
 
 @st.composite
-def measures(draw, names: tuple[str, ...]) -> list[str]:
+def measures(draw, names: tuple[str, ...], row_aggregates: bool = False) -> list[str]:
     x = _var(draw, names)
     options = [
         lambda: draw(numbers(names, 1)),
@@ -167,16 +185,38 @@ def measures(draw, names: tuple[str, ...]) -> list[str]:
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['LAST', 'FIRST']))}({x}v{draw(st.sampled_from(['', ', 1']))})",
         lambda: f"{draw(st.sampled_from(['FINAL', 'RUNNING']))} {draw(st.sampled_from(['COUNT', 'SUM', 'MAX']))}({x}v)",
         lambda: f"{x}ts",
+        lambda: draw(computed_strings(names)),
         lambda: f"{x}ts + INTERVAL '1' SECOND",
         lambda: f"CASE WHEN {draw(conditions(names, 0))} THEN 'yes' ELSE {x}s END",
         lambda: draw(conditions(names, 1)),
     ]
     items = draw(st.lists(st.sampled_from(options), min_size=0, max_size=4))
+    if row_aggregates:
+        items.append(lambda: draw(row_aggregate_measures(names)))
     return [f"{make()} AS m{i}" for i, make in enumerate(items)]
 
 
 @st.composite
-def queries(draw) -> str:
+def row_aggregate_measures(draw, names: tuple[str, ...]) -> str:
+    """ARRAY_AGG, MAX_BY, MIN_BY and CONCAT_WS(sep, ARRAY_AGG(...)), RUNNING or FINAL, of a
+    variable's rows or every row."""
+    x = _var(draw, names)
+    label = f"CLASSIFIER({x[:-1]})"
+    semantics = draw(st.sampled_from(["", "RUNNING ", "FINAL "]))
+    values = [f"{x}v", f"{x}s", label, f"{x}v * 2 + MATCH_NUMBER()", f"{x}w", f"{x}ts", f"{x}v > 2", f"{x}s || {label}"]
+    keys = [f"{x}v", f"{x}w", f"{x}s", label, f"{x}ts", f"{x}t"]
+    kind = draw(st.sampled_from(["array", "by", "concat"]))
+    if kind == "array":
+        return f"{semantics}ARRAY_AGG({draw(st.sampled_from(values))})"
+    if kind == "concat":
+        return f"CONCAT_WS('{draw(st.sampled_from(['', '-']))}', {semantics}ARRAY_AGG({draw(st.sampled_from([f'{x}s', label]))}))"
+    func = draw(st.sampled_from(["MAX_BY", "MIN_BY"]))
+    return f"{semantics}{func}({draw(st.sampled_from(values))}, {draw(st.sampled_from(keys))})"
+
+
+@st.composite
+def queries(draw, row_aggregates: bool = False) -> str:
+    """A query; ``row_aggregates``: with a measure that is ARRAY_AGG, MAX_BY or MIN_BY."""
     union = draw(st.booleans())
     pattern = draw(patterns())
     used = [v for v in VARIABLES if v in pattern.replace("PERMUTE", "")]
@@ -193,7 +233,7 @@ def queries(draw) -> str:
     order = draw(st.sampled_from(["ORDER BY t", "ORDER BY t", "ORDER BY t DESC", "ORDER BY ts", "", "ORDER BY s NULLS FIRST, t"]))
     if order:
         parts.append(order)
-    m = draw(measures(names))
+    m = draw(measures(names, row_aggregates))
     if m:
         parts.append("MEASURES " + ", ".join(m))
     rows = draw(

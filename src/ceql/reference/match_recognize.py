@@ -337,9 +337,26 @@ class _Context:
     def aggregate(self, node: ir.Agg) -> Any:
         members = self.ref.q.classes_of(node.cls)
         values = []
+        keys = []
         for p, var, _ in self.visible(node.final):
             if var in members:
                 values.append(_Row(self, p, node.final).value(node.arg) if node.arg is not None else 1)
+                if node.key is not None:
+                    keys.append(_Row(self, p, node.final).value(node.key))
+        if node.func == "ARRAY_AGG":  # every value, nulls included, in match order; no row: NULL
+            return values or None
+        if node.func in ("MAX_BY", "MIN_BY"):  # the value at the first row of the largest (smallest) key
+            best = None
+            for i, key in enumerate(keys):
+                if key is None:
+                    continue
+                if best is None:
+                    best = i
+                    continue
+                order = _order_compare(key, keys[best])
+                if (order > 0 and node.func == "MAX_BY") or (order < 0 and node.func == "MIN_BY"):
+                    best = i
+            return None if best is None else values[best]
         if node.func == "COUNT":
             return sum(1 for v in values if v is not None)
         present = [v for v in values if v is not None]
@@ -422,6 +439,11 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         if right is True:
             return True
         return None if left is None or right is None else False
+    if op == "concat_ws":  # of an array: its non-null elements joined; a null array is null
+        separator, array = (value(a) for a in node.args)
+        if separator is None or array is None:
+            return None
+        return separator.join(x for x in array if x is not None)
     if op == "coalesce":
         for arg in node.args:
             v = value(arg)

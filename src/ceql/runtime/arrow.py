@@ -141,8 +141,17 @@ def partition_array(schema: OutputSchema, columns: MatchColumns) -> pa.Array:
     codes = columns.partition
     if codes is None or columns.keys is None or n == 0:
         return pa.nulls(n, kind)
-    present = codes >= 0
-    distinct, inverse = np.unique(np.where(present, codes, -1), return_inverse=True)
+    shifted = np.maximum(np.asarray(codes, dtype=np.int64), -1) + 1  # -1 (no key) -> 0
+    top = int(shifted.max()) + 1
+    if top <= 4 * n + 1024:
+        # The distinct codes and each match's index among them in O(n) (codes are dense): a
+        # code marks its slot, the marks' ranks are the indexes (np.unique sorts).
+        used = np.zeros(top, dtype=bool)
+        used[shifted] = True
+        distinct = np.flatnonzero(used) - 1
+        inverse = (np.cumsum(used) - 1)[shifted]
+    else:
+        distinct, inverse = np.unique(shifted - 1, return_inverse=True)
     values = [columns.keys[c] if c >= 0 else None for c in distinct.tolist()]
     children = [
         pa.array([None if v is None else v[index] for v in values], f.type)

@@ -17,6 +17,7 @@ first bad row.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,7 @@ class TypedRows:
     table: pa.Table
     bad: np.ndarray  # bool per row
     reasons: dict[int, str] = field(default_factory=dict)  # row -> the first problem found
+    types: np.ndarray | None = None  # each row's index in the catalog's known_types (-1: none)
 
     def accepted(self) -> pa.Table:
         """The rows that are not bad."""
@@ -170,7 +172,29 @@ def type_rows(
             values = pc.if_else(pa.array(keep), values, pa.nulls(n, column.arrow_type))
         arrays.append(values)
     table = pa.Table.from_arrays(arrays, schema=catalog.arrow_schema())
-    return TypedRows(table, bad, reasons)
+    return TypedRows(table, bad, reasons, type_index)
+
+
+# The type index of the table typed last (weakly held, with the names it indexes): the kernel's
+# join and chain paths read it instead of matching every row's type name again (issue 34:
+# the second string match cost a third of a small join's run).
+_last_typed: tuple[Any, tuple[str, ...], np.ndarray] | None = None
+
+
+def _remember_types(table: pa.Table, known: tuple[str, ...], types: np.ndarray | None) -> None:
+    global _last_typed
+    _last_typed = None if types is None else (weakref.ref(table), known, types)
+
+
+def typed_indexes(table: pa.Table, names: tuple[str, ...] | list[str]) -> np.ndarray | None:
+    """Each row's index in ``names`` (-1: none), when ``table`` is the table typed last (the
+    same object); else None."""
+    last = _last_typed
+    if last is None or last[0]() is not table:
+        return None
+    _, known, types = last
+    lookup = np.array([names.index(t) if t in names else -1 for t in known] + [-1], dtype=np.int64)
+    return lookup[types]  # (-1 indexes the last item: no type)
 
 
 def _by_event_type(raw: Any, targets: dict[Target, tuple[str, ...]], known, type_index, n: int):
@@ -243,7 +267,8 @@ class BatchBuilder:
         if self.checked is not self.catalog:
             schema = self.catalog.arrow_schema()
             table = pa.Table.from_arrays([typed.table.column(f.name) for f in schema], schema=schema)
-            typed = TypedRows(table, typed.bad, typed.reasons)
+            typed = TypedRows(table, typed.bad, typed.reasons, typed.types)
+        _remember_types(typed.table, self.checked.known_types, typed.types)
         return typed
 
     @property

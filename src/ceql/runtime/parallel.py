@@ -32,6 +32,12 @@ How a plan splits (``plan_split`` says, or why not):
   to the worker its key hashes to, so each sub-stream is wholly in one worker, which sees its
   events at their positions in the whole stream. Its complex events are exactly those of the
   one-core run.
+- **keys, NOT FOLLOWED BY** (``parallel_absence.py``): by the key of ``compile.plan.split_keys``
+  (a PARTITION BY of one attribute, or the equality linking g to a one-event f); each worker
+  waits for its keys' deadlines, which pass at the events of the whole piece (its *clock*, found
+  when the piece is prepared). Matches due at one event come from several workers: the merge
+  orders them as one core does (``parallel_merge.merge``, by each match's rank), and at the end
+  of the input (``finish``) every worker reports what still waits.
 - **shards** (no partition, a ``WITHIN`` window on a non-decreasing measure, CONSUME BY NONE, no
   START): each batch is cut into N runs of rows; the worker of a later run first reads the
   events of the window before it (the overlap) and reports only the complex events it triggers
@@ -52,6 +58,7 @@ waits on queues and events: the run ends at once, and the workers stop at their 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -73,11 +80,13 @@ from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
+from ceql.runtime.kernel.absence import own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
+from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
 from ceql.runtime.parallel_keys import shares
-from ceql.runtime.parallel_merge import END, KWayMerge, before, from_trigger, merge
+from ceql.runtime.parallel_merge import END, KWayMerge, before, error_row, from_trigger, merge
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
 MIN_ROWS = 100_000
@@ -105,11 +114,12 @@ def cores() -> int:
 def plan_split(plan: Plan) -> tuple[str | None, str]:
     """How workers split this plan: ("keys" or "shards", how), or (None, why it runs on one
     core)."""
+    if plan.absence is not None:  # by key, the deadlines passing at the whole stream's events
+        routing, how = absence_split(plan)
+        return ("keys" if routing is not None else None), how
     reason = unsupported(plan)
     if reason is not None:
         return None, f"the compiled kernel does not evaluate {reason}"
-    if plan.absence is not None:
-        return None, "NOT FOLLOWED BY runs on one core (workers do not use its per-key split yet)"
     runner = PlanKernel(plan)
     kernel_plan = runner.plan
     consume = kernel_plan.consume
@@ -267,6 +277,9 @@ class _Piece:
     suspect: bool = False  # a missing time or a time out of order inside the piece
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
+    own_last_time: int | None = None  # NOT FOLLOWED BY: the last time of f's types
+    clock_pos: np.ndarray | None = None  # NOT FOLLOWED BY: where deadlines may pass (positions
+    clock_m: np.ndarray | None = None  # and window measures of the piece's events)
 
 
 def _pandas_piece(frame: Any, builder: BatchBuilder, first: int) -> pa.Table:
@@ -298,13 +311,31 @@ class ParallelKernel:
         self.count = workers
         self.batch_size = batch_size or PIECES_PER_WORKER * workers * DEFAULT_BATCH
         self.piece = min(DEFAULT_BATCH, self.batch_size)
-        self.kernels = [PlanKernel(_copy(plan)) for _ in range(workers)]
-        for runner in self.kernels:
-            runner.plan.det.max_states = plan.det.max_states
-            runner.plan.det.max_work = plan.det.max_work
+        self.absence = plan.absence  # (``ceql run`` asks for ``finish`` at the end when set)
+        self.kernels: list[Any] = []
+        for _ in range(workers):
+            runner: Any = PlanKernel(_copy(plan)) if plan.absence is None else SplitAbsence(_copy(plan))
+            pairs = [(runner.plan, plan)] if plan.absence is None else [(runner.own.plan, plan), (runner.cancelling.plan, plan.absence)]
+            for mine, given in pairs:
+                mine.det.max_states = given.det.max_states
+                mine.det.max_work = given.det.max_work
+            self.kernels.append(runner)
         # Per piece: its measures and time-order facts (read only by the workers); the
-        # calling thread checks a suspect piece again, to raise the one-core error.
-        self.checker = PlanKernel(_copy(plan))
+        # calling thread checks a suspect piece again, to raise the one-core error. NOT
+        # FOLLOWED BY: the cancelling plan's (its types are every type the query names), and
+        # f's, which one core checks first.
+        copied = _copy(plan)
+        self.own_checker: PlanKernel | None = None
+        if plan.absence is not None:
+            assert copied.absence is not None
+            self.checker = PlanKernel(copied.absence)
+            self.own_checker = PlanKernel(own_plan(copied))
+            names = list(self.own_checker.plan.type_names)
+            self.own_types = np.array([names.index(t) if t in names else -1 for t in self.checker.plan.type_names] + [-1])
+            self.own_timed = np.flatnonzero(np.isin(self.own_types[:-1], self.own_checker._time_types))
+        else:
+            self.checker = PlanKernel(copied)
+        self.own_last: int | None = None  # NOT FOLLOWED BY: the last time of f's types so far
         kernel_plan = self.checker.plan
         self.window_kind = kernel_plan.window_kind
         self.ordered_time = bool(kernel_plan.ordered_time)
@@ -312,6 +343,14 @@ class ParallelKernel:
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
         self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
+        if plan.absence is not None:  # the routing of compile.plan.split_keys
+            routing, _ = absence_split(plan)
+            assert routing is not None
+            index = {name: i for i, name in enumerate(kernel_plan.type_names)}
+            grouped: dict[tuple[str, ...], list[int]] = {}
+            for name, attributes in routing.items():
+                grouped.setdefault(attributes, []).append(index[name])
+            self.key_groups = [(attributes, np.array(members, dtype=np.int64)) for attributes, members in grouped.items()]
         self.carry = 0  # shards: the worker whose state reaches the end of the last batch
         self.reached = int(MISSING)  # shards: the largest window measure of the batches so far
         self.last_time: int | None = None  # the time of the last time-ordered event so far
@@ -330,6 +369,10 @@ class ParallelKernel:
         """The output schema (fixed once the input has shown how it gives times)."""
         if self.evaluator is not None:
             return self.evaluator.output_schema(name)
+        if self.absence is not None:  # (the whole plan's: the checker's is the cancelling plan's)
+            from ceql.compile.output_schema import output_schema
+
+            return output_schema(self.plan, time_kinds=self.builder.catalog.time_inputs, name=name)
         return self.checker.output_schema(name=name)
 
     def arrow(self, events: Any, name: str = "query", max_matches: int | None = None) -> pa.Table:
@@ -341,7 +384,9 @@ class ParallelKernel:
         found = 0
         pool = _Pool(self.count)
         try:
-            for part in self._run(pool, self._pieces(events), collect=name):
+            schema = self.schema(name)
+            ends = ([record_batch(schema, c) for c in self._finished(pool)] for _ in range(1))
+            for part in itertools.chain(self._run(pool, self._pieces(events), collect=name), ends):
                 batches.extend(part)
                 found += sum(b.num_rows for b in part)
                 if max_matches and found > max_matches:
@@ -355,7 +400,8 @@ class ParallelKernel:
         """The matches as Match objects, lazily, in trigger order."""
         pool = _Pool(self.count)
         try:
-            for columns in self._run(pool, self._pieces(events)):
+            ends = (c for _ in range(1) for c in self._finished(pool))  # NOT FOLLOWED BY: at the end
+            for columns in itertools.chain(self._run(pool, self._pieces(events)), ends):
                 schema = self.schema() if self.evaluator is not None else None  # as PlanKernel.matches
                 yield from MatchRows(columns, schema, self.reports_partition)
         finally:
@@ -375,6 +421,24 @@ class ParallelKernel:
         ]
         self.position += table.num_rows
         yield from self._run(self._pool, iter(pieces))
+
+    def finish(self, detailed: bool = False) -> list[Match]:
+        """``ceql run`` at the end of the input (as ``Evaluator.finish``): NOT FOLLOWED BY's
+        complex events still waiting, at the position after the last event."""
+        if detailed:
+            raise ValueError("workers do not report events with matches (--with-events runs on one core)")
+        if self._pool is None:
+            return []
+        schema = self.schema() if self.evaluator is not None else None
+        return [match for columns in self._finished(self._pool) for match in MatchRows(columns, schema, self.reports_partition)]
+
+    def _finished(self, pool: _Pool) -> list[MatchColumns]:
+        """NOT FOLLOWED BY, the input ended: every worker's complex events still waiting,
+        merged (none for other plans)."""
+        if self.absence is None:
+            return []
+        jobs = [pool.submit(w, partial(_finish_job, self.kernels[w])) for w in range(self.count)]
+        return merged_finish(_gather(jobs))
 
     def close(self) -> None:
         """Stop the threads ``columns`` started."""
@@ -433,6 +497,13 @@ class ParallelKernel:
                 piece.suspect = bool(missing[timed].any()) or bool(len(values) > 1 and (np.diff(values) < 0).any())
                 if len(values):
                     piece.first_time, piece.last_time = int(values[0]), int(values[-1])
+                if self.absence is not None:
+                    own = values[np.isin(types[timed], self.own_timed)]
+                    piece.own_last_time = int(own[-1]) if len(own) else None
+            if self.absence is not None:
+                piece.clock_pos, piece.clock_m = clock_of(types, measures, missing, first)
+        elif self.absence is not None:  # n EVENTS: every event passes deadlines
+            piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
             owner = shares(table, types, self.key_groups, self.count)
             piece.owners = np.argsort(owner, kind="stable")  # a radix sort of small integers
@@ -449,15 +520,26 @@ class ParallelKernel:
                 continue
             late = self.last_time is not None and piece.first_time is not None and piece.first_time < self.last_time
             if piece.suspect or late:
-                checker = self.checker
-                checker.last_time = self.last_time
                 try:  # the one-core check raises the one-core error (rare: the run ends here)
-                    checker._check_order(piece.types, piece.measures, piece.missing, piece.first)
+                    self._recheck(piece)
                 except EventError as error:
                     return prepared[:i], error
             if piece.last_time is not None:
                 self.last_time = piece.last_time
+            if piece.own_last_time is not None:
+                self.own_last = piece.own_last_time
         return prepared, None
+
+    def _recheck(self, piece: _Piece) -> None:
+        """The one-core time-order check of a suspect piece (NOT FOLLOWED BY: f's kernel checks
+        its types first, then the cancelling kernel every type the query names)."""
+        assert piece.types is not None and piece.measures is not None and piece.missing is not None
+        if self.own_checker is not None:
+            self.own_checker.last_time = self.own_last
+            own_types = self.own_types[piece.types]
+            self.own_checker._check_order(own_types, piece.measures, piece.missing, piece.first)
+        self.checker.last_time = self.last_time
+        self.checker._check_order(piece.types, piece.measures, piece.missing, piece.first)
 
     # ------------------------------------------------------------------ the pipeline
 
@@ -511,12 +593,10 @@ class ParallelKernel:
 
     def _keys(self, pool: _Pool, valid: list[_Piece], collect: str | None) -> Iterator[Any]:
         channels: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in range(self.count)]
-        jobs = [
-            pool.submit(w, partial(self._keys_job, pool, w, valid, None if collect else channels[w]))
-            for w in range(self.count)
-        ]
+        job = self._keys_job if self.absence is None else self._absence_job
+        jobs = [pool.submit(w, partial(job, pool, w, valid, None if collect else channels[w])) for w in range(self.count)]
         if collect is None:
-            return _streamed(KWayMerge(channels), jobs)
+            return _streamed(KWayMerge(channels, [piece.first for piece in valid]), jobs)
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
@@ -531,6 +611,21 @@ class ParallelKernel:
                 parts.append((piece.table, rows + piece.first, piece.types))
             elif len(rows):  # (the types come along: the kernel need not find them again)
                 parts.append((piece.table.take(pa.array(rows)), rows + piece.first, piece.types[rows]))
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
+        """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines
+        the piece's clock passes (``SplitAbsence.process_part``)."""
+        parts = []
+        for piece in valid:
+            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
+            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
+            table, positions = None, None
+            if len(rows) == piece.rows:
+                table, positions = piece.table, np.arange(piece.first, piece.first + piece.rows, dtype=np.int64)
+            elif len(rows):
+                table, positions = piece.table.take(pa.array(rows)), rows.astype(np.int64) + piece.first
+            parts.append((table, positions, piece.clock_pos, piece.clock_m, piece.first + piece.rows))
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
@@ -619,21 +714,23 @@ class ParallelKernel:
         self,
         pool: _Pool,
         runner: PlanKernel,
-        parts: list[tuple[pa.Table, np.ndarray | None, np.ndarray | None]],
+        parts: list[tuple],
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
     ) -> list:
         """One worker's matches of consecutive tables (each with its rows' positions, or None:
-        the next ones, and its rows' event types, or None), from trigger ``own`` on: put into ``channel`` one chunk at a time, or
-        returned as MatchColumns (``schema``: as record batches)."""
+        the next ones, and its rows' event types, or None; NOT FOLLOWED BY: the arguments of
+        ``SplitAbsence.process_part``), from trigger ``own`` on: put into ``channel`` one chunk
+        at a time, or returned as MatchColumns (``schema``: as record batches)."""
         out: list = []
         kernel = runner.kernel
         if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
             kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
         try:
-            for table, positions, types in parts:
-                out.extend(self._emit_table(pool, runner, table, positions, types, own, channel, schema))
+            for part in parts:
+                chunks = runner.process_table(*part) if self.absence is None else runner.process_part(*part)
+                out.extend(self._emit_table(pool, runner, chunks, own, channel, schema))
         except BaseException as error:
             if channel is not None and not isinstance(error, _Cancelled):
                 pool.put(channel, error)
@@ -646,15 +743,13 @@ class ParallelKernel:
         self,
         pool: _Pool,
         runner: PlanKernel,
-        table: pa.Table,
-        positions: np.ndarray | None,
-        types: np.ndarray | None,
+        chunks: Iterator[Any],
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
     ) -> Iterator[Any]:
-        """The output of one table (see ``_emit``)."""
-        for chunk in runner.process_table(table, positions, types):
+        """The output of one table's complex events ``chunks`` (see ``_emit``)."""
+        for chunk in chunks:
             if pool.cancel.is_set():
                 raise _Cancelled
             if own is not None and (not len(chunk) or chunk.trigger[-1] < own):
@@ -675,6 +770,11 @@ def _tables(table: pa.Table) -> list[tuple[pa.Table, None, None]]:
     return [(pa.Table.from_batches([batch]), None, None) for batch in table.to_batches() if batch.num_rows]
 
 
+def _finish_job(runner: SplitAbsence) -> list[MatchColumns]:
+    """A worker's NOT FOLLOWED BY complex events still waiting at the end of the input (a job)."""
+    return [runner.columns(chunk) for chunk in runner.finish()]
+
+
 def _failed(error: BaseException) -> _Result:
     result = _Result()
     result.ok, result.value = False, error
@@ -690,8 +790,8 @@ def _gather(jobs: list[_Result]) -> list:
             values.append(job.get())
         except _Cancelled:
             continue
-        except BaseException as raised:  # noqa: BLE001 - the first in stream order wins
-            if error is None or _row(raised) < _row(error):
+        except Exception as raised:  # the first in stream order wins (Ctrl-C, SIGTERM: at once)
+            if error is None or error_row(raised) < error_row(error):
                 error = raised
     if error is not None:
         raise error
@@ -772,8 +872,3 @@ def _window_start(valid: list[_Piece], base: int, cut: int, window: int, before:
 def _copy(plan: Plan) -> Plan:
     """An independent plan of the same query (its own symbols and automaton)."""
     return build_plan(plan.checked)
-
-
-def _row(error: BaseException) -> int:
-    row = getattr(error, "row", None)
-    return row if isinstance(row, int) else -1

@@ -47,7 +47,7 @@ def _rows(columns: MatchColumns, lo: int, hi: int) -> MatchColumns:
     partition = columns.partition[lo:hi] if columns.partition is not None else None
     measures = {name: values[lo:hi] for name, values in columns.measures.items()}
     deadline = columns.deadline[lo:hi] if columns.deadline is not None else None
-    return MatchColumns(
+    out = MatchColumns(
         columns.trigger[lo:hi],
         columns.offsets[lo : hi + 1],
         columns.positions,
@@ -57,6 +57,17 @@ def _rows(columns: MatchColumns, lo: int, hi: int) -> MatchColumns:
         measures,
         deadline,
     )
+    return _with_order(out, columns, slice(lo, hi))
+
+
+def _with_order(out: MatchColumns, source: MatchColumns, rows: slice | np.ndarray) -> MatchColumns:
+    """``out`` with the ``rows`` of ``source``'s order within a trigger (NOT FOLLOWED BY's
+    ``rank`` and ``tie``, ``parallel_absence.py``), when it has one."""
+    rank = getattr(source, "rank", None)
+    if rank is not None:
+        out.rank = rank[rows]  # type: ignore[attr-defined]
+        out.tie = source.tie[rows]  # type: ignore[attr-defined]
+    return out
 
 
 def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
@@ -69,8 +80,16 @@ def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
     labels = {name: _stack([p.labels[name] for p in parts]) for name in parts[0].labels}
     partition, keys = _keys(parts)
     measures = {name: _concat([p.measures[name] for p in parts]) for name in parts[0].measures}
-    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys, measures)
-    return _take(merged, np.argsort(trigger, kind="stable"))
+    deadline = np.concatenate([p.deadline for p in parts]) if parts[0].deadline is not None else None
+    merged = MatchColumns(trigger, offsets, positions, labels, partition, keys, measures, deadline)
+    if getattr(parts[0], "rank", None) is None:
+        return _take(merged, np.argsort(trigger, kind="stable"))
+    # NOT FOLLOWED BY: several workers' matches may share a trigger; one core orders them by
+    # (key rank, deadline, tie), a worker's in its own order (lexsort is stable).
+    rank = np.concatenate([p.rank for p in parts])  # type: ignore[attr-defined]
+    tie = np.concatenate([p.tie for p in parts])  # type: ignore[attr-defined]
+    merged.rank, merged.tie = rank, tie  # type: ignore[attr-defined]
+    return _take(merged, np.lexsort((tie, deadline, rank, trigger)))
 
 
 def _concat(values: list) -> Any:
@@ -99,9 +118,8 @@ def _compact(part: MatchColumns) -> MatchColumns:
         return part
     offsets, positions = _stack([(part.offsets, part.positions)])
     labels = {name: _stack([pair]) for name, pair in part.labels.items()}
-    return MatchColumns(
-        part.trigger, offsets, positions, labels, part.partition, part.keys, part.measures, part.deadline
-    )
+    out = MatchColumns(part.trigger, offsets, positions, labels, part.partition, part.keys, part.measures, part.deadline)
+    return _with_order(out, part, slice(None))
 
 
 def _keys(parts: Sequence[MatchColumns]) -> tuple[np.ndarray | None, list | None]:
@@ -139,7 +157,9 @@ def _take(columns: MatchColumns, rows: np.ndarray) -> MatchColumns:
     labels = {name: _take_list(o, v, rows) for name, (o, v) in columns.labels.items()}
     partition = columns.partition[rows] if columns.partition is not None else None
     measures = {name: _pick(values, rows) for name, values in columns.measures.items()}
-    return MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys, measures)
+    deadline = columns.deadline[rows] if columns.deadline is not None else None
+    out = MatchColumns(columns.trigger[rows], offsets, positions, labels, partition, columns.keys, measures, deadline)
+    return _with_order(out, columns, rows)
 
 
 class KWayMerge:
@@ -150,19 +170,29 @@ class KWayMerge:
     before t. So every complex event triggered at or before the smallest such t over the
     workers still running is final (a trigger's events all come from the worker that owns its
     event) and is handed out. The merge then waits only on the worker with that smallest t, so
-    it never waits on a worker that is itself waiting for room in its queue."""
+    it never waits on a worker that is itself waiting for room in its queue.
 
-    def __init__(self, streams: Sequence[queue.Queue]) -> None:
+    An error a worker raises (``starts``: the first positions of the batch's pieces) ends the
+    run as on one core, which evaluates a piece's events before it reports any of its complex
+    events: the others' complex events triggered before the piece of the error are handed
+    out first, then the error of the earliest row is raised."""
+
+    def __init__(self, streams: Sequence[queue.Queue], starts: Sequence[int] | None = None) -> None:
         self.streams = list(streams)
+        self.starts = list(starts) if starts else None
 
     def __iter__(self) -> Iterator[MatchColumns]:
         count = len(self.streams)
         pending: list[list[MatchColumns]] = [[] for _ in range(count)]
         frontier = [-1] * count
         running = set(range(count))
+        failed: BaseException | None = None
+        limit: int | None = None  # with an error: the first trigger not handed out
         while True:
             waiting = min(running, key=lambda w: frontier[w]) if running else None
             bound = frontier[waiting] if waiting is not None else None
+            if limit is not None:
+                bound = limit - 1 if bound is None else min(bound, limit - 1)
             ready: list[MatchColumns] = []
             for w in range(count):
                 kept = []
@@ -176,12 +206,34 @@ class KWayMerge:
             if ready:
                 yield merge(ready)
             if waiting is None:
+                if failed is not None:
+                    raise failed
                 return
             item = self.streams[waiting].get()
             if item is END:
                 running.discard(waiting)
             elif isinstance(item, BaseException):
-                raise item
+                if self.starts is None:
+                    raise item
+                running.discard(waiting)  # (it gave every complex event before its error)
+                if failed is None or error_row(item) < error_row(failed):
+                    failed = item
+                at = self._piece_start(item)
+                limit = at if limit is None else min(limit, at)
             elif len(item):
                 pending[waiting].append(item)
                 frontier[waiting] = int(item.trigger[-1])
+
+    def _piece_start(self, error: BaseException) -> int:
+        """The first position of the piece of ``error``'s row (an error without a row: of the
+        batch)."""
+        assert self.starts is not None
+        row = error_row(error)
+        at = int(np.searchsorted(np.asarray(self.starts), row, side="right")) - 1
+        return self.starts[max(at, 0)]
+
+
+def error_row(error: BaseException) -> int:
+    """The row an error names (-1: none; such an error comes first)."""
+    row = getattr(error, "row", None)
+    return row if isinstance(row, int) else -1

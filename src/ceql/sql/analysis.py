@@ -148,6 +148,7 @@ class _Analyzer:
         measures: list[tuple[str, ir.Node]] = []
         for measure in mr.measures:
             node = self.bind(measure.expr, "measure")
+            _check_row_aggregates(node, self, measure.expr.pos)
             if node.type.kind == "interval":
                 raise self.unsupported("a measure that is an interval", measure.expr.pos)
             measures.append((measure.name.text, node))
@@ -392,11 +393,19 @@ class _Analyzer:
             return self._case(e, row)
         if isinstance(e, ast.Cast):
             return self._cast(e, row)
+        if isinstance(e, ast.Function) and e.name == "MATCH_ROWTIME":
+            return self._match_rowtime(e, row)
         if isinstance(e, ast.Function):
             args = [self._expr(a, row) for a in e.args]
             if e.name == "ABS":
                 self._need(args[0], ("int", "double"), "ABS", e.pos)
                 return ir.Op(args[0].type, "abs", (args[0],))
+            if e.name == "CONCAT_WS":
+                # the array form (Trino's concat_ws(string, array(varchar))): of an ARRAY_AGG measure
+                if len(args) != 2 or args[1].type != SqlType("array", element=STRING):
+                    raise self.unsupported("CONCAT_WS other than CONCAT_WS(separator, ARRAY_AGG(strings))", e.pos)
+                self._need(args[0], ("string",), "CONCAT_WS's separator", e.args[0].pos)
+                return ir.Op(STRING, "concat_ws", (args[0], args[1]))
             if e.name in ("LOWER", "UPPER"):
                 if len(args) != 1:
                     raise self.error(f"{e.name} takes one argument", e.pos)
@@ -462,8 +471,11 @@ class _Analyzer:
             return ir.Agg(INT, "COUNT", cls, None, final)
         scope = _RowScope(e.func)
         arg = self._expr(e.arg, scope)
+        key = self._expr(e.key, scope) if e.key is not None else None
         cls = scope.classes.pop() if scope.classes else ir.UNIVERSAL
         t = arg.type
+        if e.func in ir.ROW_AGGREGATES:
+            return self._row_aggregate(e, arg, key, cls, final)
         if e.func == "COUNT":
             return ir.Agg(INT, "COUNT", cls, arg, final)
         # Trino's and Flink's aggregates that are these five: BOOL_AND is MIN of booleans (FALSE
@@ -483,6 +495,33 @@ class _Analyzer:
             return ir.Agg(result, e.func, cls, arg, final)
         self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
         return ir.Agg(t if t.kind != "null" else INT, e.func, cls, arg, final)
+
+    def _match_rowtime(self, e: ast.Function, row: _RowScope | None) -> ir.Node:
+        """Flink's MATCH_ROWTIME(): the time (the first ORDER BY column, a timestamp) of the
+        match's last row: FINAL LAST(t) in MEASURES, the current row's in DEFINE."""
+        if row is not None or self.context not in ("measure", "define"):
+            raise self.error("MATCH_ROWTIME() belongs in MEASURES or DEFINE", e.pos)
+        order = self.mr.order_by
+        column, t = self.column(order[0].column) if order else (None, None)
+        if t is None or t.kind != "timestamp" or order[0].descending:
+            raise self.error("MATCH_ROWTIME() needs ORDER BY a timestamp column, ascending (its time)", e.pos)
+        self.columns_read.add(column)  # type: ignore[arg-type]
+        final = self.context == "measure"
+        return ir.At(t, ir.Logical("LAST", ir.UNIVERSAL, 0, final), ir.RowCol(t, column))  # type: ignore[arg-type]
+
+    def _row_aggregate(self, e: ast.Aggregate, arg: ir.Node, key: ir.Node | None, cls: str | None, final: bool) -> ir.Node:
+        """ARRAY_AGG, MAX_BY, MIN_BY: computed from the match's rows once it is found (engine
+        ``rowagg``), so they are measures, not conditions."""
+        if self.context == "define":
+            raise self.unsupported(f"{e.func} in DEFINE (it is computed once the match is found: use it in MEASURES)", e.pos)
+        kinds = ("int", "double", "string", "timestamp", "bool")
+        self._need(arg, kinds, e.func, e.arg.pos)
+        t = arg.type if arg.type.kind != "null" else INT
+        if e.func == "ARRAY_AGG":
+            return ir.Agg(SqlType("array", element=t), e.func, cls, arg, final)
+        assert key is not None and e.key is not None
+        self._need(key, kinds, e.func + "'s key", e.key.pos)
+        return ir.Agg(t, e.func, cls, arg, final, key)
 
     def _need(self, node: ir.Node, kinds: tuple[str, ...], what: str, pos: int) -> None:
         if node.type.kind not in kinds and node.type.kind != "null":
@@ -795,6 +834,27 @@ def _strip_alias(e: ast.Expr, outer: _Outer) -> ast.Expr:
     if isinstance(e, ast.Function):
         return ast.Function(e.pos, e.name, tuple(_strip_alias(x, outer) for x in e.args))
     return e
+
+
+def _check_row_aggregates(node: ir.Node, analyzer: _Analyzer, pos: int) -> None:
+    """ARRAY_AGG, MAX_BY and MIN_BY are computed from the match's rows after matching: a
+    measure is one of them, or CONCAT_WS of a constant separator and an ARRAY_AGG."""
+    if isinstance(node, ir.Agg) and node.func in ir.ROW_AGGREGATES:
+        parts = [node.arg, node.key]
+    elif isinstance(node, ir.Op) and node.op == "concat_ws":
+        if not isinstance(node.args[0], ir.Const):
+            raise analyzer.unsupported("CONCAT_WS with a separator that is not a constant", pos)
+        parts = [node.args[1].arg] if isinstance(node.args[1], ir.Agg) else [node.args[1]]  # type: ignore[attr-defined]
+    else:
+        parts = [node]
+    for part in parts:
+        for inner in ir.walk(part) if part is not None else ():
+            if (isinstance(inner, ir.Agg) and inner.func in ir.ROW_AGGREGATES) or inner.type.kind == "array":
+                raise analyzer.unsupported(
+                    "ARRAY_AGG, MAX_BY or MIN_BY inside an expression (a measure may be one of them, or "
+                    "CONCAT_WS(separator, ARRAY_AGG(...)))",
+                    pos,
+                )
 
 
 def _start(e: ast.Expr) -> int:

@@ -128,11 +128,13 @@ class Navigation(Expr):
 @dataclass(frozen=True)
 class Aggregate(Expr):
     """``COUNT/SUM/AVG/MIN/MAX(arg)`` (also BOOL_AND, BOOL_OR, EVERY, COUNT_IF, ARBITRARY,
-    ANY_VALUE) with ``RUNNING``/``FINAL`` (None if not written)."""
+    ANY_VALUE, ARRAY_AGG, and ``MAX_BY/MIN_BY(arg, key)``) with ``RUNNING``/``FINAL`` (None if
+    not written)."""
 
     func: str
     arg: Expr
     semantics: str | None
+    key: Expr | None = None  # MAX_BY/MIN_BY: the key that picks the row
 
 
 @dataclass(frozen=True)
@@ -181,13 +183,20 @@ class PAnchor(Pattern):
 
 
 @dataclass(frozen=True)
-class PConcat(Pattern):
+class PItems(Pattern):
+    """A pattern of several patterns (the three kinds below)."""
+
     items: tuple[Pattern, ...]
 
 
 @dataclass(frozen=True)
-class PAlt(Pattern):
-    items: tuple[Pattern, ...]
+class PConcat(PItems):
+    """``a b c``: one after the other."""
+
+
+@dataclass(frozen=True)
+class PAlt(PItems):
+    """``a | b``: the first that matches, in order of preference."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +210,8 @@ class PQuant(Pattern):
 
 
 @dataclass(frozen=True)
-class PPermute(Pattern):
-    items: tuple[Pattern, ...]
+class PPermute(PItems):
+    """``PERMUTE(a, b)``: every order, in lexicographical order of preference."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from ceql.sql import ir, vm
 from ceql.sql.analysis import Checked
 from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.program import Program, compile_pattern
-from ceql.sql.types import SqlType
+from ceql.sql.types import STRING, SqlType
 from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
@@ -66,6 +66,9 @@ class Compiled:
     aggregates: list[tuple[int, int, int, int, bool]] = field(default_factory=list)  # func, cls, lo, hi, final
     memo: bool = False
     dynamic: set[str] = field(default_factory=set)  # variables whose condition runs in the VM
+    # string functions of computed strings, in code order (inner first): the consts_i slot of
+    # the table's offset, and the function with its computed operand as ``STRING_OPERAND``
+    string_maps: list[tuple[int, ir.Op]] = field(default_factory=list)
 
     @property
     def int_vcols(self) -> list[int]:
@@ -98,6 +101,7 @@ class _Compiler:
         self.n_float = 0
         self.classes: list[str | None] = [ir.UNIVERSAL, *checked.variables, *checked.subsets]
         self.aggregates: list[tuple[int, int, int, int, bool]] = []
+        self.string_maps: list[tuple[int, ir.Op]] = []
 
     def run(self) -> Compiled:
         q = self.q
@@ -139,7 +143,10 @@ class _Compiler:
         self.matching = False
         for _, node in q.measures:
             lo = len(self.code)
-            self.expr(node)
+            if ir.row_measure(node):  # computed after matching, from the match's rows (engine)
+                self.code.append(vm.E_NULL)
+            else:
+                self.expr(node)
             measure_ranges.append((lo, len(self.code)))
         # Failed states can be remembered only when nothing but the row decides a condition
         # (and no window ties a state to the match's first row); inside an iteration that may map
@@ -162,6 +169,7 @@ class _Compiler:
             vcol_sorted=self.vcol_sorted,
             classes=self.classes,
             aggregates=self.aggregates,
+            string_maps=self.string_maps,
             memo=memo,
             dynamic=dynamic,
         )
@@ -331,6 +339,13 @@ class _Compiler:
             for at in ends:
                 self.code[at + 1] = len(self.code)
             return
+        if op in _STRING_OPS and (mapped := _string_map(node)) is not None:
+            operand, template = mapped
+            self.expr(operand, row)
+            self.consts_i.append(0)  # the engine puts the table's offset here
+            self.string_maps.append((len(self.consts_i) - 1, template))
+            self.code += [vm.E_STRMAP, len(self.consts_i) - 1]
+            return
         if op in _STRING_OPS:
             raise UnsupportedQueryError(
                 f"{_STRING_OPS[op]} of a value computed while matching (CLASSIFIER(), an aggregate, a navigation "
@@ -389,6 +404,21 @@ class _Compiler:
         self.matching = matching
         self.aggregates.append((func, cls, lo, hi, node.final))
         self.code += [vm.E_AGG, len(self.aggregates) - 1]
+
+
+#: the computed operand of a string function in ``Compiled.string_maps`` (engine: the dictionary)
+STRING_OPERAND = ir.RowCol(STRING, "\x00string")
+
+
+def _string_map(node: ir.Op) -> tuple[ir.Node, ir.Op] | None:
+    """A string function of one computed operand (the others constants), as that operand and the
+    function of ``STRING_OPERAND``: the VM maps the operand's dictionary code through a table."""
+    computed = [i for i, a in enumerate(node.args) if not isinstance(a, ir.Const)]
+    if len(computed) != 1:
+        return None
+    i = computed[0]
+    args = tuple(STRING_OPERAND if k == i else a for k, a in enumerate(node.args))
+    return node.args[i], ir.Op(node.type, node.op, args)
 
 
 def _chain(conjuncts: list[ir.Node]) -> ir.Node:

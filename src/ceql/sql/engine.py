@@ -126,10 +126,21 @@ class Prepared:
                 string_vecs[k] = vec
                 values.append(pc.unique(vec.values).drop_null())
         merged = pc.unique(pa.concat_arrays([v.cast(pa.string()) for v in values]))
+        for _, template in c.string_maps:  # the strings they make (inner functions first)
+            if template.type.kind == "string":
+                merged = pc.unique(pa.concat_arrays([merged, _string_map(template, merged).drop_null()]))
         self.dictionary = merged.take(pc.sort_indices(merged))
         consts_i = list(c.consts_i)
         for index, text in c.strings.items():
             consts_i[index] = self._code(text)
+        for slot, template in c.string_maps:  # code -> result code (or 0/1), -1: null
+            image = _string_map(template, self.dictionary)
+            if template.type.kind == "string":
+                image = pc.index_in(image, value_set=self.dictionary)
+            else:
+                image = image.cast(pa.int64())
+            consts_i[slot] = len(consts_i)
+            consts_i.extend(image.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64).tolist())
         self.consts_i = np.array(consts_i or [0], dtype=np.int64)
         self.consts_f = np.array(c.consts_f or [0.0], dtype=np.float64)
         self.var_code = np.array([self._code(v) for v in q.variables] or [0], dtype=np.int64)
@@ -269,6 +280,7 @@ class Prepared:
             empty_mode={"SHOW": 0, "OMIT": 1, "UNMATCHED": 2}[q.empty],
             final=final,
             nslots=self.c.program.slots,
+            track=any(ir.row_measure(node) for _, node in q.measures),
         )
         err, err_f = found[8], found[9]
         if err[0]:
@@ -332,12 +344,18 @@ class Prepared:
         q = self.q
         rows = pa.array(self.perm[out_row] if len(out_row) else np.zeros(0, dtype=np.int64))
         arrays = []
+        matches = None
         for column in q.output:
             if column.source is not None:
                 arrays.append(self._original_column(column.source).take(rows))
+                continue
+            m = column.measure
+            node = q.measures[m][1]  # type: ignore[index]
+            if ir.row_measure(node):
+                matches = matches or MatchRows(self, found[10], found[11])
+                array = matches.measure(node)
+                arrays.append(array if array.type == column.type else array.cast(column.type))
             else:
-                m = column.measure
-                node = q.measures[m][1]  # type: ignore[index]
                 arrays.append(self._measure(node.type, column.type, out_i[m], out_f[m], out_n[m]))
         table = pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.type) for c in q.output]))
         return outer(q, table)
@@ -357,6 +375,115 @@ class Prepared:
         else:
             array = pa.array(np.ascontiguousarray(ints), type=pa.int64(), mask=mask)
         return array if array.type == arrow_type else array.cast(arrow_type)
+
+
+def _string_map(template: ir.Op, strings: pa.Array) -> pa.Array:
+    """A string function (``Compiled.string_maps``) of each of ``strings``."""
+    env = Env(len(strings), lambda name: strings)
+    return vector.to_arrow(vector.evaluate(template, env), template.type)
+
+
+class MatchRows:
+    """The rows of the matches (``vm.match_all`` with ``track``), for the measures computed
+    from them once the matches are found: ARRAY_AGG, MAX_BY, MIN_BY (``ir.ROW_AGGREGATES``).
+    One *entry* per row of a match (a row in two matches, AFTER MATCH SKIP TO, has two): its
+    sorted row, its variable, its match's number. An output row sees the entries of its match
+    from the first up to its own row (RUNNING) or all of them (FINAL)."""
+
+    def __init__(self, prepared: Prepared, om: np.ndarray, ol: np.ndarray) -> None:
+        self.p = prepared
+        total = int(vm.match_length_sum(ol))
+        rows, variables, numbers, starts, first = vm.match_rows(ol, total)
+        self.rows, self.variables, self.numbers, self.starts = rows, variables, numbers, starts.astype(np.bool_)
+        matched = om[0] >= 0
+        self.matched = matched
+        at = np.where(matched, om[0], 0)
+        self.begin = np.where(matched, first[at], 0)  # the output row's match's first entry
+        length = np.where(matched, ol[np.minimum(at + 1, len(ol) - 1)], 0)
+        self.running = np.where(matched, om[1], 0)
+        self.length = length
+        variable_names = pa.array(prepared.q.variables or [""], pa.string())
+        self.env = Env(total, self._column)
+        self._labels = variable_names.take(pa.array(variables))
+
+    def _column(self, name: str) -> pa.Array:
+        if name == _LABEL:
+            return self._labels
+        if name == _NUMBER:
+            return pa.array(self.numbers, pa.int64())
+        return self.p._sorted_column(name).take(pa.array(self.rows))
+
+    def _values(self, node: ir.Node) -> Vec:
+        """A row expression on every entry (its CLASSIFIER and MATCH_NUMBER are the entry's)."""
+        vec = vector.evaluate(_entry_expression(node), self.env)
+        failure = vector.first_error(vec)
+        if failure is not None:
+            raise _vector_error(failure[1], vec, int(self.p.perm[self.rows[failure[0]]]))
+        return vector.dense(vec, len(self.rows))
+
+    def measure(self, node: ir.Node) -> pa.Array:
+        separator = None
+        if isinstance(node, ir.Op):  # CONCAT_WS(separator, ARRAY_AGG(...))
+            separator = node.args[0].value  # type: ignore[attr-defined]
+            node = node.args[1]
+        assert isinstance(node, ir.Agg) and node.arg is not None
+        member = self.p.cls_member[self.p.c.classes.index(node.cls)].astype(np.bool_)[self.variables]
+        end = self.begin + (self.length if node.final else self.running)
+        if node.func == "ARRAY_AGG" and separator is None:
+            return self._array_agg(node, member, end)
+        if node.func == "ARRAY_AGG":
+            # Trino's concat_ws(string, array(varchar)): the non-null elements joined; a null
+            # array (no row) is null
+            return pc.binary_join(self._array_agg(node, member, end, drop_nulls=True), separator)
+        return self._by(node, member, end)
+
+    def _array_agg(self, node: ir.Agg, member: np.ndarray, end: np.ndarray, drop_nulls: bool = False) -> pa.Array:
+        vec = self._values(node.arg)  # type: ignore[arg-type]
+        values = vector.to_arrow(vec, node.arg.type)  # type: ignore[union-attr]
+        # no row of the class seen: NULL, as an aggregate of no rows is (SQL, Trino)
+        counts = np.concatenate([[0], np.cumsum(member, dtype=np.int64)])
+        empty = pa.array(~self.matched | (counts[end] == counts[self.begin]))
+        if drop_nulls:
+            member = member & np.asarray(vec.valid, dtype=np.bool_)
+            counts = np.concatenate([[0], np.cumsum(member, dtype=np.int64)])
+        indices = np.flatnonzero(member)
+        lo, hi = counts[self.begin], counts[end]
+        lengths = np.where(self.matched, hi - lo, 0)
+        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        # element k of output row o is member entry lo[o] + k
+        take = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - lo, lengths)
+        elements = values.take(pa.array(indices[take], pa.int64()))
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), elements, mask=empty)
+
+    def _by(self, node: ir.Agg, member: np.ndarray, end: np.ndarray) -> pa.Array:
+        values = vector.to_arrow(self._values(node.arg), node.arg.type)  # type: ignore[arg-type, union-attr]
+        key = self._values(node.key)  # type: ignore[arg-type]
+        keys = vector.to_arrow(key, node.key.type)  # type: ignore[union-attr]
+        ranks = np.asarray(pc.rank(keys, sort_keys="ascending", tiebreaker="dense").to_numpy(zero_copy_only=False))
+        usable = member & np.asarray(key.valid, dtype=np.bool_)
+        best = vm.prefix_best(ranks.astype(np.int64), usable, self.starts, node.func == "MAX_BY")
+        last = np.where(self.matched & (end > self.begin), end - 1, 0)
+        chosen = np.where(self.matched & (end > self.begin), best[last] if len(best) else -1, -1)
+        picked = values.take(pa.array(np.maximum(chosen, 0), pa.int64())) if len(values) else pa.nulls(len(chosen), values.type)
+        return pc.if_else(pa.array(chosen >= 0), picked, pa.scalar(None, values.type))
+
+
+_LABEL, _NUMBER = "\x00classifier", "\x00match_number"  # the entries' own columns (not input names)
+
+
+def _entry_expression(node: ir.Node) -> ir.Node:
+    """A row expression with CLASSIFIER() and MATCH_NUMBER() read from the entries' columns."""
+    if isinstance(node, ir.RowClassifier):
+        return ir.RowCol(node.type, _LABEL)
+    if isinstance(node, ir.MatchNo):
+        return ir.RowCol(node.type, _NUMBER)
+    if isinstance(node, ir.Op):
+        return ir.Op(node.type, node.op, tuple(_entry_expression(a) for a in node.args))
+    if isinstance(node, ir.Case):
+        whens = tuple((_entry_expression(c), _entry_expression(v)) for c, v in node.whens)
+        otherwise = _entry_expression(node.otherwise) if node.otherwise is not None else None
+        return ir.Case(node.type, whens, otherwise)
+    return node
 
 
 def outer(q: Checked, table: pa.Table) -> pa.Table:
@@ -464,11 +591,7 @@ def partition_codes(table: pa.Table, columns: list[str]) -> tuple[np.ndarray, in
     combined = None
     size = 1
     for name in columns:
-        column = table.column(name)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
+        column = vector.plain(table.column(name))
         encoded = pc.dictionary_encode(column, null_encoding="encode")
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         k = len(encoded.dictionary)
@@ -500,12 +623,8 @@ def order_permutation(table: pa.Table, order: list[tuple[str, bool, bool]]) -> n
 
 def _order_keys(column, descending: bool, nulls_first: bool) -> list[np.ndarray]:
     """Integer sort keys (most significant first) for one ORDER BY column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = vector.plain(column)
     t = column.type
-    if pa.types.is_dictionary(t):
-        column = column.cast(t.value_type)
-        t = column.type
     if column.null_count:
         is_null = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
         null_keys = [(~is_null if nulls_first else is_null).astype(np.int8)]

@@ -66,10 +66,16 @@ class At(Node):
 
 @dataclass(frozen=True)
 class Agg(Node):
-    func: str  # COUNT, SUM, AVG, MIN, MAX
+    func: str  # COUNT, SUM, AVG, MIN, MAX; ARRAY_AGG, MAX_BY, MIN_BY (measures only: ROW_AGGREGATES)
     cls: str | None
     arg: Node | None  # a row expression; None: COUNT(*) / COUNT(A.*)
     final: bool
+    key: Node | None = None  # MAX_BY/MIN_BY: the row expression whose largest/smallest value picks the row
+
+
+#: Aggregates computed from the match's rows after matching (engine: ``rowagg``), not by the
+#: matcher's accumulators: a measure may be one of them, or CONCAT_WS of an ARRAY_AGG.
+ROW_AGGREGATES = ("ARRAY_AGG", "MAX_BY", "MIN_BY")
 
 
 @dataclass(frozen=True)
@@ -92,12 +98,19 @@ class Case(Node):
     otherwise: Node | None
 
 
+def row_measure(node: Node) -> bool:
+    """Whether a measure is computed from the match's rows after matching (ROW_AGGREGATES)."""
+    if isinstance(node, Op) and node.op == "concat_ws":
+        node = node.args[1]
+    return isinstance(node, Agg) and node.func in ROW_AGGREGATES
+
+
 def children(node: Node) -> tuple[Node, ...]:
     """The direct sub-expressions of a node."""
     if isinstance(node, At):
         return (node.expr,)
     if isinstance(node, Agg):
-        return (node.arg,) if node.arg is not None else ()
+        return tuple(x for x in (node.arg, node.key) if x is not None)
     if isinstance(node, Op):
         return node.args
     if isinstance(node, Case):

@@ -251,6 +251,8 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
     parts = split(text)
     con = duckdb.connect()
     try:
+        if "TUMBLE" in text.upper():
+            _group_windows(con)
         arrow_tables = {name: as_table(value, name) for name, value in tables.items()}
         for name, table in arrow_tables.items():
             con.register(name, table)
@@ -258,7 +260,7 @@ def run(text: str, tables: dict[str, Any], *, max_steps: int | None = None) -> p
         for k, clause in enumerate(parts.clauses):
             source = _given(arrow_tables, clause)
             if source is None:
-                source = _outer(con, parts.input_query(clause, names), text, clause.input_start)
+                source = _hugeints(_outer(con, parts.input_query(clause, names), text, clause.input_start))
             prefix = parts.with_prefix(names)
             clause_text = constant_subqueries(
                 clause.clause_text, lambda query, at=clause.end, prefix=prefix: _outer(con, prefix + query, text, at)
@@ -296,6 +298,39 @@ def _duckdb() -> Any:
             "runs on DuckDB, which is not installed: pip install 'ceql[sql]'"
         ) from None
     return duckdb
+
+
+#: Flink's group windows (``GROUP BY TUMBLE(t, size)``, and in the SELECT list the window's
+#: ``TUMBLE_START``, ``TUMBLE_END`` and ``TUMBLE_ROWTIME``, its last millisecond) as DuckDB
+#: macros: windows of ``size`` aligned on the epoch, as Flink's are. ``t`` is a timestamp
+#: without time zone (Flink's rowtime). The SELECT list's are aggregates (every row of a group
+#: has the same window), as DuckDB does not match them to the GROUP BY key.
+_BUCKET = "time_bucket(size, CAST(t AS TIMESTAMP), TIMESTAMP '1970-01-01')"
+GROUP_WINDOWS = (
+    f"CREATE MACRO tumble(t, size) AS {_BUCKET}",
+    f"CREATE MACRO tumble_start(t, size) AS min({_BUCKET})",
+    f"CREATE MACRO tumble_end(t, size) AS min({_BUCKET}) + size",
+    f"CREATE MACRO tumble_rowtime(t, size) AS min({_BUCKET}) + size - INTERVAL 1 MILLISECOND",
+)
+
+
+def _hugeints(table: pa.Table) -> pa.Table:
+    """DuckDB's HUGEINT (its SUM of integers: Arrow ``decimal128(38, 0)``) as BIGINT where every
+    value fits, as Trino's and Flink's SUM of integers are: the matcher computes with 64-bit
+    integers, not decimals."""
+    for i, field in enumerate(table.schema):
+        if field.type == pa.decimal128(38, 0):
+            try:
+                column = table.column(i).cast(pa.int64())
+            except pa.ArrowInvalid:  # a value past 64 bits: kept as it is
+                continue
+            table = table.set_column(i, pa.field(field.name, pa.int64(), field.nullable), column)
+    return table
+
+
+def _group_windows(con: Any) -> None:
+    for macro in GROUP_WINDOWS:
+        con.execute(macro)
 
 
 def _outer(con: Any, query: str, text: str, offset: int) -> pa.Table:
@@ -348,28 +383,27 @@ def _is_op(tok: Token, op: str) -> bool:
     return tok.kind == "OP" and tok.value == op
 
 
-def _closing(tokens: list[Token], open_at: int) -> int | None:
+def _matching(tokens: list[Token], at: int, step: int) -> int | None:
+    """The parenthesis matching the one at ``at``: after it (``step`` 1, from a ``(``) or before
+    it (-1, from a ``)``); None if there is none."""
+    opening, closing = ("(", ")") if step > 0 else (")", "(")
     depth = 0
-    for j in range(open_at, len(tokens)):
-        if _is_op(tokens[j], "("):
+    for j in range(at, len(tokens) if step > 0 else -1, step):
+        if _is_op(tokens[j], opening):
             depth += 1
-        elif _is_op(tokens[j], ")"):
+        elif _is_op(tokens[j], closing):
             depth -= 1
             if depth == 0:
                 return j
     return None
+
+
+def _closing(tokens: list[Token], open_at: int) -> int | None:
+    return _matching(tokens, open_at, 1)
 
 
 def _opening(tokens: list[Token], close_at: int) -> int | None:
-    depth = 0
-    for j in range(close_at, -1, -1):
-        if _is_op(tokens[j], ")"):
-            depth += 1
-        elif _is_op(tokens[j], "("):
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
+    return _matching(tokens, close_at, -1)
 
 
 _BEFORE_INPUT = {"FROM", "JOIN", "LATERAL", "ON", "USING", "SELECT", "WHERE"}

@@ -33,8 +33,13 @@ MAX_EXPR_DEPTH = 1_000
 INT64_MAX = 2**63 - 1
 
 NAVIGATIONS = {"PREV", "NEXT", "FIRST", "LAST"}
-AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE"}
-SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER"}
+AGGREGATES = {
+    "COUNT", "SUM", "AVG", "MIN", "MAX", "BOOL_AND", "BOOL_OR", "EVERY", "COUNT_IF", "ARBITRARY", "ANY_VALUE",
+    "ARRAY_AGG", "MAX_BY", "MIN_BY",
+}
+#: aggregates of two arguments: the value, and the key that picks the row
+KEYED_AGGREGATES = {"MAX_BY", "MIN_BY"}
+SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS"}
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -136,6 +141,7 @@ def _check_depth(query: ast.Query) -> None:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def allows_deep_expressions(func: F) -> F:
@@ -260,10 +266,7 @@ class _Parser:
             raise self.unsupported("SELECT DISTINCT", self.tok.offset)
         if self.is_kw("ALL") and not self.is_op("(", tok=self.peek()):
             self.advance()
-        select = [self.select_item()]
-        while self.is_op(","):
-            self.advance()
-            select.append(self.select_item())
+        select = self.comma_list(self.select_item)
         self.expect_kw("FROM")
         if self.is_op("("):
             raise self.unsupported("a subquery in FROM", self.tok.offset, "name a table, frame or view")
@@ -320,6 +323,14 @@ class _Parser:
 
     # ------------------------------------------------------------------ MATCH_RECOGNIZE
 
+    def comma_list(self, item: Callable[[], T]) -> list[T]:
+        """``item [, item ...]``."""
+        items = [item()]
+        while self.is_op(","):
+            self.advance()
+            items.append(item())
+        return items
+
     def match_recognize(self) -> ast.MatchRecognize:
         start = self.advance().offset
         self.expect_op("(", "'(' after MATCH_RECOGNIZE")
@@ -331,23 +342,14 @@ class _Parser:
         if self.is_kw("PARTITION"):
             self.advance()
             self.expect_kw("BY")
-            partition.append(self.partition_column())
-            while self.is_op(","):
-                self.advance()
-                partition.append(self.partition_column())
+            partition = self.comma_list(self.partition_column)
         if self.is_kw("ORDER"):
             self.advance()
             self.expect_kw("BY")
-            order.append(self.sort_key())
-            while self.is_op(","):
-                self.advance()
-                order.append(self.sort_key())
+            order = self.comma_list(self.sort_key)
         if self.is_kw("MEASURES"):
             self.advance()
-            measures.append(self.measure())
-            while self.is_op(","):
-                self.advance()
-                measures.append(self.measure())
+            measures = self.comma_list(self.measure)
         if self.is_kw("ONE", "ALL"):
             rows, empty = self.rows_per_match()
         if self.is_kw("AFTER"):
@@ -376,17 +378,11 @@ class _Parser:
         subsets: list[tuple[ast.Name, tuple[ast.Name, ...]]] = []
         if self.is_kw("SUBSET"):
             self.advance()
-            subsets.append(self.subset())
-            while self.is_op(","):
-                self.advance()
-                subsets.append(self.subset())
+            subsets = self.comma_list(self.subset)
         defines: list[tuple[ast.Name, ast.Expr]] = []
         if self.is_kw("DEFINE"):
             self.advance()
-            defines.append(self.define())
-            while self.is_op(","):
-                self.advance()
-                defines.append(self.define())
+            defines = self.comma_list(self.define)
         if not self.is_op(")"):
             return self._clause_error(
                 ["PARTITION", "ORDER", "MEASURES", "ONE", "ALL", "AFTER", "PATTERN", "WITHIN", "SUBSET"],
@@ -484,10 +480,7 @@ class _Parser:
         name = self.name("a union variable name")
         self.expect_op("=", "'=' after the union variable")
         self.expect_op("(", "'(' and the variables of the subset")
-        items = [self.name("a pattern variable")]
-        while self.is_op(","):
-            self.advance()
-            items.append(self.name("a pattern variable"))
+        items = self.comma_list(lambda: self.name("a pattern variable"))
         self.expect_op(")", "',' or ')'")
         return name, tuple(items)
 
@@ -579,10 +572,7 @@ class _Parser:
         if self.is_kw("PERMUTE") and self.is_op("(", tok=self.peek()):
             self.advance()
             self.advance()
-            items = [self.pattern()]
-            while self.is_op(","):
-                self.advance()
-                items.append(self.pattern())
+            items = self.comma_list(self.pattern)
             self.expect_op(")", "',' or ')' closing PERMUTE")
             return ast.PPermute(tok.offset, tuple(items))
         if self.is_name():
@@ -664,10 +654,7 @@ class _Parser:
             self.expect_op("(", "'(' and a list of values")
             if self.is_kw("SELECT"):
                 raise self.unsupported("a subquery in IN", self.tok.offset)
-            values = [self.concat_expr()]
-            while self.is_op(","):
-                self.advance()
-                values.append(self.concat_expr())
+            values = self.comma_list(self.concat_expr)
             self.expect_op(")", "',' or ')'")
             result = _balanced("OR", tok.offset, [ast.Binary(tok.offset, "=", left, value) for value in values])
             return ast.Unary(tok.offset, "NOT", result) if negated else result
@@ -827,12 +814,16 @@ class _Parser:
                     arg = ast.Star(star_pos, None)
                 else:
                     arg = self.expr()
+                key = None
+                if name in KEYED_AGGREGATES:
+                    self.expect_op(",", f"',' and the key ({name} takes a value and a key)")
+                    key = self.expr()
                 if self.is_op(","):
                     raise self.unsupported(f"{name} with several arguments", self.tok.offset)
                 self.expect_op(")", "')'")
-                if self.is_kw("FILTER", "OVER", "WITHIN"):
+                if self.is_kw("FILTER", "OVER", "WITHIN", "ORDER"):
                     raise self.unsupported(f"{self.tok.upper} after an aggregate", self.tok.offset)
-                return ast.Aggregate(start, name, arg, semantics)
+                return ast.Aggregate(start, name, arg, semantics, key)
             if name == "CLASSIFIER":
                 var = None if self.is_op(")") else self.name("a pattern variable or ')'")
                 self.expect_op(")", "')'")
@@ -841,21 +832,22 @@ class _Parser:
                 self.expect_op(")", "')' (MATCH_NUMBER takes no argument)")
                 return ast.MatchNumber(tok.offset)
             if name in SCALARS:
-                args = [self.expr()]
-                while self.is_op(","):
-                    self.advance()
-                    args.append(self.expr())
+                args = self.comma_list(self.expr)
                 self.expect_op(")", "',' or ')'")
                 if name == "ABS" and len(args) != 1:
                     raise QuerySyntaxError("ABS takes one argument", self.text, tok.offset)
                 return ast.Function(tok.offset, name, tuple(args))
-            if name in ("MATCH_ROWTIME", "MATCH_PROCTIME", "PROCTIME"):
+            if name == "MATCH_ROWTIME":  # Flink's: the time of the match's last row
+                self.expect_op(")", "')' (ceql's MATCH_ROWTIME takes no argument)")
+                return ast.Function(tok.offset, name, ())
+            if name in ("MATCH_PROCTIME", "PROCTIME"):
                 raise self.unsupported(f"{name}()", tok.offset)
             raise self.unsupported(
                 f"function {name}",
                 tok.offset,
                 "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
-                "ARBITRARY, ANY_VALUE, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER",
+                "ARBITRARY, ANY_VALUE, ARRAY_AGG, MAX_BY, MIN_BY, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER, "
+                "CONCAT_WS",
             )
         finally:
             self.leave()

@@ -63,7 +63,8 @@ def describe(compiled: Compiled) -> str:
     if q.measures:
         lines.append("measures (VM, per output row):")
         for name, node in q.measures:
-            lines.append(f"  {name} = {_text(node)}")
+            after = " (after matching, from the match's rows)" if ir.row_measure(node) else ""
+            lines.append(f"  {name} = {_text(node)}{after}")
     lines.append("program:")
     lines.extend(f"  {line}" for line in compiled.program.describe())
     return "\n".join(lines)
@@ -283,7 +284,8 @@ def _text(node: ir.Node) -> str:  # noqa: C901
     if isinstance(node, ir.Agg):
         sem = "FINAL " if node.final else ""
         arg = "*" if node.arg is None else _text(node.arg)
-        return f"{sem}{node.func}({arg} over {node.cls or '*'})"
+        key = "" if node.key is None else f" by {_text(node.key)}"
+        return f"{sem}{node.func}({arg}{key} over {node.cls or '*'})"
     if isinstance(node, ir.Case):
         whens = " ".join(f"WHEN {_text(c)} THEN {_text(v)}" for c, v in node.whens)
         otherwise = f" ELSE {_text(node.otherwise)}" if node.otherwise is not None else ""

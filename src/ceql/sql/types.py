@@ -2,8 +2,9 @@
 
 ceql computes with five kinds of values: ``int`` (64-bit, exact: overflow is an error), ``double``,
 ``string``, ``bool`` and ``timestamp`` (an integer count of ``unit`` since the epoch, with the
-column's time zone or none), plus ``interval`` (nanoseconds; literals only) and ``null`` (the
-type of a bare NULL literal, which fits anywhere).
+column's time zone or none), plus ``interval`` (nanoseconds; literals only), ``null`` (the
+type of a bare NULL literal, which fits anywhere) and ``array`` (ARRAY_AGG's result: a measure
+only, an Arrow list).
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 @dataclass(frozen=True)
 class SqlType:
-    kind: str  # int, double, string, bool, timestamp, interval, null
+    kind: str  # int, double, string, bool, timestamp, interval, null, array
     unit: str | None = None  # timestamps
     tz: str | None = None  # timestamps with a zone
+    element: SqlType | None = None  # arrays (ARRAY_AGG's result): the type of the elements
 
     def __str__(self) -> str:
+        if self.kind == "array":
+            return f"array({self.element})"
         if self.kind == "timestamp":
             return f"timestamp({self.unit}{', ' + self.tz if self.tz else ''})"
         return self.kind
@@ -42,6 +46,8 @@ class SqlType:
             return pa.bool_()
         if self.kind == "timestamp":
             return pa.timestamp(self.unit or "ns", self.tz)
+        if self.kind == "array":
+            return pa.list_(self.element.arrow() if self.element is not None else pa.null())
         return pa.null()
 
 

@@ -26,6 +26,8 @@ def arrow_values(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
     """An Arrow array of ``arrow_type`` from Python values (timestamps given as integers)."""
     if pa.types.is_timestamp(arrow_type):
         return pa.array(values, type=pa.int64()).cast(arrow_type)
+    if pa.types.is_list(arrow_type) and pa.types.is_timestamp(arrow_type.value_type):
+        return pa.array(values, type=pa.list_(pa.int64())).cast(arrow_type)
     if pa.types.is_dictionary(arrow_type):
         return pa.array(values, type=arrow_type.value_type).cast(arrow_type)
     if pa.types.is_null(arrow_type):

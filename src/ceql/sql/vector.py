@@ -132,14 +132,18 @@ def first_error(vec: Vec, rows: np.ndarray | None = None) -> tuple[int, int] | N
 # ---------------------------------------------------------------------------- internals
 
 
-def _arrow_column(env: Env, name: str) -> Vec:
-    array = env.column(name)
+def plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One Arrow array of the values: chunks combined, a dictionary decoded."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    return array
+
+
+def _arrow_column(env: Env, name: str) -> Vec:
+    array = plain(env.column(name))
     t = array.type
-    if pa.types.is_dictionary(t):
-        array = array.cast(t.value_type)
-        t = array.type
     valid = _valid(array)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":
         if t != pa.string():

@@ -68,7 +68,8 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_JUMP_IF_NOT_NULL,
     E_POP,
     E_ROW_ARG,
-) = range(35)
+    E_STRMAP,
+) = range(36)
 
 A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
@@ -445,36 +446,34 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
         elif op == E_NOT:
             W[sti + sp - 1] = 1 - W[sti + sp - 1]
             pc += 1
-        elif op == E_AND_SKIP:
-            # a FALSE left side is the result: skip the right side
-            if not W[stn + sp - 1] and W[sti + sp - 1] == 0:
+        elif op == E_STRMAP:
+            # a string function of a computed string (LOWER(CLASSIFIER()), x || 'c', x LIKE 'p'):
+            # a table from string codes to results, built over the dictionary (engine)
+            if not W[stn + sp - 1]:
+                mapped = K[consti + K[consti + K[code + pc + 1]] + W[sti + sp - 1]]
+                if mapped < 0:
+                    W[stn + sp - 1] = 1
+                else:
+                    W[sti + sp - 1] = mapped
+            pc += 2
+        elif op == E_AND_SKIP or op == E_OR_SKIP:
+            # a decisive left side (FALSE for AND, TRUE for OR) is the result: skip the right side
+            if not W[stn + sp - 1] and W[sti + sp - 1] == (0 if op == E_AND_SKIP else 1):
                 pc = K[code + pc + 1]
             else:
                 pc += 2
-        elif op == E_AND:
+        elif op == E_AND or op == E_OR:
+            # three-valued (the left side is not decisive, see *_SKIP): a decisive right side is
+            # the result, else a null side makes it null, else it is the other truth value
+            decisive = 0 if op == E_AND else 1
             sp -= 1
-            if not W[stn + sp] and W[sti + sp] == 0:
-                W[sti + sp - 1] = 0
+            if not W[stn + sp] and W[sti + sp] == decisive:
+                W[sti + sp - 1] = decisive
                 W[stn + sp - 1] = 0
             elif W[stn + sp] or W[stn + sp - 1]:
                 W[stn + sp - 1] = 1
             else:
-                W[sti + sp - 1] = 1
-            pc += 1
-        elif op == E_OR_SKIP:
-            if not W[stn + sp - 1] and W[sti + sp - 1] == 1:
-                pc = K[code + pc + 1]
-            else:
-                pc += 2
-        elif op == E_OR:
-            sp -= 1
-            if not W[stn + sp] and W[sti + sp] == 1:
-                W[sti + sp - 1] = 1
-                W[stn + sp - 1] = 0
-            elif W[stn + sp] or W[stn + sp - 1]:
-                W[stn + sp - 1] = 1
-            else:
-                W[sti + sp - 1] = 0
+                W[sti + sp - 1] = 1 - decisive
             pc += 1
         elif op == E_ISNULL:
             W[sti + sp - 1] = 1 if W[stn + sp - 1] else 0
@@ -514,14 +513,36 @@ S_PART, S_START, S_NUMBER, S_COVERED, S_NOUT, S_GEN, S_VALID, S_STEPS = range(8)
 F_NONE, F_FOUND, F_GROW_PATH, F_GROW_BT, F_GROW_TRAIL, F_ERROR, F_MORE, F_STEPS = range(8)
 
 
+@njit(cache=True, inline="always")
+def _save(W, st, p, s, number, covered, nout):
+    """Save where ``_run`` stopped (a buffer is full): the next call resumes there."""
+    W[st + S_PART] = p
+    W[st + S_START] = s
+    W[st + S_NUMBER] = number
+    W[st + S_COVERED] = covered
+    W[st + S_NOUT] = nout
+
+
+@njit(cache=True, inline="always")
+def _unmatched_row(OI, ON, OM, nout, s, nmeas):
+    """Output row ``nout``: the unmatched row ``s`` (WITH UNMATCHED ROWS), no measures."""
+    OI[0, nout] = s
+    ON[0, nout] = 1
+    OM[0, nout] = -1
+    for m in range(nmeas):
+        ON[m + 1, nout] = 1
+
+
 @njit(cache=True)
 def _run(
-    K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON,
-    window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final,
+    K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON, OM, OL,
+    window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final, track,
 ):
     """Match the partitions from the saved state on (see ``match_all``). Stops early, with the
     state saved, when a buffer is full (the caller grows it and calls again) or on an error.
-    Nothing is reallocated here, so that the per-row loops carry no reference counting."""
+    Nothing is reallocated here, so that the per-row loops carry no reference counting.
+    ``track``: record each match's rows (``OL``: start row, length, match number, variable per
+    row, after ``OL[0]``, the used length) and each output row's match and row count (``OM``)."""
     nparts = P.shape[1] - 1
     nmeas = K[K_NMEAS]
     nagg = K[K_NAGG]
@@ -573,16 +594,9 @@ def _run(
             elif starts[s] == 0:
                 if s > covered:
                     if nout == out_cap:
-                        W[st + S_PART] = p
-                        W[st + S_START] = s
-                        W[st + S_NUMBER] = number
-                        W[st + S_COVERED] = covered
-                        W[st + S_NOUT] = nout
+                        _save(W, st, p, s, number, covered, nout)
                         return R_GROW_OUT
-                    OI[0, nout] = s
-                    ON[0, nout] = 1
-                    for m in range(nmeas):
-                        ON[m + 1, nout] = 1
+                    _unmatched_row(OI, ON, OM, nout, s, nmeas)
                     nout += 1
                 s += 1
                 continue
@@ -774,11 +788,7 @@ def _run(
                         W[slots + W[trail + 2 * ntrail]] = W[trail + 2 * ntrail + 1]
             # ------------------------------------------------ what the search found
             if status == F_GROW_PATH or status == F_GROW_BT or status == F_GROW_TRAIL:
-                W[st + S_PART] = p
-                W[st + S_START] = s
-                W[st + S_NUMBER] = number
-                W[st + S_COVERED] = covered
-                W[st + S_NOUT] = nout
+                _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1  # the interrupted search left marks
                 if status == F_GROW_PATH:
                     return R_GROW_PATH
@@ -795,16 +805,9 @@ def _run(
             if status == F_NONE:
                 if unmatched and s > covered:
                     if nout == out_cap:
-                        W[st + S_PART] = p
-                        W[st + S_START] = s
-                        W[st + S_NUMBER] = number
-                        W[st + S_COVERED] = covered
-                        W[st + S_NOUT] = nout
+                        _save(W, st, p, s, number, covered, nout)
                         return R_GROW_OUT
-                    OI[0, nout] = s
-                    ON[0, nout] = 1
-                    for m in range(nmeas):
-                        ON[m + 1, nout] = 1
+                    _unmatched_row(OI, ON, OM, nout, s, nmeas)
                     nout += 1
                 s += 1
                 continue
@@ -819,18 +822,21 @@ def _run(
                         emit += 1
             else:
                 emit = 1
-            if nout + emit > out_cap:
-                W[st + S_PART] = p
-                W[st + S_START] = s
-                W[st + S_NUMBER] = number
-                W[st + S_COVERED] = covered
-                W[st + S_NOUT] = nout
+            if nout + emit > out_cap or (track and OL[0] + length + 3 > OL.shape[0]):
+                _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1
                 return R_GROW_OUT
             number += 1
             W[st + S_VALID] = gen + 1  # a successful search's marks are not failures
             k_out = nout
             more = False
+            at = OL[0]
+            if track:
+                OL[at] = s
+                OL[at + 1] = length
+                OL[at + 2] = number
+                for j in range(length):
+                    OL[at + 3 + j] = W[path + j]
             for j in range(length if (all_rows and length > 0) else 1):
                 if k_out - nout == emit:
                     break
@@ -846,6 +852,8 @@ def _run(
                     OI[0, k_out] = pstart
                     upto = length
                 ON[0, k_out] = 0
+                OM[0, k_out] = at
+                OM[1, k_out] = upto
                 for m in range(nmeas):
                     ri, rf, rn, e, ed, ef = evaluate(
                         K, KF, ci, cf, valid, perm, W, WF, K[measoff + 2 * m], K[measoff + 2 * m + 1], -1, 0, s,
@@ -872,6 +880,8 @@ def _run(
                 number -= 1  # a measure reads a row not seen yet (NEXT): match s again later
                 break
             nout = k_out
+            if track:
+                OL[0] = at + 3 + length
             if length == 0:
                 s += 1
                 continue
@@ -1000,12 +1010,14 @@ MEMO_ENTRIES = 1 << 24
 
 
 def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers, covered, *, window, memo_ok, max_steps,
-              skip_kind, skip_cls, all_rows, empty_mode, final, nslots):
+              skip_kind, skip_cls, all_rows, empty_mode, final, nslots, track=False):
     """Match every partition (rows ``bounds[p]`` to ``bounds[p + 1]``, resuming at
     ``resume[p]`` with ``numbers[p]`` matches found before and rows up to ``covered[p]`` in some
     match). Returns (output rows as sorted row indices, their "no measures" flags, the measures'
     int values, float values and null flags, resume, numbers, covered, error fields, error float
-    payload)."""
+    payload, and with ``track`` the matches' rows: per output row its match's offset in the
+    match list (-1: an unmatched row) and the rows it sees (running), and the match list: per
+    match its first sorted row, its length, its number and its rows' variables)."""
     nagg = int(K[K_NAGG])
     nmeas = int(K[K_NMEAS])
     stack = int(K[K_STACK])
@@ -1023,10 +1035,13 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
     OI = np.zeros((nmeas + 1, out_cap), dtype=np.int64)
     OF = np.zeros((max(nmeas, 1), out_cap), dtype=np.float64)
     ON = np.zeros((nmeas + 1, out_cap), dtype=np.uint8)
+    OM = np.zeros((2, out_cap), dtype=np.int64)
+    OL = np.zeros(4096 if track else 1, dtype=np.int64)
+    OL[0] = 1
     while True:
         status = _run(
-            K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON,
-            window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final,
+            K, KF, masks, starts, ci, cf, valid, perm, W, WF, memo, P, OI, OF, ON, OM, OL,
+            window, memo_ok, stride, max_steps, skip_kind, skip_cls, all_rows, empty_mode, final, track,
         )
         if status == R_DONE or status == R_ERROR:
             break
@@ -1041,6 +1056,9 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
             OI = np.concatenate([OI, np.zeros_like(OI)], axis=1)
             OF = np.concatenate([OF, np.zeros_like(OF)], axis=1)
             ON = np.concatenate([ON, np.zeros_like(ON)], axis=1)
+            OM = np.concatenate([OM, np.zeros_like(OM)], axis=1)
+            if track:
+                OL = np.concatenate([OL, np.zeros_like(OL)])
             assert OI.shape[1] == grown
             continue
         W, WF = _workspace(nagg, cap, stack, btcap, nslots, trailcap, old=(W, WF))
@@ -1051,7 +1069,62 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
     return (
         OI[0, :nout], ON[0, :nout], OI[1:, :nout], OF[:nmeas, :nout], ON[1:, :nout],
         P[1, :nparts].copy(), P[2, :nparts].copy(), P[3, :nparts].copy(), err, float(WF[W[W_ERRF]]),
+        OM[:, :nout], OL[: OL[0]],
     )
+
+
+@njit(cache=True)
+def match_rows(OL, nrows):
+    """``match_all``'s match list (``track``) flattened, one entry per matched row: its sorted
+    row, its variable, its match's number, and whether it starts its match; and per offset of a
+    match in the list, the entry of its first row. ``nrows``: the entries (the lengths' sum)."""
+    rows = np.empty(nrows, dtype=np.int64)
+    variables = np.empty(nrows, dtype=np.int64)
+    numbers = np.empty(nrows, dtype=np.int64)
+    starts = np.zeros(nrows, dtype=np.uint8)
+    first = np.zeros(OL.shape[0], dtype=np.int64)
+    at = 1
+    e = 0
+    while at < OL[0]:
+        length = OL[at + 1]
+        first[at] = e
+        for j in range(length):
+            rows[e + j] = OL[at] + j
+            variables[e + j] = OL[at + 3 + j]
+            numbers[e + j] = OL[at + 2]
+        if length > 0:
+            starts[e] = 1
+        e += length
+        at += 3 + length
+    return rows, variables, numbers, starts, first
+
+
+@njit(cache=True)
+def match_length_sum(OL):
+    """The number of matched rows in ``match_all``'s match list."""
+    total = 0
+    at = 1
+    while at < OL[0]:
+        total += OL[at + 1]
+        at += 3 + OL[at + 1]
+    return total
+
+
+@njit(cache=True)
+def prefix_best(ranks, usable, starts, largest):
+    """Per entry, the entry (from its match's first row up to it) with the largest (smallest)
+    rank among the usable ones, the first of equals; -1 if none. MAX_BY and MIN_BY, running."""
+    n = ranks.shape[0]
+    best = np.empty(n, dtype=np.int64)
+    current = -1
+    for i in range(n):
+        if starts[i]:
+            current = -1
+        if usable[i]:
+            if current < 0 or (ranks[i] > ranks[current] if largest else ranks[i] < ranks[current]):
+                current = i
+        best[i] = current
+    return best
 
 
 @njit(cache=True)

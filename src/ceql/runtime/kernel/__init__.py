@@ -13,6 +13,8 @@ owns all its state (numpy arrays, kept values, key table): one per thread or wor
 """
 
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.runner import PlanKernel, is_kernel_state, kernel_notes, unsupported
+from ceql.runtime.kernel.runner import PlanKernel, is_kernel_state, kernel_notes, kernel_path, unsupported
 
-__all__ = ["KernelEvaluator", "KernelMatches", "PlanKernel", "is_kernel_state", "kernel_notes", "unsupported"]
+__all__ = [
+    "KernelEvaluator", "KernelMatches", "PlanKernel", "is_kernel_state", "kernel_notes", "kernel_path", "unsupported",
+]

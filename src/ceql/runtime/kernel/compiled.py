@@ -697,33 +697,41 @@ _GOLDEN = 11400714819323198485  # 2**64 / golden ratio: Fibonacci hashing of int
 
 
 @njit(cache=True, nogil=True)
-def hash_codes(values, valid, table, bits, next_code, out):  # pragma: no cover - compiled
+def hash_codes(values, valid, table, bits, next_code, out, fresh):  # pragma: no cover - compiled
     """Codes for int64 keys from a persistent open-addressing table of 2**bits slots, slot j
     being ``table[2j]`` (the key) and ``table[2j + 1]`` (its code, -1: empty) so that a probe
     touches one cache line; at most half full after the call (the caller ensures it). A key
-    seen before gets its code, a new one the next code, in order of first appearance. Rows
-    without ``valid`` get -1. Returns the next free code."""
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
+    seen before gets its code, a new one the next code, in order of first appearance (its key
+    goes to ``fresh[code - the first next code]``: the new keys in code order). Rows without
+    ``valid`` get -1. Returns the next free code."""
+    first = next_code
     for i in range(len(values)):
-        if not valid[i]:
-            out[i] = -1
-            continue
-        v = values[i]
-        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
-        while True:
-            c = table[2 * j + 1]
-            if c < 0:
-                table[2 * j] = v
-                table[2 * j + 1] = next_code
-                out[i] = next_code
-                next_code += 1
-                break
-            if table[2 * j] == v:
-                out[i] = c
-                break
-            j = (j + 1) & mask
+        out[i] = _code_of(table, bits, values[i], next_code) if valid[i] else -1
+        if out[i] == next_code:  # a new key took the next code
+            fresh[next_code - first] = values[i]
+            next_code += 1
     return next_code
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _code_of(table, bits, v, fresh):  # pragma: no cover - compiled
+    """The code of key ``v`` in a ``hash_codes`` table; a new key is put in with ``fresh``."""
+    j = _key_slot(table, bits, v)
+    if table[2 * j + 1] < 0:
+        table[2 * j] = v
+        table[2 * j + 1] = fresh
+    return table[2 * j + 1]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _key_slot(table, bits, v):  # pragma: no cover - compiled
+    """The slot of key ``v`` in a ``hash_codes`` table: where it is, or the empty slot where
+    it goes."""
+    mask = (1 << bits) - 1
+    j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
+    while table[2 * j + 1] >= 0 and table[2 * j] != v:
+        j = (j + 1) & mask
+    return j
 
 
 @njit(cache=True, nogil=True)
@@ -862,8 +870,6 @@ def window_codes(values, valid, table, bits, keys, free, counts, out):  # pragma
     from the stack ``free`` (``counts[1]`` of them) before a fresh one (``counts[0]``: the next
     fresh code), and its code's key is recorded in ``keys`` (the caller sizes ``keys`` for
     ``counts[0] + len(values)`` codes and the table for the result to be at most half full)."""
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     next_code = counts[0]
     nfree = counts[1]
     for i in range(len(values)):
@@ -871,25 +877,18 @@ def window_codes(values, valid, table, bits, keys, free, counts, out):  # pragma
             out[i] = -1
             continue
         v = values[i]
-        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
-        while True:
-            c = table[2 * j + 1]
-            if c < 0:
-                if nfree > 0:
-                    nfree -= 1
-                    code = free[nfree]
-                else:
-                    code = next_code
-                    next_code += 1
-                table[2 * j] = v
-                table[2 * j + 1] = code
-                keys[code] = v
-                out[i] = code
-                break
-            if table[2 * j] == v:
-                out[i] = c
-                break
-            j = (j + 1) & mask
+        j = _key_slot(table, bits, v)
+        if table[2 * j + 1] < 0:
+            if nfree > 0:
+                nfree -= 1
+                code = free[nfree]
+            else:
+                code = next_code
+                next_code += 1
+            table[2 * j] = v
+            table[2 * j + 1] = code
+            keys[code] = v
+        out[i] = table[2 * j + 1]
     counts[0] = next_code
     counts[1] = nfree
 
@@ -1001,7 +1000,29 @@ def join_run(
         m = meas[i]
         p = poss[i]
         lowest = _lowest_first(m, window)
-        if role_type[last] == t:
+        if role_type[last] == t and k == 2:
+            # Two roles (the common join): count the chain's entries in the window, then write
+            # them oldest first from the end (no depth-first walk, no reversal).
+            first_match = js[J_NMATCH]
+            e = _join_head(tables, 0, bits, key)
+            while e >= 0 and e_pos[e] >= p:
+                e = e_prev[e]
+            count = 0
+            f = e
+            while f >= 0 and e_meas[f] >= lowest:
+                count += 1
+                f = e_prev[f]
+            if first_match + count > cap_out:
+                return JOIN_OUTPUT_FULL, i
+            x = first_match + count - 1
+            while x >= first_match:
+                out_trigger[x] = p
+                out_pos[2 * x] = e_pos[e]
+                out_pos[2 * x + 1] = p
+                e = e_prev[e]
+                x -= 1
+            js[J_NMATCH] = first_match + count
+        elif role_type[last] == t:
             first_match = js[J_NMATCH]
             n = first_match
             # Depth-first over the roles last-1 .. 0, each candidate strictly before the one

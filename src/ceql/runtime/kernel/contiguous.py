@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.lang import ast
 from ceql.runtime.kernel.compiled import chain_starts, group_by_code
+from ceql.runtime.kernel.joins import check_bound, sequence_roles
 
 _OPS: dict[str, Callable] = {
     "<": operator.lt,
@@ -90,17 +91,10 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     formula = plan.formula
     if isinstance(formula, ast.Filter):
         formula = formula.body
-    if not isinstance(formula, ast.Sequence) or not formula.contiguous or len(formula.parts) < 2:
+    roles = sequence_roles(plan, formula, contiguous=True)
+    if roles is None:
         return None
-    types: list[int] = []
-    labels: list[str] = []
-    for part in formula.parts:
-        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
-            return None
-        if part.body.name not in plan.type_names:
-            return None
-        types.append(plan.type_names.index(part.body.name))
-        labels.append(part.label)
+    types, labels = roles
     if len(set(labels)) != len(labels):
         return None
     # The checks name the roles by the compiler's own labels: map them back.
@@ -141,9 +135,12 @@ class ContiguousChain:
     """The state between batches: the last k-1 events of each key (position, key code, type,
     window measure and the compared attributes; ``storages``: attribute -> "int" or "double")."""
 
-    def __init__(self, shape: ChainShape, window: int | None, storages: dict[str, str]) -> None:
+    def __init__(
+        self, shape: ChainShape, window: int | None, storages: dict[str, str], max_nodes: int | None = None
+    ) -> None:
         self.shape = shape
         self.window = window
+        self.max_nodes = max_nodes  # the carried events may not exceed it (as the automaton's nodes)
         self.k = len(shape.types)
         self.role_type = np.array(shape.types, dtype=np.int64)
         empty = np.zeros(0, dtype=np.int64)
@@ -217,6 +214,7 @@ class ContiguousChain:
                 keep = keep[measure[rows].max() - measure[keep] < self.window]
         else:
             keep = rows
+        check_bound(len(keep), self.max_nodes)  # (k-1 events per key: keys without a window)
         self.carry = {"position": pos[keep], "code": code[keep], "type": kind[keep], "measure": measure[keep]}
         for name, (data, valid) in values.items():
             self.carry[f"value.{name}"] = data[keep]

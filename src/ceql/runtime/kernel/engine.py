@@ -190,16 +190,11 @@ class KernelEvaluator:
         """Label sets by id (the ids in KernelMatches.labels)."""
         return self.tables.label_sets
 
-    def process(
-        self,
-        symbols: np.ndarray,
-        positions: np.ndarray,
-        measures: np.ndarray,
-        key_codes: np.ndarray | None = None,
-        missing: np.ndarray | None = None,
-    ) -> KernelMatches:
-        """Process a batch of events; return the complex events it triggers (all at once)."""
-        chunks = list(self.process_chunks(symbols, positions, measures, key_codes, missing))
+    def process(self, *batch: np.ndarray | None) -> KernelMatches:
+        """Process a batch of events (``process_chunks``'s arguments: symbols, positions,
+        measures, then optionally key codes and missing); return the complex events it
+        triggers (all at once)."""
+        chunks = list(self.process_chunks(*batch))  # type: ignore[arg-type]
         return KernelMatches.concat(chunks, self.label_sets, self.labels)
 
     def process_chunks(

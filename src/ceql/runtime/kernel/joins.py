@@ -64,19 +64,10 @@ def join_shape(plan: Plan, post: object | None, measures: object | None) -> Join
         or (plan.projection is not None and plan.projection.kind != "star")
     ):
         return None
-    formula = plan.formula
-    if not isinstance(formula, ast.Sequence) or formula.contiguous or len(formula.parts) < 2:
+    roles = sequence_roles(plan, plan.formula, contiguous=False)
+    if roles is None or any(plan.type_names[t] not in plan.partition_types for t in roles[0]):
         return None
-    types: list[int] = []
-    labels: list[str] = []
-    for part in formula.parts:
-        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
-            return None
-        name = part.body.name
-        if name not in plan.type_names or name not in plan.partition_types:
-            return None
-        types.append(plan.type_names.index(name))
-        labels.append(part.label)
+    types, labels = roles
     arrow_types = plan.catalog.arrow_types
     int_keys = all(
         len(group) == 1 and arrow_types.get(group[0]) == pa.int64() for group in plan.partition_groups
@@ -84,13 +75,32 @@ def join_shape(plan: Plan, post: object | None, measures: object | None) -> Join
     return JoinShape(tuple(types), tuple(labels), int_keys)
 
 
+def sequence_roles(plan: Plan, formula: ast.Formula, contiguous: bool) -> tuple[list[int], list[str]] | None:
+    """The roles of a sequence (``:`` where ``contiguous``, else ``;``) of two or more single
+    labelled events of types the plan knows: each one's event type index and label, in order;
+    None for any other formula (the shapes of joins and chains)."""
+    if not isinstance(formula, ast.Sequence) or formula.contiguous != contiguous or len(formula.parts) < 2:
+        return None
+    types: list[int] = []
+    labels: list[str] = []
+    for part in formula.parts:
+        if not (isinstance(part, ast.Label) and isinstance(part.body, ast.EventType)) or part.body.stream:
+            return None
+        if part.body.name not in plan.type_names:
+            return None
+        types.append(plan.type_names.index(part.body.name))
+        labels.append(part.label)
+    return types, labels
+
+
 class EqualityJoin:
     """The state and the compiled loop of one join plan: entries of the window (position,
     measure, key, role, previous entry of the same role and key) and one hash table per role."""
 
-    def __init__(self, shape: JoinShape, window: int) -> None:
+    def __init__(self, shape: JoinShape, window: int, max_nodes: int | None = None) -> None:
         self.shape = shape
         self.window = window
+        self.max_nodes = max_nodes  # the live entries may not exceed it (as the automaton's nodes)
         self.role_type = np.array(shape.types, dtype=np.int64)
         self.roles = len(shape.types)
         self.js = np.zeros(k.J_SIZE, dtype=np.int64)
@@ -129,18 +139,16 @@ class EqualityJoin:
         measures = np.require(measures, np.int64, _ARGS)
         keys = np.require(keys, np.int64, _ARGS)
         valid = np.require(valid, np.bool_, _ARGS)
-        index = 0
-        while True:
+        index, status = 0, None
+        while status != k.JOIN_DONE:  # resumed at ``index`` once Python made room
             status, index = k.join_run(
                 types, positions, measures, keys, valid, index, n, self.role_type, self.window, self.js,
                 self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev,
                 self.cur, self.out_trigger, self.out_pos,
             )  # fmt: skip
-            if status == k.JOIN_DONE:
-                break
             if status == k.JOIN_ENTRIES_FULL:
                 self._make_room()
-            else:  # JOIN_OUTPUT_FULL
+            elif status == k.JOIN_OUTPUT_FULL:
                 if self.js[k.J_NMATCH] and len(self.out_trigger) >= MAX_CHUNK_MATCHES:
                     yield self._take()
                 else:
@@ -167,6 +175,7 @@ class EqualityJoin:
         compaction clears the tables: at most a quarter live, it runs once per 3/4 of the
         capacity appended, so its cost per entry stays small; memory is 4 windows at most)."""
         live = self.compact()
+        check_bound(live, self.max_nodes)
         capacity = len(self.e_pos)
         if 4 * (live + self.roles) > capacity:
             self._allocate(2 * capacity, keep=live)
@@ -207,6 +216,16 @@ class EqualityJoin:
             array[:n] = state[f"{STATE_PREFIX}{name}"]
         self.js[k.J_ENTRIES] = n
         self.compact()
+
+
+def check_bound(live: int, max_nodes: int | None) -> None:
+    """The automaton's bound on stored partial matches (runtime/limits.py), for the join's
+    entries and the chain's carried events: the same LimitError past ``max_nodes`` (None or
+    0: no bound)."""
+    if max_nodes and live > max_nodes:
+        from ceql.runtime.limits import too_many_nodes
+
+        raise too_many_nodes(live, max_nodes)
 
 
 def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:
@@ -256,9 +275,21 @@ def fixed_columns(matches, projection, width: int):
     roles = [projection.event(labels) for labels in sets]
     kept = [q for q, (keep, _) in enumerate(roles) if keep]
     positions = matrix[:, kept].ravel() if len(kept) < width else matches.positions
-    offsets = np.arange(n + 1, dtype=np.int64) * len(kept)
+    # Offsets of n lists of c items each, one array per c (labels of one event share it),
+    # int32 where they fit: what the Arrow list columns take without converting them.
+    kind = np.int32 if (n + 1) * width < 2**31 else np.int64
+    steps: dict[int, np.ndarray] = {}
+
+    def offsets_of(count: int) -> np.ndarray:
+        if count not in steps:
+            steps[count] = np.arange(0, (n + 1) * count, max(count, 1), dtype=kind)[: n + 1] if count else np.zeros(n + 1, kind)
+        return steps[count]
+
     labels = {}
     for name in projection.output_labels:
         mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
-        labels[name] = (np.arange(n + 1, dtype=np.int64) * len(mine), matrix[:, mine].ravel())
+        # One role: its column (a strided view made contiguous, no fancy indexing).
+        values = np.ascontiguousarray(matrix[:, mine[0]]) if len(mine) == 1 else matrix[:, mine].ravel()
+        labels[name] = (offsets_of(len(mine)), values)
+    offsets = offsets_of(len(kept))
     return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})

@@ -21,6 +21,21 @@ def _empty(bits: int) -> np.ndarray:
     return table
 
 
+def _reserved(table: np.ndarray, bits: int, size: int, used: int) -> tuple[np.ndarray, int]:
+    """A table at most half full for ``size`` keys: ``table`` itself when it is, else a larger
+    one holding its ``used`` keys (rehashed); with its bits."""
+    if 2 * size <= (1 << bits):
+        return table, bits
+    while 2 * size > (1 << bits):
+        bits += 1
+    grown = _empty(bits)
+    if used:
+        from ceql.runtime.kernel.compiled import hash_insert
+
+        hash_insert(table, grown, bits)
+    return grown, bits
+
+
 class IntCodes:
     """int64 key -> dense code."""
 
@@ -29,9 +44,11 @@ class IntCodes:
         self.table = _empty(bits)
         self.size = 0  # keys in the table
 
-    def encode(self, values: np.ndarray, valid: np.ndarray | None, next_code: int) -> tuple[np.ndarray, int]:
+    def encode(
+        self, values: np.ndarray, valid: np.ndarray | None, next_code: int
+    ) -> tuple[np.ndarray, int, np.ndarray]:
         """The codes of ``values`` (-1 where not ``valid``); new keys get codes from
-        ``next_code`` on. Returns (codes, the next free code)."""
+        ``next_code`` on. Returns (codes, the next free code, the new keys in code order)."""
         from ceql.runtime.kernel.compiled import hash_codes
 
         # Writable and contiguous (an Arrow column's zero-copy view is read-only, which numba
@@ -41,9 +58,10 @@ class IntCodes:
         if valid is None:
             valid = np.ones(len(values), dtype=bool)
         out = np.empty(len(values), dtype=np.int64)
-        end = hash_codes(values, valid, self.table, self.bits, next_code, out)
-        self.size += int(end) - next_code
-        return out, int(end)
+        fresh = np.empty(len(values), dtype=np.int64)
+        end = int(hash_codes(values, valid, self.table, self.bits, next_code, out, fresh))
+        self.size += end - next_code
+        return out, end, fresh[: end - next_code]
 
     def get(self, value: int) -> int:
         """The code of ``value``, or -1."""
@@ -73,18 +91,7 @@ class IntCodes:
 
     def _reserve(self, size: int) -> None:
         """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""
-        if 2 * size <= (1 << self.bits):
-            return
-        bits = self.bits
-        while 2 * size > (1 << bits):
-            bits += 1
-        old = self.table
-        self.bits = bits
-        self.table = _empty(bits)
-        if self.size:
-            from ceql.runtime.kernel.compiled import hash_insert
-
-            hash_insert(old, self.table, bits)
+        self.table, self.bits = _reserved(self.table, self.bits, size, self.size)
 
 
 class WindowCodes:
@@ -127,18 +134,7 @@ class WindowCodes:
 
     def _reserve(self, size: int) -> None:
         """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""
-        if 2 * size <= (1 << self.bits):
-            return
-        bits = self.bits
-        while 2 * size > (1 << bits):
-            bits += 1
-        old = self.table
-        self.bits = bits
-        self.table = _empty(bits)
-        if self.live:
-            from ceql.runtime.kernel.compiled import hash_insert
-
-            hash_insert(old, self.table, bits)
+        self.table, self.bits = _reserved(self.table, self.bits, size, self.live)
 
     def recycle(self, slot_of: np.ndarray) -> None:
         """Give back the codes whose partition has no slot in ``slot_of`` (the kernel's code ->

@@ -27,10 +27,11 @@ from ceql.compile.output_schema import OutputSchema, output_schema
 from ceql.compile.plan import Plan
 from ceql.errors import EventError, UnsupportedQueryError
 from ceql.lang import ast
+from ceql.lang.printer import print_within
 from ceql.lang.visit import walk
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import builder_for, iter_tables
+from ceql.runtime.batches import builder_for, iter_tables, typed_indexes
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.columns import (
     Conditions,
@@ -48,9 +49,16 @@ from ceql.runtime.kernel.compiled import (
     select_supports,
 )
 from ceql.runtime.kernel.consume import Consumed, clear_markers, emulated
-from ceql.runtime.kernel.contiguous import ContiguousChain, chain_shape
+from ceql.runtime.kernel.contiguous import ChainShape, ContiguousChain, chain_shape
 from ceql.runtime.kernel.engine import KernelEvaluator, KernelMatches
-from ceql.runtime.kernel.joins import EqualityJoin, fixed_columns, int_keys, join_shape, role_labels
+from ceql.runtime.kernel.joins import (
+    EqualityJoin,
+    JoinShape,
+    fixed_columns,
+    int_keys,
+    join_shape,
+    role_labels,
+)
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
@@ -99,6 +107,60 @@ def kernel_notes(plan: Plan) -> list[str]:
     if emulated(post.plan, post.per_match):
         notes.append(f"CONSUME BY {plan.consume} applied after the checks, column-wise (few candidates)")
     return notes
+
+
+def _fast_shapes(
+    source: Plan, plan: Plan, post: PostFilter | None, measures: MeasureColumns | None
+) -> tuple[JoinShape | None, ChainShape | None]:
+    """The hash join or the column-wise chain that evaluates the plan (issue 34), or neither
+    (the automaton): ``source`` is the compiled plan, ``plan`` the one the kernel runs (the
+    per-complex-event checks' pattern where ``post`` has checks). The one place that decides."""
+    join = join_shape(plan, post, measures) if plan.checked.query.within is not None else None
+    return join, (chain_shape(source, plan, post, measures) if join is None else None)
+
+
+def kernel_path(plan: Plan) -> tuple[str, str]:
+    """Which of the kernel's paths runs ``plan``, and why, in words (for explain): "join",
+    "chain" or "automaton". Only for plans the kernel evaluates (``unsupported`` is None)."""
+    post = post_filter(plan)
+    post = post if isinstance(post, PostFilter) else None
+    run = post.plan if post is not None else plan
+    if getattr(plan, "absence", None) is not None:
+        return "automaton", "NOT FOLLOWED BY keeps the automaton (kernel/absence.py)"
+    join, chain = _fast_shapes(plan, run, post, _measure_columns(run))
+    within = plan.checked.query.within
+    if join is not None:
+        roles = " ; ".join(f"{plan.type_names[t]} AS {label}" for t, label in zip(join.types, join.labels))
+        keys = ", ".join(f"{name}: [{', '.join(key)}]" for name, key in sorted(run.partition_types.items()))
+        return "join", (
+            f"hash join inside the window (kernel/joins.py): {roles} is one event per role, every "
+            f"role linked by key equalities (the key per event type: {keys}), in WITHIN "
+            f"{print_within(within)} over a measure that never decreases, with ALL, no CONSUME BY, "
+            "LIMIT, measures or checks per complex event; a hash table per role (key -> its latest "
+            "event), each trigger walks its key's chains back to the window's edge: no automaton, "
+            "no partition per key, memory the events of the window"
+        )
+    if chain is not None:
+        roles = " : ".join(chain.labels)
+        tests = " AND ".join(
+            f"{chain.labels[ra]}.{a} {op} {chain.labels[rb]}.{b}" for op, (ra, a), (rb, b) in chain.compares
+        )
+        per = (
+            " per key [" + "], [".join(", ".join(g) for g in run.partition_groups) + "]"
+            if run.partition_groups
+            else ""
+        )
+        return "chain", (
+            f"column-wise chain of consecutive events (kernel/contiguous.py): {roles} is a contiguous "
+            f"sequence of single events{per} whose conditions compare one label's attribute with "
+            f"another's ({tests}); each event ends at most one complex event: the batch grouped by "
+            "key, the comparisons evaluated on whole shifted columns, no automaton"
+        )
+    return "automaton", (
+        "the automaton (tECS): the pattern is neither single events linked by key equalities in a "
+        "window (a hash join) nor a contiguous sequence of single events compared attribute to "
+        "attribute (a column-wise chain)"
+    )
 
 
 def _measure_columns(plan: Plan) -> MeasureColumns | None:
@@ -258,11 +320,9 @@ class KeyCodes:
 
     def _int_codes(self, values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         start = self.count
-        codes, end = self._ints.encode(values, valid, start)
+        codes, end, fresh = self._ints.encode(values, valid, start)
         if end > start:
-            fresh = codes >= start
-            firsts = np.unique(codes[fresh], return_index=True)[1]  # first appearance, in code order
-            self._segments.append(values[fresh][firsts])
+            self._segments.append(fresh)  # the new keys, in code order
             self.count = end
         return codes
 
@@ -422,18 +482,18 @@ class PlanKernel:
             max_nodes=self.max_nodes,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
-        # Equality correlation of single events: a hash join in the window (joins.py, issue 34).
-        shape = join_shape(plan, self.post, self.measures)
-        self.join = EqualityJoin(shape, int(within.value)) if shape is not None and within is not None else None
+        # Equality correlation of single events: a hash join in the window (joins.py), or
+        # conditions between consecutive events, column-wise (contiguous.py): issue 34.
+        shape, chain = _fast_shapes(self.source, plan, self.post, self.measures)
+        self.join = EqualityJoin(shape, int(within.value), self.max_nodes) if shape is not None else None
         if self.join is not None and not self.join.shape.int_keys:
             self.keys = KeyCodes(plan)  # codes that equate a double with its int, kept
-        # Conditions between consecutive events, column-wise (contiguous.py, issue 34).
-        chain = chain_shape(self.source, plan, self.post, self.measures)
         self.chain = (
             ContiguousChain(
                 chain,
                 None if within is None else int(within.value),
                 {name: plan.catalog.columns[name].storage for name in chain.attributes},
+                self.max_nodes,
             )
             if chain
             else None
@@ -514,12 +574,11 @@ class PlanKernel:
             dtype=np.int64,
         )
 
-    def _chain_table(
-        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
-    ) -> Iterator[KernelMatches]:
-        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
-        chain = self.chain
-        assert chain is not None
+    def _columnwise(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the join and chain paths read of a batch, column-wise: each row's type index,
+        window measure, whether it has none, and stream position; advances ``self.position``."""
         n = table.num_rows
         base = self.position
         if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
@@ -527,10 +586,19 @@ class PlanKernel:
         measures, missing = self._measures(table, types, base, positions)
         if self.plan.ordered_time:
             self._check_order(types, measures, missing, base, positions)
-        rows = np.arange(n)
-        codes = self.keys.encode(table, rows, types) if self.keys is not None else np.zeros(n, dtype=np.int64)
         self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
         at = np.arange(base, base + n, dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        return types, measures, missing, at
+
+    def _chain_table(
+        self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
+    ) -> Iterator[KernelMatches]:
+        """``process_table`` for a contiguous chain (contiguous.py): shifted columns per key."""
+        chain = self.chain
+        assert chain is not None
+        n = table.num_rows
+        types, measures, missing, at = self._columnwise(table, positions, types)
+        codes = self.keys.encode(table, np.arange(n), types) if self.keys is not None else np.zeros(n, dtype=np.int64)
         triggers, keys, matrix = chain.process(table, types, at, measures, missing, codes)
         m, k = matrix.shape
         if m:
@@ -550,21 +618,13 @@ class PlanKernel:
         then the compiled hash join."""
         join, keys = self.join, self.keys
         assert join is not None and keys is not None
-        n = table.num_rows
-        base = self.position
-        if types is None:  # (a worker gives each row's type index: runtime/parallel.py)
-            types = self._type_indexes(table)
-        measures, missing = self._measures(table, types, base, positions)
-        if self.plan.ordered_time:
-            self._check_order(types, measures, missing, base, positions)
-        rows = np.arange(n)
+        types, measures, missing, at = self._columnwise(table, positions, types)
+        rows = np.arange(table.num_rows)
         if join.shape.int_keys:
             values, valid = int_keys(table, rows, types, keys._group_of, [group for group, _ in keys.groups])
         else:
             values = keys.encode(table, rows, types)
             valid = values >= 0
-        self.position = base + n if positions is None else (int(positions[-1]) + 1 if n else base)
-        at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions
         roles = join.roles
         label_ids = self._role_labels(join.shape.types, join.shape.labels)
         for triggers, flat in join.process(types, at, measures, values, valid):
@@ -724,6 +784,9 @@ class PlanKernel:
 
     def _type_indexes(self, table: pa.Table) -> np.ndarray:
         """Each row's index in ``plan.type_names`` (-1: a type the plan does not know)."""
+        known = typed_indexes(table, self.plan.type_names)
+        if known is not None:  # the table just typed: its type index, mapped
+            return known
         type_index = pc.index_in(table.column("event_type"), value_set=self._type_array)
         return np.asarray(pc.fill_null(type_index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 

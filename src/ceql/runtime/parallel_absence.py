@@ -1,0 +1,162 @@
+"""NOT FOLLOWED BY split by key across workers (``compile.plan.split_keys``).
+
+Each worker runs ``SplitAbsence``, the one-core ``KernelAbsence`` over the sub-stream of its
+keys (every event at its position in the whole stream). A key's complex events, their
+cancellations and deadlines are all in its sub-stream; only where a deadline passes depends on
+the whole stream: at the first event at or past it of a type the query names (with ``n EVENTS``,
+the event at that position). So each worker also reads, per piece of the input, the window
+measures of those events of the whole piece (the *clock*, found once per piece when it is
+prepared) and reports a complex event at the same trigger as one core.
+
+Many keys' complex events may fall due at one event, so a trigger no longer belongs to one
+worker. One core orders those of one trigger by (partition code, deadline, the order they
+started waiting); its codes follow the order in which keys first appear (a key of one
+attribute: ``KeyCodes`` gives codes in order of appearance). Each worker therefore labels its
+matches with a rank: the position where the key first appeared (PARTITION BY), or, for the
+equality form (a one-event f, no partition), the position of f's event, after the deadline.
+The merge (``parallel_merge.merge``) sorts by (trigger, rank, deadline, tie), stably: the
+one-core order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ceql.compile.plan import Plan, split_keys
+from ceql.runtime.arrow import MatchColumns
+from ceql.runtime.kernel.absence import KernelAbsence, absence_unsupported, own_plan
+from ceql.runtime.kernel.engine import KernelMatches
+from ceql.runtime.kernel.output import Projection
+
+
+def absence_split(plan: Plan) -> tuple[dict[str, tuple[str, ...]] | None, str]:
+    """How workers split a NOT FOLLOWED BY plan: (event type -> key attributes, how), or
+    (None, why it runs on one core)."""
+    reason = absence_unsupported(plan)
+    if reason is not None:
+        return None, f"the compiled kernel does not evaluate {reason}"
+    routing = split_keys(plan)
+    if routing is None:
+        return None, (
+            "NOT FOLLOWED BY splits only by a PARTITION BY or an equality linking g to a one-event f, "
+            "with the strategy ALL, no LIMIT and no CONSUME BY (compile.plan.split_keys)"
+        )
+    if plan.partition_groups:
+        # One core orders the matches due at one event by key code: codes follow first
+        # appearance only for a key of one attribute in one key list.
+        if len(plan.partition_groups) != 1 or len(plan.partition_groups[0]) != 1:
+            return None, (
+                "NOT FOLLOWED BY with a key of several attributes or key lists: one core orders the "
+                "matches due at one event by its key codes, which workers cannot reproduce"
+            )
+        keys = ", ".join(plan.partition_groups[0])
+        return routing, f"by the partition key [{keys}]: each worker waits for the deadlines of its keys"
+    if Projection.from_plan(own_plan(plan)).merges:
+        return None, (
+            "NOT FOLLOWED BY split by an equality with a projection other than *: one core merges equal "
+            "projections of different keys due at one event"
+        )
+    keys = ", ".join(f"{name}.{'/'.join(attributes)}" for name, attributes in routing.items())
+    return routing, f"by the equality's values ({keys}): each worker waits for the deadlines of its values"
+
+
+class SplitAbsence(KernelAbsence):
+    """One worker's NOT FOLLOWED BY (see the module docstring): its sub-stream, the clock of
+    the whole stream, and a rank per match for the merge."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(plan)
+        self.first_seen = np.zeros(0, dtype=np.int64)  # own key code -> position of its first event
+        self._part_positions: np.ndarray | None = None
+        keys = self.own.keys
+        if keys is not None:
+            encode = keys.encode
+
+            def recording(table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
+                """The own kernel's key codes, recording where each new key first appears."""
+                before = keys.count
+                codes = encode(table, rows, types)
+                if keys.count > before and self._part_positions is not None:
+                    fresh = np.flatnonzero(codes >= before)
+                    found, at = np.unique(codes[fresh], return_index=True)
+                    seen = np.zeros(keys.count, dtype=np.int64)
+                    seen[: len(self.first_seen)] = self.first_seen
+                    seen[found] = self._part_positions[rows[fresh[at]]]
+                    self.first_seen = seen
+                return codes
+
+            keys.encode = recording  # type: ignore[method-assign]
+
+    def process_part(
+        self, table: pa.Table | None, positions: np.ndarray | None, clock_pos: np.ndarray, clock_m: np.ndarray, end: int
+    ) -> Iterator[KernelMatches]:
+        """This worker's rows of one piece (``table`` at ``positions``; None: none), then the
+        complex events whose deadline the piece's clock passes (``clock_pos``/``clock_m``: the
+        positions and window measures of the events of the whole piece that pass deadlines);
+        ``end``: the position after the piece."""
+        self._flush()
+        if table is not None and table.num_rows:
+            assert positions is not None
+            own, cancelling = self.own, self.cancelling
+            self._part_positions = positions
+            found = list(own.process_table(table, positions))
+            cancels = list(cancelling.process_table(table, positions))
+            self._part_positions = None
+            types, measures, missing = cancelling.clock
+            if self.events_window:
+                local_pos = local_m = positions.astype(np.int64)
+            else:  # (the sub-stream's own clock: where its complex events' first events lie)
+                rows = np.flatnonzero(~missing & (types >= 0))
+                local_pos, local_m = positions[rows].astype(np.int64), measures[rows]
+            new = KernelMatches.concat(found, own.kernel.label_sets, True)
+            cancelled = KernelMatches.concat(cancels, cancelling.kernel.label_sets, True)
+            if len(new):
+                self._wait(new, local_pos, local_m)
+            if len(cancelled):
+                self._cancel(cancelled)
+            self._remember(local_pos, local_m)
+        self.position = end
+        waiting = self.waiting
+        if len(waiting) and len(clock_m):
+            at = np.searchsorted(clock_m, waiting.deadline, side="left")
+            due = at < len(clock_m)
+            if due.any():
+                yield from self._report(due, clock_pos[np.minimum(at, len(clock_m) - 1)])
+        self.own.prune_now()
+
+    def columns(self, chunk: KernelMatches) -> MatchColumns:
+        """As one core, with the merge's rank and tie per match (module docstring)."""
+        out = super().columns(chunk)
+        n = len(out)
+        if self.own.keys is not None:
+            local = chunk.partition if out.partition is None else out.partition
+            if len(local) != n:  # (a projection merged: its partition codes are reported)
+                raise AssertionError("NOT FOLLOWED BY split: a merged projection without partition codes")
+            out.rank = self.first_seen[local]  # type: ignore[attr-defined]
+            out.tie = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
+        else:  # the equality form, projection *: one row per complex event, f of one event
+            assert n == len(chunk)
+            out.rank = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
+            out.tie = chunk.positions[chunk.offsets[:-1]]  # type: ignore[attr-defined]
+        return out
+
+
+def clock_of(types: np.ndarray, measures: np.ndarray, missing: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """A piece's clock (positions and window measures of the events that pass deadlines: of a
+    type the query names, with a measure), from the cancelling plan's types of its rows."""
+    rows = np.flatnonzero(~missing & (types >= 0))
+    return rows.astype(np.int64) + first, measures[rows]
+
+
+def merged_finish(outputs: list[list[MatchColumns]]) -> list[MatchColumns]:
+    """The workers' matches at the end of the input, merged (one trigger: the end)."""
+    from ceql.runtime.parallel_merge import merge
+
+    parts = [columns for output in outputs for columns in output if len(columns)]
+    return [merge(parts)] if parts else []
+
+
+__all__ = ["SplitAbsence", "absence_split", "clock_of", "merged_finish"]
