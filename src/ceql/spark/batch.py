@@ -62,6 +62,8 @@ def plan_kind(query) -> str:
     facts = query.facts
     if facts.partition_groups and facts.consume != "ANY" and (not facts.deadlines or absence_splits_by_key(query)):
         return "partitioned"
+    if absence_routing(query) is not None:
+        return "partitioned"
     if facts.shardable and _every_type_has_measure(query):
         return "sharded"
     return "single"
@@ -92,13 +94,33 @@ def absence_splits_by_key(query) -> bool:
     cancelling = dict(absence.partition_types)
     if any(keyed.get(name) is None or cancelling.get(name) != keyed[name] for name in named):
         return False
+    return plan.strategy in ("ALL", "STRICT") and plan.limit is None and _keeps_each_complex_event(plan)
+
+
+def _keeps_each_complex_event(plan) -> bool:
+    """Whether the complex events of one trigger are reported each on its own (CONSUME BY
+    NONE, no projection that could make two of them one), so that grouping them by another
+    trigger changes nothing."""
     projection = plan.projection
-    return (
-        plan.strategy in ("ALL", "STRICT")
-        and plan.limit is None
-        and plan.consume == "NONE"
-        and (projection is None or (projection.kind == "star" and not projection.items))
-    )
+    return plan.consume == "NONE" and (projection is None or (projection.kind == "star" and not projection.items))
+
+
+def absence_routing(query) -> dict[str, tuple[str, ...]] | None:
+    """NOT FOLLOWED BY without PARTITION BY, split by the equality that links its cancelling
+    events to f's one event (``Order AS o NOT FOLLOWED BY Payment AS p FILTER p.order = o.id``):
+    event type -> the attributes of its key, as ``compile.plan.split_keys`` gives them (its
+    contract: each key's sub-stream alone, to its end, gives that key's complex events and
+    deadlines; an event whose key is missing is in the sub-stream of key None). None when the
+    query has no such split. Every type the answer lacks takes part in no complex event."""
+    from ceql.compile.plan import split_keys
+
+    facts = query.facts
+    if not facts.deadlines or facts.partition_groups:
+        return None
+    routing = split_keys(query.plan)
+    if routing is None or not _keeps_each_complex_event(query.plan):
+        return None
+    return routing
 
 
 def _every_type_has_measure(query) -> bool:
@@ -134,6 +156,10 @@ def explain_plan(
             query = ceql.compile(query, schema)
         else:
             raise CeqlError("explain_plan needs the declaration (or the DataFrame) to compile the query text")
+    routing = absence_routing(query)
+    if routing is not None:
+        keys = ", ".join(f"{name} by [{', '.join(attributes)}]" for name, attributes in routing.items())
+        return f"partitioned: NOT FOLLOWED BY's keys ({keys}) are evaluated in parallel"
     return {
         "partitioned": "partitioned: each PARTITION BY key is evaluated in parallel",
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
@@ -330,7 +356,11 @@ def plan_batch(
     timeline = keyed
     keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
-        grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
+        routing = absence_routing(compiled)
+        if routing is not None:
+            grouped, key_columns = _with_routing_keys(keyed, routing)
+        else:
+            grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
         # Keys in hashed buckets, one evaluator per bucket running PARTITION BY inside it: the
         # local engine restricted to the bucket's keys (every event of a key is in its bucket),
         # with a Python call and a sort per bucket rather than per key.
@@ -506,6 +536,39 @@ def _with_partition_keys(df, query, reuse: bool = False):
         term = F.col(key).isNotNull()
         condition = term if condition is None else (condition & term)
     return df.where(condition), columns
+
+
+def _with_routing_keys(df, routing: dict[str, tuple[str, ...]]):
+    """One key column per position of ``routing``'s attributes (``absence_routing``), and only
+    the rows of its event types. Rows whose key is missing stay (the sub-stream of key None:
+    an f that nothing can cancel is still reported). Equal values must hash alike whatever
+    their columns' types, so each key is brought to one type: integers to long, numbers of
+    mixed kinds to double (with -0.0 as 0.0), else one type as is, or text. Values that differ
+    may still share a bucket: a bucket is a union of whole sub-streams, which is exact."""
+    from pyspark.sql import functions as F
+
+    types = dict(df.dtypes)
+    width = len(next(iter(routing.values())))
+    columns = []
+    for index in range(width):
+        kinds = {types[attributes[index]] for attributes in routing.values()}
+        if kinds <= set(_INTEGRAL) | {"boolean"}:
+            cast = "bigint"
+        elif all(k in (*_INTEGRAL, "boolean", "float", "double") or k.startswith("decimal") for k in kinds):
+            cast = "double"
+        else:
+            cast = kinds.pop() if len(kinds) == 1 else "string"
+        expression = None
+        for type_name, attributes in routing.items():
+            branch = F.col(f"`{attributes[index]}`").cast(cast)
+            if cast == "double":
+                branch = F.when(branch == F.lit(0.0), F.lit(0.0)).otherwise(branch)
+            condition = F.col("event_type") == type_name
+            expression = F.when(condition, branch) if expression is None else expression.when(condition, branch)
+        key = f"{KEY}{index}"
+        df = df.withColumn(key, expression)
+        columns.append(key)
+    return df.where(F.col("event_type").isin(list(routing))), columns
 
 
 def _deadline_type(query, df):
