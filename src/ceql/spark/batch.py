@@ -23,6 +23,7 @@ small window over the counts gives every partition its offset; nothing runs unti
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -216,25 +217,18 @@ def find(
     query,
     declaration: Schema | str | None = None,
     *,
-    event_type: str = "event_type",
-    time_column: str | None = None,
-    time_unit: str | None = None,
-    order_by: list[str] | str | None = None,
-    tie_break: list[str] | str | None = None,
-    id_columns: list[str] | None = None,
-    with_events: bool = False,
     positions: bool = False,
-    name: str = "query",
     shards: int | None = None,
-    max_matches: int | None = None,
-    allowed_lateness: str | None = None,
     late: str = "fail",
     on_error: str = "fail",
     dead_letter: Callable[[Any], Any] | None = None,
+    **options: Any,
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
-    A lazy transformation: nothing runs until an action on the result. ``df`` has a string
+    ``options`` are those of ``prepare_stream`` (``event_type``, ``time_column``, ``time_unit``,
+    ``order_by``, ``tie_break``, ``id_columns``, ``with_events``, ``name``, ``max_matches``,
+    ``allowed_lateness``). A lazy transformation: nothing runs until an action on the result. ``df`` has a string
     column with the event type (``event_type``) and the attributes the query reads. Without a
     ``declaration`` (CEQL text or a Schema) it is derived from ``df.schema``: each event type
     the query names has every column, ``time_column`` (in ``time_unit`` if integers) is the
@@ -251,21 +245,11 @@ def find(
     "dead-letter" (also ``dead_letter(rejected)``, called once with the lazy DataFrame of their
     records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``.
     """
-    compiled, df, settings = prepare_stream(
-        df,
-        query,
-        declaration,
-        event_type=event_type,
-        time_column=time_column,
-        time_unit=time_unit,
-        order_by=order_by,
-        tie_break=tie_break,
-        id_columns=id_columns,
-        with_events=with_events,
-        name=name,
-        allowed_lateness=allowed_lateness,
-        max_matches=max_matches,
-    )
+    unknown = sorted(set(options) - set(_STREAM_OPTIONS))
+    if unknown:
+        raise TypeError(f"find() got an unexpected keyword argument {unknown[0]!r}")
+    compiled, df, settings = prepare_stream(df, query, declaration, **options)
+    order_by = options.get("order_by")
     if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
@@ -400,7 +384,8 @@ def prepare_stream(
     max_matches: int | None = None,
 ):
     """What batch and streaming share: the compiled query, the DataFrame with an ``event_type``
-    column, and the settings (``tie_break``, ``id_columns``, ...) checked against its columns."""
+    column, and the settings (``tie_break``, ``id_columns``, ...) checked against its columns.
+    Its keyword options are ``find``'s (see its docstring)."""
     import ceql
 
     order_by = _names(order_by)
@@ -447,6 +432,10 @@ def prepare_stream(
         "user_columns": user_columns,
     }
     return compiled, df, settings
+
+
+#: The keyword options ``find`` passes on to ``prepare_stream``.
+_STREAM_OPTIONS = tuple(inspect.signature(prepare_stream).parameters)[3:]
 
 
 def check_types_present(df, event_type: str, names: list[str]) -> None:
