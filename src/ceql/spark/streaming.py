@@ -432,10 +432,14 @@ def _streaming_plan(
     time = time_ns(schema, df, row_label(tie_break))
     if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
-    from ceql.spark.batch import absence_splits_by_key
+    from ceql.spark.batch import absence_routing, absence_splits_by_key
 
-    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule).
-    partitioned = bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
+    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule); keyed by an
+    # equality only with a window of time (n EVENTS counts the whole stream's events).
+    routing = absence_routing(query) if facts.window_kind != "events" else None
+    partitioned = routing is not None or (
+        bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
+    )
     if partitioned and facts.window_kind == "events":
         raise CeqlError(
             "WITHIN n EVENTS with PARTITION BY counts events of the whole stream, which a stream split "
@@ -452,9 +456,12 @@ def _streaming_plan(
     # late rows silently: the processor decides lateness and reports every late event.
     prepared = prepared.withWatermark(TS, f"{delay} milliseconds").drop(TS)
     if partitioned:
-        from ceql.spark.batch import _with_partition_keys
+        from ceql.spark.batch import _with_partition_keys, _with_routing_keys
 
-        prepared, keys = _with_partition_keys(prepared, query)
+        if routing is not None:
+            prepared, keys = _with_routing_keys(prepared, routing)
+        else:
+            prepared, keys = _with_partition_keys(prepared, query)
         renamed = {k: f"{KEY}{i}" for i, k in enumerate(keys)}
         for old, new in renamed.items():
             prepared = prepared.withColumnRenamed(old, new)
