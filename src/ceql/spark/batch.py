@@ -7,7 +7,9 @@ Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them
   one Python call per bucket, not per key). NOT FOLLOWED BY too when that is exact
   (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
   of its rows, and the trigger the whole stream would give is found afterwards
-  (``_global_triggers``);
+  (``_global_triggers``). NOT FOLLOWED BY without PARTITION BY goes the same way when an
+  equality links g to f's one event (``absence_routing``, from ``compile.plan.split_keys``):
+  its keys are that equality's attributes, per event type;
 - **sharded**: no PARTITION BY, a WITHIN window over a non-decreasing measure and nothing that
   reads outside the window (``query.facts.shardable``): the stream is cut into shards of the
   measure, each also given the window's worth of events before it, and each reports only the
@@ -59,7 +61,8 @@ def _compiled(query_text: str, declaration: str):
 
 
 def plan_kind(query) -> str:
-    """Which batch plan a compiled query gets: partitioned, sharded or single."""
+    """Which batch plan a compiled query gets: partitioned (by PARTITION BY, or by NOT FOLLOWED
+    BY's equality), sharded or single."""
     facts = query.facts
     if facts.partition_groups and facts.consume != "ANY" and (not facts.deadlines or absence_splits_by_key(query)):
         return "partitioned"
