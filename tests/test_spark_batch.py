@@ -353,3 +353,10 @@ def test_find_without_a_declaration_refuses_an_event_type_the_data_lacks(spark) 
     declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT E { id:int, t:primary_time } }"
     only_a = frame.where("event_type = 'A'").select("event_type", "id", "t")
     assert find(only_a, "SELECT * FROM S WHERE A; E PARTITION BY [id]", declared).count() == 0
+
+
+def test_find_names_an_unknown_option() -> None:
+    """find passes its stream options on to prepare_stream: a misspelt one is refused by name,
+    before anything reads the DataFrame."""
+    with pytest.raises(TypeError, match=r"find\(\) got an unexpected keyword argument 'tie_brake'"):
+        find(None, "SELECT * WHERE A; B", SCHEMA, tie_brake="s")
