@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import ceql
-from ceql.spark import find, matcher, plan_kind
+from ceql.spark import explain_plan, find, matcher, plan_kind
 from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -283,6 +283,19 @@ ABSENCE_QUERIES = [
     ("SELECT ANY * WHERE A+ AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS", "single"),
     ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 3 SECONDS CONSUME BY PARTITION", "single"),
     ("SELECT * WHERE A AS x NOT FOLLOWED BY B WITHIN 3 SECONDS", "single"),
+    # no PARTITION BY: split by the equality linking g to f's one event (compile.plan.split_keys)
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 3 SECONDS", "partitioned"),
+    ("SELECT * WHERE (A OR C) AS x NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 5 EVENTS", "partitioned"),
+    (
+        "SELECT * WHERE A AS x FILTER x[v > 1] NOT FOLLOWED BY (B AS y ; D AS w) FILTER y.id = x.id AND w.id = x.id "
+        "WITHIN 4 [t]",
+        "partitioned",
+    ),
+    # keys of two column types (id bigint, v double in the DataFrame): equal values, one bucket
+    ("SELECT * WHERE A AS x NOT FOLLOWED BY B AS y FILTER y.v = x.id WITHIN 4 SECONDS", "partitioned"),
+    # f of two events, or a projection: one task
+    ("SELECT * WHERE A AS x ; C AS z NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 3 SECONDS", "single"),
+    ("SELECT x WHERE A AS x NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 3 SECONDS", "single"),
 ]
 
 
@@ -301,6 +314,34 @@ def test_not_followed_by_splits_by_key_and_equals_the_engine(spark, text, kind) 
     assert len(plain) == len(local)
 
 
+def test_not_followed_by_split_by_an_equality_keeps_events_without_a_key(spark) -> None:
+    """Orders by id, payments by order (int and double columns): an order without an id is
+    never cancelled and is still reported, at the stream's trigger; 0.0 and -0.0 are one key."""
+    import pandas as pd
+
+    shop = ceql.declare(
+        "CREATE STREAM Shop { EVENT Order { id:int, ts:primary_time }, EVENT Payment { order:double, ts:primary_time } }"
+    )
+    text = "SELECT * FROM Shop WHERE Order AS o NOT FOLLOWED BY Payment AS p FILTER p.order = o.id WITHIN 10 SECONDS"
+    query = ceql.compile(text, shop)
+    assert plan_kind(query) == "partitioned"
+    assert "Order by [id]" in explain_plan(query)
+    second = 10**9
+    events = []
+    for i in range(40):  # orders 0..9 paid, some late; orders without id; a -0.0 payment for order 0
+        events.append({"event_type": "Order", "id": None if i % 7 == 3 else i % 10, "order": None, "ts": i * second})
+        paid = -0.0 if i % 10 == 0 else float(i % 10)
+        events.append({"event_type": "Payment", "id": None, "order": paid, "ts": (i + (i % 3) * 6) * second})
+    events.sort(key=lambda e: e["ts"])
+    frame = pd.DataFrame(events)
+    frame["id"] = frame["id"].astype("Int64")
+    frame["order"] = frame["order"].astype(float)
+    local = sorted((m.trigger, m.positions) for m in query.run(events))
+    assert local and any(events[m[1][0]]["id"] is None for m in local)
+    rows = find(spark.createDataFrame(frame), query, shop, positions=True).collect()
+    assert sorted((r.trigger, tuple(r.positions)) for r in rows) == local
+
+
 def test_find_without_a_declaration_refuses_an_event_type_the_data_lacks(spark) -> None:
     """A misspelt type would match nothing: find refuses it, as the CLI refuses a type its
     declaration lacks, and names the types the data has."""
@@ -312,3 +353,10 @@ def test_find_without_a_declaration_refuses_an_event_type_the_data_lacks(spark) 
     declared = "CREATE STREAM S { EVENT A { id:int, t:primary_time }, EVENT E { id:int, t:primary_time } }"
     only_a = frame.where("event_type = 'A'").select("event_type", "id", "t")
     assert find(only_a, "SELECT * FROM S WHERE A; E PARTITION BY [id]", declared).count() == 0
+
+
+def test_find_names_an_unknown_option() -> None:
+    """find passes its stream options on to prepare_stream: a misspelt one is refused by name,
+    before anything reads the DataFrame."""
+    with pytest.raises(TypeError, match=r"find\(\) got an unexpected keyword argument 'tie_brake'"):
+        find(None, "SELECT * WHERE A; B", SCHEMA, tie_brake="s")

@@ -350,6 +350,9 @@ def test_write_stream_takes_writer_options_and_writes_no_empty_batches(spark, tm
     [
         ("SELECT * WHERE A AS x NOT FOLLOWED BY B PARTITION BY [id] WITHIN 4 SECONDS", None),
         ("SELECT * WHERE A AS x; C NOT FOLLOWED BY B PARTITION BY [id] WITHIN 6 SECONDS", "3 seconds"),
+        # keyed by the equality (compile.plan.split_keys), no PARTITION BY
+        ("SELECT * WHERE (A OR C) AS x NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 4 SECONDS", None),
+        ("SELECT * WHERE C AS x NOT FOLLOWED BY B AS y FILTER y.id = x.id WITHIN 6 SECONDS", "3 seconds"),
     ],
 )
 def test_a_finished_stream_with_its_end_equals_batch_not_followed_by_included(spark, tmp_path, text, lateness) -> None:

@@ -235,6 +235,25 @@ def test_a_long_task_is_never_silent() -> None:
     assert session_lines == [session_lines[0]] and session_lines[0].startswith("ceql: [") and "collect: stage 7" in session_lines[0]
 
 
+def test_the_jvm_start_is_never_silent() -> None:
+    """The JVM's start has no stage to poll: ``ticking`` says it still runs every ``every``
+    seconds while its block lasts, and nothing once it is over (or when it fails)."""
+    import time
+
+    from ceql.spark.progress import ticking
+
+    lines: list[str] = []
+    with ticking("starting Spark", lines.append, every=0.05):
+        time.sleep(0.28)
+    assert 3 <= len(lines) <= 6
+    assert all(line.startswith("ceql run: [") and line.endswith("] starting Spark: still running") for line in lines)
+    seen = len(lines)
+    with pytest.raises(RuntimeError), ticking("starting Spark", lines.append, every=0.05):
+        raise RuntimeError("no Java")
+    time.sleep(0.15)
+    assert len(lines) == seen
+
+
 SQL_QUERY = (
     "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES FIRST(A.seq) AS a, "
     "LAST(B.seq) AS b, COUNT(B.*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS A.k = 'a', "

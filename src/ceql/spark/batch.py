@@ -7,7 +7,9 @@ Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them
   one Python call per bucket, not per key). NOT FOLLOWED BY too when that is exact
   (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
   of its rows, and the trigger the whole stream would give is found afterwards
-  (``_global_triggers``);
+  (``_global_triggers``). NOT FOLLOWED BY without PARTITION BY goes the same way when an
+  equality links g to f's one event (``absence_routing``, from ``compile.plan.split_keys``):
+  its keys are that equality's attributes, per event type;
 - **sharded**: no PARTITION BY, a WITHIN window over a non-decreasing measure and nothing that
   reads outside the window (``query.facts.shardable``): the stream is cut into shards of the
   measure, each also given the window's worth of events before it, and each reports only the
@@ -23,6 +25,7 @@ small window over the counts gives every partition its offset; nothing runs unti
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -58,9 +61,12 @@ def _compiled(query_text: str, declaration: str):
 
 
 def plan_kind(query) -> str:
-    """Which batch plan a compiled query gets: partitioned, sharded or single."""
+    """Which batch plan a compiled query gets: partitioned (by PARTITION BY, or by NOT FOLLOWED
+    BY's equality), sharded or single."""
     facts = query.facts
     if facts.partition_groups and facts.consume != "ANY" and (not facts.deadlines or absence_splits_by_key(query)):
+        return "partitioned"
+    if absence_routing(query) is not None:
         return "partitioned"
     if facts.shardable and _every_type_has_measure(query):
         return "sharded"
@@ -92,13 +98,33 @@ def absence_splits_by_key(query) -> bool:
     cancelling = dict(absence.partition_types)
     if any(keyed.get(name) is None or cancelling.get(name) != keyed[name] for name in named):
         return False
+    return plan.strategy in ("ALL", "STRICT") and plan.limit is None and _keeps_each_complex_event(plan)
+
+
+def _keeps_each_complex_event(plan) -> bool:
+    """Whether the complex events of one trigger are reported each on its own (CONSUME BY
+    NONE, no projection that could make two of them one), so that grouping them by another
+    trigger changes nothing."""
     projection = plan.projection
-    return (
-        plan.strategy in ("ALL", "STRICT")
-        and plan.limit is None
-        and plan.consume == "NONE"
-        and (projection is None or (projection.kind == "star" and not projection.items))
-    )
+    return plan.consume == "NONE" and (projection is None or (projection.kind == "star" and not projection.items))
+
+
+def absence_routing(query) -> dict[str, tuple[str, ...]] | None:
+    """NOT FOLLOWED BY without PARTITION BY, split by the equality that links its cancelling
+    events to f's one event (``Order AS o NOT FOLLOWED BY Payment AS p FILTER p.order = o.id``):
+    event type -> the attributes of its key, as ``compile.plan.split_keys`` gives them (its
+    contract: each key's sub-stream alone, to its end, gives that key's complex events and
+    deadlines; an event whose key is missing is in the sub-stream of key None). None when the
+    query has no such split. Every type the answer lacks takes part in no complex event."""
+    from ceql.compile.plan import split_keys
+
+    facts = query.facts
+    if not facts.deadlines or facts.partition_groups:
+        return None
+    routing = split_keys(query.plan)
+    if routing is None or not _keeps_each_complex_event(query.plan):
+        return None
+    return routing
 
 
 def _every_type_has_measure(query) -> bool:
@@ -134,6 +160,10 @@ def explain_plan(
             query = ceql.compile(query, schema)
         else:
             raise CeqlError("explain_plan needs the declaration (or the DataFrame) to compile the query text")
+    routing = absence_routing(query)
+    if routing is not None:
+        keys = ", ".join(f"{name} by [{', '.join(attributes)}]" for name, attributes in routing.items())
+        return f"partitioned: NOT FOLLOWED BY's keys ({keys}) are evaluated in parallel"
     return {
         "partitioned": "partitioned: each PARTITION BY key is evaluated in parallel",
         "sharded": "sharded: shards of the window measure, overlapping by the window, run in parallel",
@@ -190,25 +220,18 @@ def find(
     query,
     declaration: Schema | str | None = None,
     *,
-    event_type: str = "event_type",
-    time_column: str | None = None,
-    time_unit: str | None = None,
-    order_by: list[str] | str | None = None,
-    tie_break: list[str] | str | None = None,
-    id_columns: list[str] | None = None,
-    with_events: bool = False,
     positions: bool = False,
-    name: str = "query",
     shards: int | None = None,
-    max_matches: int | None = None,
-    allowed_lateness: str | None = None,
     late: str = "fail",
     on_error: str = "fail",
     dead_letter: Callable[[Any], Any] | None = None,
+    **options: Any,
 ):
     """The complex events of ``query`` in the events of a Spark DataFrame, as a DataFrame.
 
-    A lazy transformation: nothing runs until an action on the result. ``df`` has a string
+    ``options`` are those of ``prepare_stream`` (``event_type``, ``time_column``, ``time_unit``,
+    ``order_by``, ``tie_break``, ``id_columns``, ``with_events``, ``name``, ``max_matches``,
+    ``allowed_lateness``). A lazy transformation: nothing runs until an action on the result. ``df`` has a string
     column with the event type (``event_type``) and the attributes the query reads. Without a
     ``declaration`` (CEQL text or a Schema) it is derived from ``df.schema``: each event type
     the query names has every column, ``time_column`` (in ``time_unit`` if integers) is the
@@ -225,21 +248,11 @@ def find(
     "dead-letter" (also ``dead_letter(rejected)``, called once with the lazy DataFrame of their
     records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``.
     """
-    compiled, df, settings = prepare_stream(
-        df,
-        query,
-        declaration,
-        event_type=event_type,
-        time_column=time_column,
-        time_unit=time_unit,
-        order_by=order_by,
-        tie_break=tie_break,
-        id_columns=id_columns,
-        with_events=with_events,
-        name=name,
-        allowed_lateness=allowed_lateness,
-        max_matches=max_matches,
-    )
+    unknown = sorted(set(options) - set(_STREAM_OPTIONS))
+    if unknown:
+        raise TypeError(f"find() got an unexpected keyword argument {unknown[0]!r}")
+    compiled, df, settings = prepare_stream(df, query, declaration, **options)
+    order_by = options.get("order_by")
     if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
@@ -330,7 +343,11 @@ def plan_batch(
     timeline = keyed
     keyed = keyed.select(*[f"`{c}`" for c in dict.fromkeys(wanted) if c in keyed.columns])
     if kind == "partitioned":
-        grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
+        routing = absence_routing(compiled)
+        if routing is not None:
+            grouped, key_columns = _with_routing_keys(keyed, routing)
+        else:
+            grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
         # Keys in hashed buckets, one evaluator per bucket running PARTITION BY inside it: the
         # local engine restricted to the bucket's keys (every event of a key is in its bucket),
         # with a Python call and a sort per bucket rather than per key.
@@ -370,7 +387,8 @@ def prepare_stream(
     max_matches: int | None = None,
 ):
     """What batch and streaming share: the compiled query, the DataFrame with an ``event_type``
-    column, and the settings (``tie_break``, ``id_columns``, ...) checked against its columns."""
+    column, and the settings (``tie_break``, ``id_columns``, ...) checked against its columns.
+    Its keyword options are ``find``'s (see its docstring)."""
     import ceql
 
     order_by = _names(order_by)
@@ -417,6 +435,10 @@ def prepare_stream(
         "user_columns": user_columns,
     }
     return compiled, df, settings
+
+
+#: The keyword options ``find`` passes on to ``prepare_stream``.
+_STREAM_OPTIONS = tuple(inspect.signature(prepare_stream).parameters)[3:]
 
 
 def check_types_present(df, event_type: str, names: list[str]) -> None:
@@ -506,6 +528,39 @@ def _with_partition_keys(df, query, reuse: bool = False):
         term = F.col(key).isNotNull()
         condition = term if condition is None else (condition & term)
     return df.where(condition), columns
+
+
+def _with_routing_keys(df, routing: dict[str, tuple[str, ...]]):
+    """One key column per position of ``routing``'s attributes (``absence_routing``), and only
+    the rows of its event types. Rows whose key is missing stay (the sub-stream of key None:
+    an f that nothing can cancel is still reported). Equal values must hash alike whatever
+    their columns' types, so each key is brought to one type: integers to long, numbers of
+    mixed kinds to double (with -0.0 as 0.0), else one type as is, or text. Values that differ
+    may still share a bucket: a bucket is a union of whole sub-streams, which is exact."""
+    from pyspark.sql import functions as F
+
+    types = dict(df.dtypes)
+    width = len(next(iter(routing.values())))
+    columns = []
+    for index in range(width):
+        kinds = {types[attributes[index]] for attributes in routing.values()}
+        if kinds <= set(_INTEGRAL) | {"boolean"}:
+            cast = "bigint"
+        elif all(k in (*_INTEGRAL, "boolean", "float", "double") or k.startswith("decimal") for k in kinds):
+            cast = "double"
+        else:
+            cast = kinds.pop() if len(kinds) == 1 else "string"
+        expression = None
+        for type_name, attributes in routing.items():
+            branch = F.col(f"`{attributes[index]}`").cast(cast)
+            if cast == "double":
+                branch = F.when(branch == F.lit(0.0), F.lit(0.0)).otherwise(branch)
+            condition = F.col("event_type") == type_name
+            expression = F.when(condition, branch) if expression is None else expression.when(condition, branch)
+        key = f"{KEY}{index}"
+        df = df.withColumn(key, expression)
+        columns.append(key)
+    return df.where(F.col("event_type").isin(list(routing))), columns
 
 
 def _deadline_type(query, df):

@@ -14,6 +14,7 @@ or Parquet folders with the local engine's rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -203,27 +204,32 @@ def _order_rejects(errors) -> pa.RecordBatch:
 def run_spark(args: argparse.Namespace) -> int:
     """``ceql run --engine spark``: the pipeline, with progress lines on standard error (unless
     ``--quiet``) and a failed Spark job reported as one message naming its cause."""
-    from ceql.spark.progress import Progress, job_failure
+    from ceql.spark.progress import Progress
 
     progress = Progress(enabled=not args.quiet)
-    try:
+    with one_message(progress):
         return _pipeline(args, progress)
-    except CeqlError:
-        raise
-    except Exception as exc:
-        if _from_spark(exc):
-            raise job_failure(exc) from None
-        raise
-    finally:
-        progress.close()
 
 
-def _from_spark(exc: BaseException) -> bool:
-    """Whether an exception comes from Spark (the JVM, a task, Py4J)."""
+@contextlib.contextmanager
+def one_message(progress=None) -> Iterator[None]:
+    """A failed Spark job (the JVM, a task, Py4J) raised as one ``SparkJobError`` naming its
+    cause; ceql's own errors and any other exception pass as they are. ``progress`` (a
+    ``Progress``) is closed at the end either way."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
-    return isinstance(exc, (Py4JError, PySparkException))
+    from ceql.spark.progress import job_failure
+
+    try:
+        yield
+    except CeqlError:
+        raise
+    except (Py4JError, PySparkException) as exc:
+        raise job_failure(exc) from None
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def _pipeline(args: argparse.Namespace, progress) -> int:
@@ -246,6 +252,7 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     from ceql.io.writers import formats_for, run_schema
     from ceql.spark.batch import explain_plan, plan_batch, prepare_stream
     from ceql.spark.files import write_dead_letters, write_matches
+    from ceql.spark.progress import ticking
     from ceql.spark.session import session
 
     schema = load_schema(args.declaration)
@@ -265,7 +272,9 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     started = time.perf_counter()
     if not args.quiet:  # the JVM's start takes a while: say what is happening
         print(f"ceql run: starting Spark ({args.master or os.environ.get('CEQL_SPARK_MASTER', 'local[*]')})", file=sys.stderr)
-    spark = session(args.master, progress=False, light_jvm=_small(paths), **spark_conf(args.conf))
+    # The JVM's start has no stage to report: a line every 20 s until the session is there.
+    with ticking("starting Spark") if not args.quiet else contextlib.nullcontext():
+        spark = session(args.master, progress=False, light_jvm=_small(paths), **spark_conf(args.conf))
     progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
@@ -411,14 +420,14 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
     local``), then handed to Spark. A failed job is one message naming its cause."""
     from ceql.io.run import check_input
-    from ceql.spark.progress import Progress, job_failure
+    from ceql.spark.progress import Progress
     from ceql.spark.session import session
 
     light = _small(list(paths.values()))
     spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
     progress = Progress(enabled=False, prefix="ceql sql")
     progress.attach(spark)  # Spark's log off while the job runs: the cause is reported below
-    try:
+    with one_message(progress):
         import ceql.spark.sql as spark_sql
 
         frames = {}
@@ -429,13 +438,4 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
             else:  # read by the format registry, as `ceql sql` does locally (io/formats)
                 table = detect_format(path, getattr(args, "input_format", None)).read_table(path, ReadOptions())
                 frames[name] = spark.createDataFrame(table)
-        result = spark_sql.run(text, frames).toArrow()
-    except CeqlError:
-        raise
-    except Exception as exc:
-        if _from_spark(exc):
-            raise job_failure(exc) from None
-        raise
-    finally:
-        progress.close()
-    return result
+        return spark_sql.run(text, frames).toArrow()

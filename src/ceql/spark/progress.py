@@ -7,6 +7,7 @@
   line with its tasks done and running, so that a run is never silent for more than 30 s (one
   task may take minutes). ``watch(spark)`` runs only the heartbeat, for every job of a session
   (``ceql.spark.session(progress=True)``);
+- ``ticking``: a line every 20 s while something with no Spark stage runs (the JVM's start);
 - ``job_failure``: the cause of a failed Spark action as a ``SparkJobError`` with one message:
   the Python exception inside a Py4J / ``PythonException`` trace (a ceql error raised in a
   task keeps its text), the message of ``raise_error`` (``USER_RAISED_EXCEPTION``), else the
@@ -15,11 +16,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ceql.errors import CeqlError
@@ -235,6 +237,29 @@ class Progress:
                 f"{self.prefix}: [{elapsed:6.1f} s] {name}: stage {stage.stageId}: "
                 f"{completed}/{total} tasks ({tenths * 10}%)"
             )
+
+
+@contextlib.contextmanager
+def ticking(
+    what: str, write: Callable[[str], Any] | None = None, every: float = 20.0, prefix: str = "ceql run"
+) -> Iterator[None]:
+    """A line every ``every`` seconds while the block runs, for what has no stages to poll (the
+    JVM's start, 10 to 60 s on a loaded machine): "prefix: [  20.0 s] what: still running"."""
+    say = write or (lambda line: print(line, file=sys.stderr, flush=True))
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            say(f"{prefix}: [{time.perf_counter() - started:6.1f} s] {what}: still running")
+
+    thread = threading.Thread(target=tick, name="ceql-ticker", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 _WATCHED: dict[int, Progress] = {}

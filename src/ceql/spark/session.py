@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -31,8 +32,8 @@ def session(
     """Get or create a SparkSession for ceql: Arrow on, the RocksDB state store (needed by
     transformWithStateInPandas), the workers on this Python interpreter. Spark's web UI and
     console progress bar stay as Spark sets them unless ``progress=False`` (what ``ceql run``
-    does: it prints its own progress lines); with ``progress=True`` a stage that runs 20 s or
-    more also gets a ceql line on standard error every 20 s (its tasks done and running), so a
+    does: it prints its own progress lines); with ``progress=True`` the JVM's start gets a ceql
+    line every 20 s while it lasts, and a stage that runs 20 s or more also gets a ceql line on standard error every 20 s (its tasks done and running), so a
     long task is never silent. ``light_jvm``: the driver's JVM starts with ``LIGHT_JVM`` (for
     small inputs: ``ceql run`` sets it below 64 MiB; it only acts when this call starts the
     JVM, and not over ``spark.driver.extraJavaOptions`` of your own). ``conf``: more Spark
@@ -73,7 +74,14 @@ def session(
         builder = builder.config("spark.driver.extraJavaOptions", LIGHT_JVM)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    from pyspark import SparkContext
+
+    from ceql.spark.progress import ticking
+
+    # Starting the JVM takes 10 to 60 s and has no stage to report: a line every 20 s.
+    starting = progress and SparkContext._active_spark_context is None
+    with ticking("starting Spark", prefix="ceql") if starting else contextlib.nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not verbose():
         quiet_task_failures(spark)

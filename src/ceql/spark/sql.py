@@ -112,12 +112,15 @@ def _outer(text: str, dataframes: dict[str, Any], allowed_lateness: str | None):
 
 
 def _dataframe(query, dataframes: dict[str, Any]):
+    """The DataFrame the query reads: one given by its name (as ``ceql.sql`` finds a table),
+    else a temporary view of the active session."""
+    from ceql.sql import _table
+
     name = query.table
-    if name.text in dataframes:
-        return dataframes[name.text]
-    matches = [k for k in dataframes if not name.quoted and k.upper() == name.text.upper()]
-    if len(matches) == 1:
-        return dataframes[matches[0]]
+    try:
+        return _table(query, dataframes)
+    except QueryError:
+        pass  # not given: a view, or the error below
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
@@ -311,15 +314,13 @@ def _processor_class():
             )
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+            from ceql.spark.streaming import input_table
+
             setup = self.setup
-            data = self._load()
-            frames = [frame for frame in rows if len(frame)]
-            if not frames:
+            table = input_table(rows, [*setup["columns"], setup["millis"]], setup["input_schema"])
+            if table is None:
                 return iter([])
-            frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            table = pa.Table.from_pandas(
-                frame[[*setup["columns"], setup["millis"]]], schema=setup["input_schema"], preserve_index=False
-            )
+            data = self._load()
             millis = table.column(setup["millis"]).to_numpy()
             if data["frontier"] is not None and (millis <= data["frontier"]).any():
                 late = table.filter(pa.array(millis <= data["frontier"])).slice(0, 1).to_pylist()[0]

@@ -57,6 +57,24 @@ class LateEventError(CeqlError):
     """An event of a stream arrived after events that come after it had been evaluated."""
 
 
+def input_table(rows: Iterator[pd.DataFrame], columns: list[str], schema: pa.Schema) -> pa.Table | None:
+    """A key's rows of one micro-batch (the state processor's pandas frames) as one Arrow table
+    of ``columns`` in ``schema``; None when there are none."""
+    frames = [frame for frame in rows if len(frame)]
+    if not frames:
+        return None
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return pa.Table.from_pandas(frame[columns], schema=schema, preserve_index=False)
+
+
+def _at_most(found: Iterator, limit: int | None) -> Iterator:
+    """The items of ``found``, failing with LimitError past ``limit`` (None: no limit)."""
+    for count, item in enumerate(found, 1):
+        if limit and count > limit:
+            raise LimitError(f"more than {limit} matches in one micro-batch of one key")
+        yield item
+
+
 def _processor_class():
     from pyspark.sql.streaming import StatefulProcessor
 
@@ -89,14 +107,10 @@ def _processor_class():
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             setup = self.setup
-            data = self._load()
-            frames = [frame for frame in rows if len(frame)]
-            if not frames:
+            table = input_table(rows, setup["columns"], setup["input_schema"])
+            if table is None:
                 return iter([])
-            frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            table = pa.Table.from_pandas(
-                frame[setup["columns"]], schema=setup["input_schema"], preserve_index=False
-            )
+            data = self._load()
             order = _order(table, setup["order"])
             table = table.take(pa.array(order))
             late_mask = _behind(table, setup["order"], _frontier_key(data["frontier"]))
@@ -206,24 +220,10 @@ def _processor_class():
                 evaluator.import_state(data["evaluator"])
             spec: OutputSpec = setup["spec"]
             values = plain_rows(table, spec.id_columns) if spec.has_ids else None
-            collector = Collector(spec)
-            found = evaluator.process_table(table, payload=values)
-            for count, (match, events) in enumerate(found, 1):
-                if setup["max_matches"] and count > setup["max_matches"]:
-                    raise LimitError(
-                        f"more than {setup['max_matches']} matches in one micro-batch of one key"
-                    )
-                if spec.has_ids:
-                    collector.add_values(match, events)
-                else:
-                    collector.add(match, [])
+            found = _at_most(evaluator.process_table(table, payload=values), setup["max_matches"])
+            outputs = self._collect(found)
             data["evaluator"] = evaluator.export_state()
-            if not len(collector):
-                return []
-            frame = collector.flush().to_pandas()
-            if setup["late"] == "rows":
-                frame[LATE] = None
-            return [frame]
+            return outputs
 
         def close(self) -> None:
             pass
@@ -432,10 +432,14 @@ def _streaming_plan(
     time = time_ns(schema, df, row_label(tie_break))
     if time is None or not all(d.time_attribute for d in schema.event_types.values()):
         raise CeqlError("a stream is ordered by event time: every event type needs a primary_time attribute")
-    from ceql.spark.batch import absence_splits_by_key
+    from ceql.spark.batch import absence_routing, absence_splits_by_key
 
-    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule).
-    partitioned = bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
+    # NOT FOLLOWED BY per key only where that is exact (the batch plan's rule); keyed by an
+    # equality only with a window of time (n EVENTS counts the whole stream's events).
+    routing = absence_routing(query) if facts.window_kind != "events" else None
+    partitioned = routing is not None or (
+        bool(facts.partition_groups) and facts.consume != "ANY" and absence_splits_by_key(query)
+    )
     if partitioned and facts.window_kind == "events":
         raise CeqlError(
             "WITHIN n EVENTS with PARTITION BY counts events of the whole stream, which a stream split "
@@ -452,9 +456,12 @@ def _streaming_plan(
     # late rows silently: the processor decides lateness and reports every late event.
     prepared = prepared.withWatermark(TS, f"{delay} milliseconds").drop(TS)
     if partitioned:
-        from ceql.spark.batch import _with_partition_keys
+        from ceql.spark.batch import _with_partition_keys, _with_routing_keys
 
-        prepared, keys = _with_partition_keys(prepared, query)
+        if routing is not None:
+            prepared, keys = _with_routing_keys(prepared, routing)
+        else:
+            prepared, keys = _with_partition_keys(prepared, query)
         renamed = {k: f"{KEY}{i}" for i, k in enumerate(keys)}
         for old, new in renamed.items():
             prepared = prepared.withColumnRenamed(old, new)
