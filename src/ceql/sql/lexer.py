@@ -8,8 +8,6 @@ and are never keywords; strings are single-quoted with ``''`` for a quote; ``--`
 
 from __future__ import annotations
 
-import re
-
 from ceql.errors import QuerySyntaxError
 from ceql.lang import scanner
 
@@ -24,52 +22,7 @@ RESERVED = frozenset(
 )
 
 # Longest first, so that '<=' wins over '<', '{-' over '{', '||' over '|'.
-_OPERATORS = [
-    "{-",
-    "-}",
-    "<=",
-    ">=",
-    "<>",
-    "!=",
-    "||",
-    "(",
-    ")",
-    "{",
-    "}",
-    ",",
-    ".",
-    ";",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "?",
-    "<",
-    ">",
-    "=",
-    "|",
-    "^",
-    "$",
-]
-
-_TOKEN_RE = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<line_comment>--[^\n]*)
-  | (?P<block_comment>/\*)
-  | (?P<float>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-  | (?P<int>\d+)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<dquote>")
-  | (?P<bquote>`)
-  | (?P<string>')
-  | (?P<op>"""
-    + "|".join(re.escape(op) for op in _OPERATORS)
-    + r""")
-    """,
-    re.VERBOSE,
-)
+_OPERATORS = "{- -} <= >= <> != || ( ) { } , . ; + - * / % ? < > = | ^ $".split()
 
 
 class Token(scanner.Token):
@@ -84,6 +37,8 @@ _QUOTES = {
     "dquote": scanner.Quote('"', "QIDENT", "quoted identifier"),
     "bquote": scanner.Quote("`", "QIDENT", "quoted identifier"),
 }
+# The float rule is the language's own; the rest is the scanner's (ceql.lang.scanner).
+_TOKEN_RE = scanner.token_regex(r"\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", _QUOTES, _OPERATORS)
 
 
 def tokenize(text: str) -> list[Token]:
