@@ -19,19 +19,7 @@ KEYWORDS = frozenset(
 
 # Longest operators first so that ':+' wins over ':', '->' over '-' and '..' over '.'.
 _OPERATORS = ":+ -> .. <= >= == != <> ( ) [ ] { } , ; : + - * / % ? < > = .".split()
-
-
-class Token(scanner.Token):
-    """A CEQL token (``ceql.lang.scanner.Token``): its messages call KEYWORDS keywords."""
-
-    __slots__ = ()
-    KEYWORDS = KEYWORDS
-
-
-_QUOTES = {
-    "string": scanner.Quote("'", "STRING", "string"),
-    "qident": scanner.Quote("`", "QIDENT", "back-quoted identifier"),
-}
+_QUOTES = {"string": scanner.STRING, "qident": scanner.Quote("`", "QIDENT", "back-quoted identifier")}
 # The float rule is the language's own; the rest is the scanner's (ceql.lang.scanner).
 _TOKEN_RE = scanner.token_regex(r"\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", _QUOTES, _OPERATORS)
 
@@ -53,3 +41,10 @@ def _char_hint(char: str) -> str:
     if char == '"':
         return " (strings take single quotes: 'text'; back-quote a name: `name`)"
     return ""
+
+
+class Token(scanner.Token):
+    """A CEQL token (``ceql.lang.scanner.Token``): its messages call KEYWORDS keywords."""
+
+    __slots__ = ()
+    KEYWORDS = KEYWORDS

@@ -59,6 +59,10 @@ class Quote:
     what: str  # "string", "quoted identifier", ...
 
 
+#: Strings, the same in both languages: single quotes, ``''`` for a quote.
+STRING = Quote("'", "STRING", "string")
+
+
 def token_regex(float_rule: str, quotes: Mapping[str, Quote], operators: Sequence[str]) -> re.Pattern[str]:
     """A language's token regex for ``scan``: whitespace, ``--`` and ``/* */`` comments,
     ``float_rule``, integers, identifiers, a group per quote character (named by the keys of

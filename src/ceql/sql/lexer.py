@@ -23,19 +23,10 @@ RESERVED = frozenset(
 
 # Longest first, so that '<=' wins over '<', '{-' over '{', '||' over '|'.
 _OPERATORS = "{- -} <= >= <> != || ( ) { } , . ; + - * / % ? < > = | ^ $".split()
-
-
-class Token(scanner.Token):
-    """A SQL token (``ceql.lang.scanner.Token``): its messages call RESERVED words keywords."""
-
-    __slots__ = ()
-    KEYWORDS = RESERVED
-
-
 _QUOTES = {
-    "string": scanner.Quote("'", "STRING", "string"),
-    "dquote": scanner.Quote('"', "QIDENT", "quoted identifier"),
-    "bquote": scanner.Quote("`", "QIDENT", "quoted identifier"),
+    "string": scanner.STRING,
+    "dquote": scanner.Quote('"', "QIDENT", "quoted identifier"),  # standard SQL
+    "bquote": scanner.Quote("`", "QIDENT", "quoted identifier"),  # Flink
 }
 # The float rule is the language's own; the rest is the scanner's (ceql.lang.scanner).
 _TOKEN_RE = scanner.token_regex(r"\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", _QUOTES, _OPERATORS)
@@ -46,3 +37,10 @@ def tokenize(text: str) -> list[Token]:
     character, an unterminated string, quoted identifier or comment, or an integer beyond 64
     bits (the scanner shared with CEQL, ``ceql.lang.scanner``)."""
     return scanner.scan(text, _TOKEN_RE, _QUOTES, Token, QuerySyntaxError)  # type: ignore[return-value]
+
+
+class Token(scanner.Token):
+    """A SQL token (``ceql.lang.scanner.Token``): its messages call RESERVED words keywords."""
+
+    __slots__ = ()
+    KEYWORDS = RESERVED
