@@ -225,21 +225,11 @@ class _Parser(TokenCursor):
             partitioned = bool(partition_by or partition_labels)
             raise self.error(self._expected_after_formula(partitioned, within, consume, limit, absent is not None))
         return ast.Query(
-            projection=projection,
-            formula=formula,
-            absent=absent,
-            strategy=strategy,
-            streams=tuple(streams),
-            partition_by=partition_by,
-            partition_labels=partition_labels,
-            within=within,
-            consume=consume,
-            limit=limit,
-            limit_pos=limit_pos,
-            streams_pos=tuple(streams_pos),
-            partition_pos=partition_pos,
-            pos=start.offset,
-        )
+            projection=projection, formula=formula, absent=absent, strategy=strategy,
+            streams=tuple(streams), streams_pos=tuple(streams_pos),
+            partition_by=partition_by, partition_labels=partition_labels, partition_pos=partition_pos,
+            within=within, consume=consume, limit=limit, limit_pos=limit_pos, pos=start.offset,
+        )  # fmt: skip
 
     def _expected_after_formula(self, partitioned: bool, within, consume, limit, absent: bool = False) -> str:
         options = []
