@@ -6,13 +6,12 @@ int64 is written by every output format: JSON Lines, Parquet, CORE text, Arrow, 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 
 import ceql
+from tests.support.cli import run_cli
 
 DECLARATION = "CREATE STREAM Shop { EVENT Order { id:int, ts:primary_time }, EVENT Payment { order:int, ts:primary_time } }"
 SHOP = ceql.declare(DECLARATION)
@@ -72,11 +71,7 @@ def test_every_cli_format_writes_the_edge(tmp_path) -> None:
     source.write_text("".join(json.dumps(e) + "\n" for e in _orders(EDGE - MINUTE)))
     for fmt in ("jsonl", "parquet", "core"):
         out = tmp_path / f"out.{fmt}"
-        result = subprocess.run(
-            [sys.executable, "-m", "ceql", "run", "-d", str(declaration), "-q", QUERY, "-i", str(source),
-             "-f", fmt, "-o", str(out), "--quiet"],
-            capture_output=True, text=True,
-        )  # fmt: skip
+        result = run_cli("run", "-d", str(declaration), "-q", QUERY, "-i", str(source), "-f", fmt, "-o", str(out), "--quiet")
         assert result.returncode == 0, result.stderr
         if fmt == "jsonl":
             assert json.loads(out.read_text())["deadline"] == EDGE
@@ -86,8 +81,5 @@ def test_every_cli_format_writes_the_edge(tmp_path) -> None:
             assert out.read_text().strip()
     # Past the edge: a clear error naming the event, nothing half written.
     source.write_text("".join(json.dumps(e) + "\n" for e in _orders(EDGE - MINUTE + 1)))
-    result = subprocess.run(
-        [sys.executable, "-m", "ceql", "run", "-d", str(declaration), "-q", QUERY, "-i", str(source), "--quiet"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    result = run_cli("run", "-d", str(declaration), "-q", QUERY, "-i", str(source), "--quiet")
     assert result.returncode != 0 and "beyond the int64 range" in result.stderr and "Traceback" not in result.stderr

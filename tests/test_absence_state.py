@@ -159,8 +159,8 @@ def test_bombs_depth_and_sizes(engine) -> None:
 def test_too_many_waiting_is_refused_before_decoding() -> None:
     query, blob, _ = _saved("python")
     header, body = _body(blob)
-    body["waiting"] = [body["waiting"][0]] * 1_000_001
-    evaluator = query.evaluator(engine="python", max_nodes=1_000_000)
+    body["waiting"] = [body["waiting"][0]] * 1_001
+    evaluator = query.evaluator(engine="python", max_nodes=1_000)
     with pytest.raises(StateError, match="more than max_nodes"):
         evaluator.import_state(_reseal(header, body))
 

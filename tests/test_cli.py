@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 DECL = ROOT / "examples" / "stocks" / "declaration.core"
 QUERY = (
@@ -28,13 +30,15 @@ ROWS = [
 
 
 def ceql(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``ceql *args`` from the repository root, in this process (tests.support.cli: a child
+    process costs a second of CPU; test_csv_to_jsonl runs the real ``python -m ceql``)."""
+    return run_cli(*args, cwd=ROOT, stdin=stdin)
+
+
+def ceql_process(*args: str) -> subprocess.CompletedProcess:
+    """``python -m ceql *args`` in a child process, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "ceql", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        cwd=ROOT,
-        timeout=300,
+        [sys.executable, "-m", "ceql", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
 
 
@@ -52,7 +56,7 @@ EXPECTED = [(1, (0, 1)), (4, (0, 4)), (4, (3, 4))]
 
 
 def test_csv_to_jsonl(tmp_path) -> None:
-    result = ceql("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path)))
+    result = ceql_process("run", "-d", str(DECL), "-q", QUERY, "-i", str(_csv(tmp_path)))
     assert result.returncode == 0, result.stderr
     assert sorted(_matches(result.stdout)) == EXPECTED
     assert "5 events read, 0 rejected, 3 matches" in result.stderr

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import ceql
 from ceql.runtime import kernel
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 I64 = 1 << 63
@@ -169,9 +170,7 @@ def test_an_empty_window_value_in_csv_under_every_policy(tmp_path, policy) -> No
         args += ["--on-error", policy, "--evaluator", evaluator, "--quiet"]
         if policy == "dead-letter":
             args += ["--dead-letter", "dead.jsonl", "--overwrite"]
-        result = subprocess.run(
-            [sys.executable, "-m", "ceql", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
-        )
+        result = run_cli(*args, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         expected = [(3, [0, 3])] if attribute == "d" else [(3, [0, 3]), (3, [1, 3])]  # row 1 has an x
         assert [(m["trigger"], m["positions"]) for m in map(json.loads, result.stdout.splitlines())] == expected
@@ -184,10 +183,14 @@ EVENTS_CSV = "event_type,d,x\nA,1.0,1\nB,2.0,2\n"
 
 
 def _run_cli(folder: Path, *args: str, stdin=None, **options) -> subprocess.CompletedProcess:
+    """``ceql run`` of A ; B in ``folder``: in this process (tests.support.cli), or in a child
+    where the test gives it its own standard input or output (what only a process has)."""
     (folder / "decl.core").write_text(DECLARATION)
-    command = [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B", *args]
+    command = ["run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B", *args]
+    if stdin is None and not options:
+        return run_cli(*command, cwd=folder)
     streams = options or {"capture_output": True}
-    return subprocess.run(command, cwd=folder, text=True, timeout=300, stdin=stdin, **streams)
+    return subprocess.run([sys.executable, "-m", "ceql", *command], cwd=folder, text=True, timeout=300, stdin=stdin, **streams)
 
 
 def _special_files(folder: Path) -> dict[str, Path]:
@@ -196,6 +199,9 @@ def _special_files(folder: Path) -> dict[str, Path]:
 
     fifo = folder / "fifo"
     os.mkfifo(fifo)
+    # A reader, so that a writer that wrongly opens the FIFO (in this process) fails the test
+    # instead of waiting for one forever.
+    os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     null_link = folder / "null-link"
     null_link.symlink_to("/dev/null")
     fifo_link = folder / "fifo-link"
@@ -339,14 +345,10 @@ def test_the_node_bound_on_the_command_line(tmp_path) -> None:
     rows = "".join(f"{'A' if i % 100 == 0 else 'B'},{i}\n" for i in range(300_000))
     (tmp_path / "ev.csv").write_text("event_type,x\n" + rows)
     for evaluator in ("python", "compiled"):
-        result = subprocess.run(
-            [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B+ ; C"]
-            + ["-i", "ev.csv", "-o", "out.jsonl", "--max-nodes", "100000", "--evaluator", evaluator],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        result = run_cli(
+            "run", "-d", "decl.core", "-q", "SELECT * FROM S WHERE A ; B+ ; C", "-i", "ev.csv", "-o", "out.jsonl",
+            "--max-nodes", "100000", "--evaluator", evaluator, cwd=tmp_path,
+        )  # fmt: skip
         assert result.returncode == 2, result.stderr
         assert "max_nodes" in result.stderr and "--max-nodes" in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "out.jsonl").exists()
@@ -429,14 +431,7 @@ def test_measures_beyond_int64_in_arrow_and_parquet_are_one_message(tmp_path) ->
     (tmp_path / "ev.csv").write_text(f"event_type,d,x\nA,1.0,{I64 - 1}\nA,2.0,{I64 - 1}\n")
     (tmp_path / "decl.core").write_text(DECLARATION)
     for out in ("out.parquet", "out.jsonl"):
-        result = subprocess.run(
-            [sys.executable, "-m", "ceql", "run", "-d", "decl.core", "-q", "SELECT SUM(a.x) AS t WHERE A+ AS a"]
-            + ["-i", "ev.csv", "-o", out],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        result = run_cli("run", "-d", "decl.core", "-q", "SELECT SUM(a.x) AS t WHERE A+ AS a", "-i", "ev.csv", "-o", out, cwd=tmp_path)
         assert result.returncode == 2 and "measure t" in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / out).exists() and not list(tmp_path.glob("*.ceql-tmp"))
 

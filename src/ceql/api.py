@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any, Literal, Union, overload
+from typing import IO, TYPE_CHECKING, Any, Literal, TypedDict, Union, overload
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # typing_extensions: a dependency on Python 3.10 only
+    from typing_extensions import Unpack
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.lang import CheckedQuery, Schema, analyze, parse_query
@@ -34,6 +40,24 @@ OUTPUTS = ("matches", "arrow", "pandas", "polars")
 #: Where ``on_error="dead-letter"`` sends rejected rows: a function of each record, a text
 #: stream, or a path.
 DeadLetter = Union[Callable[[dict], Any], IO[str], str, "os.PathLike[str]", None]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options of ``Query.run`` besides ``output`` (its docstring says what each
+    does; the last six go to ``Query.evaluator``), for the typed overloads of ``run``."""
+
+    max_matches: int | None
+    name: str
+    on_error: str
+    dead_letter: DeadLetter
+    workers: int | None
+    progress: bool
+    engine: str
+    type_labels: bool
+    max_classes: int
+    max_nodes: int
+    max_states: int | None
+    max_work: int | None
 
 
 class Query:
@@ -69,64 +93,13 @@ class Query:
         return output_schema(self.plan, name=name, type_labels=type_labels).arrow
 
     @overload
-    def run(
-        self,
-        events: Events,
-        *,
-        output: Literal["matches"] = ...,
-        max_matches: int | None = ...,
-        name: str = ...,
-        on_error: str = ...,
-        dead_letter: DeadLetter = ...,
-        workers: int | None = ...,
-        progress: bool = ...,
-        **options: Any,
-    ) -> Matches: ...
-
+    def run(self, events: Events, *, output: Literal["matches"] = ..., **options: Unpack[RunOptions]) -> Matches: ...
     @overload
-    def run(
-        self,
-        events: Events,
-        *,
-        output: Literal["arrow"],
-        max_matches: int | None = ...,
-        name: str = ...,
-        on_error: str = ...,
-        dead_letter: DeadLetter = ...,
-        workers: int | None = ...,
-        progress: bool = ...,
-        **options: Any,
-    ) -> pyarrow.Table: ...
-
+    def run(self, events: Events, *, output: Literal["arrow"], **options: Unpack[RunOptions]) -> pyarrow.Table: ...
     @overload
-    def run(
-        self,
-        events: Events,
-        *,
-        output: Literal["pandas"],
-        max_matches: int | None = ...,
-        name: str = ...,
-        on_error: str = ...,
-        dead_letter: DeadLetter = ...,
-        workers: int | None = ...,
-        progress: bool = ...,
-        **options: Any,
-    ) -> pandas.DataFrame: ...
-
+    def run(self, events: Events, *, output: Literal["pandas"], **options: Unpack[RunOptions]) -> pandas.DataFrame: ...
     @overload
-    def run(
-        self,
-        events: Events,
-        *,
-        output: Literal["polars"],
-        max_matches: int | None = ...,
-        name: str = ...,
-        on_error: str = ...,
-        dead_letter: DeadLetter = ...,
-        workers: int | None = ...,
-        progress: bool = ...,
-        **options: Any,
-    ) -> polars.DataFrame: ...
+    def run(self, events: Events, *, output: Literal["polars"], **options: Unpack[RunOptions]) -> polars.DataFrame: ...
 
     def run(
         self,

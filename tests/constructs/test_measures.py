@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 import ceql
 from ceql.cli import main
+from tests.support.cli import run_cli
 from tests.support.examples import SCHEMA, ev, letters, run
 
 DECL = "CREATE STREAM S { EVENT BUY { id:int, name:string, price:double }, EVENT SELL { id:int, name:string, price:double } }"
@@ -62,8 +63,6 @@ def test_times_are_shown_as_the_input_gave_them(tmp_path) -> None:
     input times stay integers, in their declared unit. Durations (differences of times) are
     nanoseconds either way."""
     import json
-    import subprocess
-    import sys
 
     import pyarrow.parquet as pq
 
@@ -76,8 +75,7 @@ def test_times_are_shown_as_the_input_gave_them(tmp_path) -> None:
     ints.write_text("event_type,id,ts\nA,1,1704067200000\nB,1,1704067201500\n")
 
     def run(path, *extra):
-        args = [sys.executable, "-m", "ceql", "run", "-d", str(decl), "-q", query, "-i", str(path)]
-        result = subprocess.run([*args, "--with-events", "--quiet", *extra], capture_output=True, text=True)
+        result = run_cli("run", "-d", str(decl), "-q", query, "-i", str(path), "--with-events", "--quiet", *extra)
         assert result.returncode == 0, result.stderr
         return result.stdout
 

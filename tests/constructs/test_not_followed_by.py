@@ -7,8 +7,6 @@ in batches with the state saved and loaded, and pushed one event at a time with 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +23,7 @@ from tests.support.agreement import (
     record,
     reference_matches,
 )
+from tests.support.cli import run_cli
 from tests.support.strategies import TEST_DECLARATION, absence_queries, cases
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -164,11 +163,7 @@ def test_cli_reports_at_the_end_of_the_input(tmp_path) -> None:
     )
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps(e) + "\n" for e in ORDERS))
-    result = subprocess.run(
-        [sys.executable, "-m", "ceql", "run", "-d", str(declaration), "-q", UNPAID, "-i", str(events), "--quiet"],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli("run", "-d", str(declaration), "-q", UNPAID, "-i", str(events), "--quiet")
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["trigger"], r["positions"], r["deadline"]) for r in rows] == [(4, [1], 11 * MINUTE), (7, [6], 30 * MINUTE)]

@@ -6,9 +6,6 @@ so the differential suites cover them)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pyarrow as pa
 import pytest
 
@@ -16,6 +13,7 @@ import ceql
 from ceql.lang import print_query
 from ceql.lang.timetext import format_timestamp, parse_interval, parse_timestamp
 from ceql.runtime.conversion import Target, convert
+from tests.support.cli import run_cli
 
 SCHEMA = ceql.declare(
     "CREATE STREAM S { EVENT Order { id:int, ts:primary_time }, EVENT Payment { id:int, ts:primary_time(ms) } }"
@@ -127,9 +125,7 @@ def test_ceql_check_prints_the_warning(tmp_path) -> None:
     declaration = tmp_path / "decl.core"
     declaration.write_text("CREATE STREAM S { EVENT A { id:int, ts:primary_time }, EVENT B { id:int, ts:primary_time } }")
     query = "SELECT * FROM S WHERE A AS f ; B AS t FILTER f.ts < t.ts - 60"
-    result = subprocess.run(
-        [sys.executable, "-m", "ceql", "check", "-d", str(declaration), "-q", query], capture_output=True, text=True
-    )
+    result = run_cli("check", "-d", str(declaration), "-q", query)
     assert result.returncode == 0, result.stderr
     assert "warnings:" in result.stdout and "1:53: t.ts - 60 combines a timestamp" in result.stdout
 

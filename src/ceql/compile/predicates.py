@@ -21,7 +21,6 @@ other rows stay column-wise.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.compile.values import COMPARE as PY_COMPARE
 from ceql.lang import ast
 from ceql.lang.printer import print_pred
 from ceql.lang.visit import walk
@@ -617,17 +617,17 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
     if isinstance(pred, ast.Compare):
         return _scalar_compare(pred.op, _scalar_expr(pred.left, as_int), _scalar_expr(pred.right, as_int), pred)
     operand = _scalar_expr(pred.operand, as_int)
-    if isinstance(pred, ast.InSet):
-        values = pred.values
+    if isinstance(pred, (ast.InSet, ast.InInterval)):
         negated = pred.negated
 
-        def in_set(row: Any) -> bool:
+        def member(row: Any) -> bool:
             value = operand(row)
             if value is None or value != value:  # NaN is missing: IN and NOT IN are false
                 return False
             inside = _member(pred, value)
             return not inside if negated else inside
 
+        values = pred.values if isinstance(pred, ast.InSet) else ()
         if len(values) > 4 and (
             all(type(v) is str for v in values) or all(type(v) is int for v in values)
         ):
@@ -641,18 +641,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
                 return not inside if negated else inside
 
             return in_hashed
-        return in_set
-    if isinstance(pred, ast.InInterval):
-        negated = pred.negated
-
-        def in_interval(row: Any) -> bool:
-            value = operand(row)
-            if value is None or value != value:  # NaN is missing: IN and NOT IN are false
-                return False
-            inside = _member(pred, value)
-            return not inside if negated else inside
-
-        return in_interval
+        return member
     if isinstance(pred, ast.InRange):
         low, high = _scalar_expr(pred.low, as_int), _scalar_expr(pred.high, as_int)
 
@@ -667,7 +656,7 @@ def compile_scalar(pred: ast.Pred, as_int: frozenset[str] = frozenset()) -> Any:
 
 
 def _scalar_compare(op: str, left: Any, right: Any, pred: ast.Compare | None = None) -> Any:
-    compare = _PY_COMPARE[op]
+    compare = PY_COMPARE[op]
     if (
         pred is not None
         and isinstance(pred.left, ast.Attr)
@@ -798,11 +787,3 @@ def _multiply(a: Any, b: Any) -> Any:
 
 
 _PY_ARITHMETIC = {"+": _add, "-": _subtract, "*": _multiply}
-_PY_COMPARE = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}

@@ -36,7 +36,8 @@ class _Missing:
 
 MISSING = _Missing()
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+#: The comparison operators on Python values (no check for missing values or kinds).
+COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -80,7 +81,7 @@ def compare(op: str, left: Any, right: Any) -> bool:
         return False
     if isinstance(left, str) != isinstance(right, str):
         return op == "!="  # a string and a number are never equal, and have no order
-    return _COMPARE[op](left, right)
+    return COMPARE[op](left, right)
 
 
 def comparator(op: str) -> Callable[[Any, Any], bool]:

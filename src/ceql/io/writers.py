@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -160,22 +160,21 @@ class JsonEncoder:
 
 
 def _has_time(kind: pa.DataType) -> bool:
-    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return True
-    if pa.types.is_struct(kind):
-        return any(_has_time(f.type) for f in kind)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _has_time(kind.value_type)
-    return False
+    return _holds(kind, lambda t: pa.types.is_timestamp(t) or pa.types.is_date(t))
 
 
 def _has_float(kind: pa.DataType) -> bool:
-    if pa.types.is_floating(kind):
+    return _holds(kind, pa.types.is_floating)
+
+
+def _holds(kind: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
+    """Whether ``kind`` passes ``test`` or holds (in a struct or a list) a type that does."""
+    if test(kind):
         return True
     if pa.types.is_struct(kind):
-        return any(_has_float(f.type) for f in kind)
+        return any(_holds(f.type, test) for f in kind)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _has_float(kind.value_type)
+        return _holds(kind.value_type, test)
     return False
 
 

@@ -9,7 +9,7 @@ a nested node of the same kind can only come from explicit parentheses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Union, get_args
 
 
 @dataclass(frozen=True)
@@ -397,23 +397,7 @@ class Query(Node):
 # --------------------------------------------------------------------------- node families
 
 #: Every formula node class (``Repeat`` is removed by desugaring, see desugar.py).
-FORMULA_NODES: tuple[type, ...] = (
-    EventType,
-    Label,
-    Iteration,
-    Sequence,
-    Union_,
-    Conjunction,
-    AllOf,
-    Unless,
-    Filter,
-    NotEvent,
-    PartitionBy,
-    Repeat,
-    Start,
-    Rename,
-    Project,
-)
+FORMULA_NODES: tuple[type, ...] = get_args(Formula)  # one list of the formula classes
 #: The formula node classes left after desugaring (what the evaluators see).
 CORE_FORMULA_NODES: tuple[type, ...] = tuple(c for c in FORMULA_NODES if c is not Repeat)
 #: FILTER condition node classes.

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from ceql.errors import QuerySyntaxError, did_you_mean
 from ceql.lang import ast, grammar
 from ceql.lang.lexer import KEYWORDS, Token, tokenize
 from ceql.lang.printer import print_expr
+from ceql.lang.scanner import TokenCursor
 from ceql.lang.timetext import TIMESTAMP_EXAMPLE, parse_interval, parse_timestamp
 from ceql.lang.visit import walk_depth
 
@@ -53,45 +56,16 @@ _INFIX_NODES = {
 }
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = tokenize(text)
-        if len(self.tokens) > MAX_TOKENS:
-            raise QuerySyntaxError(
-                f"query too large ({len(self.tokens)} tokens; at most {MAX_TOKENS})", text, 0
-            )
-        self.i = 0
-        self.depth = 0
+        super().__init__(text, tokenize(text), MAX_TOKENS)
         # Formulas written in parentheses: a quantifier inside them is not an element of an
         # enclosing ':' chain (so `A : (B{2}) : C` joins the two B's with ';').
         self.parenthesized: set[int] = set()
 
     # ------------------------------------------------------------------ token helpers
 
-    @property
-    def tok(self) -> Token:
-        return self.tokens[self.i]
-
-    def peek(self, k: int = 1) -> Token:
-        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
-
-    def advance(self) -> Token:
-        tok = self.tokens[self.i]
-        if tok.kind != "EOF":
-            self.i += 1
-        return tok
-
-    def error(self, expected: str, tok: Token | None = None) -> QuerySyntaxError:
-        tok = tok or self.tok
-        return QuerySyntaxError(
-            f"expected {expected}, found {tok.describe()}{self._hint(expected, tok)}",
-            self.text,
-            tok.offset,
-            expected,
-        )
-
-    def _hint(self, expected: str, tok: Token) -> str:
+    def hint(self, expected: str, tok: Token) -> str:
         """What a user most likely meant: a keyword of ``expected`` they misspelt (``WTIHIN``),
         or, for a condition written where a formula goes (the SQL habit ``WHERE view AS v AND
         v.price > 3``), that conditions go in FILTER."""
@@ -122,28 +96,6 @@ class _Parser:
 
     def fail(self, message: str, offset: int, expected: str | None = None) -> QuerySyntaxError:
         return QuerySyntaxError(message, self.text, offset, expected)
-
-    def is_kw(self, *words: str, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "IDENT" and tok.upper in words
-
-    def is_op(self, *ops: str, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "OP" and tok.value in ops
-
-    def expect_kw(self, word: str) -> Token:
-        if not self.is_kw(word):
-            raise self.error(word)
-        return self.advance()
-
-    def expect_op(self, op: str, expected: str | None = None) -> Token:
-        if not self.is_op(op):
-            raise self.error(expected or f"'{op}'")
-        return self.advance()
-
-    def is_name(self, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "QIDENT" or (tok.kind == "IDENT" and tok.upper not in KEYWORDS)
 
     def expect_name(self, what: str) -> Token:
         tok = self.tok
@@ -273,21 +225,11 @@ class _Parser:
             partitioned = bool(partition_by or partition_labels)
             raise self.error(self._expected_after_formula(partitioned, within, consume, limit, absent is not None))
         return ast.Query(
-            projection=projection,
-            formula=formula,
-            absent=absent,
-            strategy=strategy,
-            streams=tuple(streams),
-            partition_by=partition_by,
-            partition_labels=partition_labels,
-            within=within,
-            consume=consume,
-            limit=limit,
-            limit_pos=limit_pos,
-            streams_pos=tuple(streams_pos),
-            partition_pos=partition_pos,
-            pos=start.offset,
-        )
+            projection=projection, formula=formula, absent=absent, strategy=strategy,
+            streams=tuple(streams), streams_pos=tuple(streams_pos),
+            partition_by=partition_by, partition_labels=partition_labels, partition_pos=partition_pos,
+            within=within, consume=consume, limit=limit, limit_pos=limit_pos, pos=start.offset,
+        )  # fmt: skip
 
     def _expected_after_formula(self, partitioned: bool, within, consume, limit, absent: bool = False) -> str:
         options = []
@@ -690,32 +632,47 @@ class _Parser:
         return first if len(parts) == 1 else cls(tuple(parts), pos=first.pos)
 
     def parse_cond_not(self) -> ast.Cond:
+        return self._negation(self.parse_cond_atom)
+
+    def _negation(self, atom: Callable[[], Any]) -> Any:
+        """``NOT x`` (each NOT one level of nesting) or ``atom()``: conditions and predicates."""
         tok = self.tok
-        if self.is_kw("NOT"):
+        if not self.is_kw("NOT"):
+            return atom()
+        self.advance()
+        self.enter(tok)
+        operand = self._negation(atom)
+        self.leave()
+        return ast.Not(operand, pos=tok.offset)
+
+    def _parenthesized(self, inner: Callable[[], Any], not_before: tuple[str, ...] = ()) -> Any:
+        """At '(': ``inner()`` if the parenthesis closes it and neither an operator nor one of
+        the words ``not_before`` follows (then it was an arithmetic expression's parenthesis);
+        otherwise None, with the position restored."""
+        tok = self.tok
+        saved = self.i
+        self.advance()
+        self.enter(tok)
+        try:
+            found = inner()
+            closed = self.is_op(")")
+        except QuerySyntaxError:
+            closed = False
+        self.leave()
+        after = self.peek()
+        if closed and not self._starts_expression_continuation(after) and not self.is_kw(*not_before, tok=after):
             self.advance()
-            self.enter(tok)
-            operand = self.parse_cond_not()
-            self.leave()
-            return ast.Not(operand, pos=tok.offset)
-        return self.parse_cond_atom()
+            return found
+        self.i = saved
+        return None
 
     def parse_cond_atom(self) -> ast.Cond:
         tok = self.tok
         if self.is_op("("):
             # Either a parenthesised condition or an arithmetic expression: try the first.
-            saved = self.i
-            self.advance()
-            self.enter(tok)
-            try:
-                inner = self.parse_cond()
-                closed = self.is_op(")")
-            except QuerySyntaxError:
-                closed = False
-            self.leave()
-            if closed and not self._starts_expression_continuation(self.peek()):
-                self.advance()
+            inner = self._parenthesized(self.parse_cond)
+            if inner is not None:
                 return inner
-            self.i = saved
             return self.parse_comparison()
         if self.is_function_call() or self.is_time_literal():
             return self.parse_comparison()
@@ -768,35 +725,13 @@ class _Parser:
         return self._bool_chain(self.parse_pred_not, "AND", ast.And)
 
     def parse_pred_not(self) -> ast.Pred:
-        tok = self.tok
-        if self.is_kw("NOT"):
-            self.advance()
-            self.enter(tok)
-            operand = self.parse_pred_not()
-            self.leave()
-            return ast.Not(operand, pos=tok.offset)
-        return self.parse_pred_atom()
+        return self._negation(self.parse_pred_atom)
 
     def parse_pred_atom(self) -> ast.Pred:
-        tok = self.tok
         if self.is_op("("):
-            saved = self.i
-            self.advance()
-            self.enter(tok)
-            try:
-                inner = self.parse_pred()
-                closed = self.is_op(")")
-            except QuerySyntaxError:
-                closed = False
-            self.leave()
-            if (
-                closed
-                and not self._starts_expression_continuation(self.peek())
-                and not self.is_kw("IN", "LIKE", "NOT", tok=self.peek())
-            ):
-                self.advance()
+            inner = self._parenthesized(self.parse_pred, not_before=("IN", "LIKE", "NOT"))
+            if inner is not None:
                 return inner
-            self.i = saved
         left = self.parse_expr(labelled=False)
         tok = self.tok
         if self.is_op(*grammar.COMPARISONS):

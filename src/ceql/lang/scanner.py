@@ -4,16 +4,16 @@ The two grammars stay separate; what they share is here, so that a text is scann
 reported, the same way by both: tokens with their offset, quoted text (a doubled quote stands
 for one quote), numbers within 64 bits, comments, and Unicode checks (a lone surrogate, from
 Python's ``'\\ud800'`` or a command-line byte that is not UTF-8, is a syntax error at its line and
-column, never an encoding error later). Each language gives its token regex (named groups:
-``ws``, ``line_comment``, ``block_comment``, ``int``, ``float``, ``ident``, ``op`` and one group
-per quote character) and its Token class (for the keywords its messages name).
+column, never an encoding error later), and a parser's place in its tokens (``TokenCursor``).
+Each language gives its float rule, quote characters and operators (``token_regex``) and its
+Token class (for the keywords its messages name).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ceql.errors import QuerySyntaxError
@@ -59,6 +59,27 @@ class Quote:
     what: str  # "string", "quoted identifier", ...
 
 
+#: Strings, the same in both languages: single quotes, ``''`` for a quote.
+STRING = Quote("'", "STRING", "string")
+
+
+def token_regex(float_rule: str, quotes: Mapping[str, Quote], operators: Sequence[str]) -> re.Pattern[str]:
+    """A language's token regex for ``scan``: whitespace, ``--`` and ``/* */`` comments,
+    ``float_rule``, integers, identifiers, a group per quote character (named by the keys of
+    ``quotes``) and ``operators``, tried in their order (so list the longest first)."""
+    groups = [
+        r"(?P<ws>\s+)",
+        r"(?P<line_comment>--[^\n]*)",
+        r"(?P<block_comment>/\*)",
+        f"(?P<float>{float_rule})",  # before int, so that 1.5 is one token
+        r"(?P<int>\d+)",
+        r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)",
+        *(f"(?P<{name}>{re.escape(quote.char)})" for name, quote in quotes.items()),
+        "(?P<op>" + "|".join(re.escape(op) for op in operators) + ")",
+    ]
+    return re.compile("|".join(groups))
+
+
 def check_unicode(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxError) -> None:
     """``error_class`` at the first lone surrogate of ``text``. The excerpt shows U+FFFD in its
     place, so that the message itself can be printed and encoded."""
@@ -70,24 +91,18 @@ def check_unicode(text: str, error_class: type[QuerySyntaxError] = QuerySyntaxEr
         )
 
 
-def no_surrogate(text: str, start: int, end: int, error_class: type[QuerySyntaxError] = QuerySyntaxError) -> None:
-    """``check_unicode`` of ``text[start:end]`` (one quoted token), the error placed in ``text``."""
-    found = _SURROGATE.search(text, start, end)
-    if found is not None:
-        shown = _SURROGATE.sub("\ufffd", text)
-        raise error_class(f"{found.group()!r} is not valid Unicode text (a lone surrogate)", shown, found.start())
-
-
 def scan(
     text: str,
     token_re: re.Pattern[str],
     quotes: Mapping[str, Quote],
     token_class: type[Token] = Token,
     error_class: type[QuerySyntaxError] = QuerySyntaxError,
+    hint: Callable[[str], str] | None = None,
 ) -> list[Token]:
     """Split ``text`` into tokens ending with EOF; ``error_class`` on a lone surrogate, a
     character that starts no token, an unterminated string, quoted identifier or comment, an
-    empty quoted identifier, or a number beyond 64 bits."""
+    empty quoted identifier, or a number beyond 64 bits. ``hint`` of a character that starts
+    no token is added to that message (a language's word on why it was probably written)."""
     check_unicode(text, error_class)
     tokens: list[Token] = []
     pos = 0
@@ -95,7 +110,8 @@ def scan(
     while pos < length:
         match = token_re.match(text, pos)
         if match is None:
-            raise error_class(f"unexpected character {text[pos]!r}", text, pos)
+            extra = hint(text[pos]) if hint is not None else ""
+            raise error_class(f"unexpected character {text[pos]!r}{extra}", text, pos)
         kind = match.lastgroup
         start = pos
         pos = match.end()
@@ -148,3 +164,62 @@ def read_quoted(
             pos = end + 2
             continue
         return "".join(parts), end + 1
+
+
+class TokenCursor:
+    """A recursive-descent parser's place in its tokens, and the token tests and errors both
+    languages' parsers share (each adds its grammar; ``hint`` may add a word to an error)."""
+
+    def __init__(self, text: str, tokens: list[Token], max_tokens: int) -> None:
+        if len(tokens) > max_tokens:
+            raise QuerySyntaxError(f"query too large ({len(tokens)} tokens; at most {max_tokens})", text, 0)
+        self.text = text
+        self.tokens = tokens
+        self.i = 0
+        self.depth = 0  # nesting, bounded by each parser's enter()
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.i]
+        if tok.kind != "EOF":
+            self.i += 1
+        return tok
+
+    def error(self, expected: str, tok: Token | None = None) -> QuerySyntaxError:
+        """``expected ..., found ...`` at ``tok`` (the current token by default)."""
+        tok = tok or self.tok
+        message = f"expected {expected}, found {tok.describe()}{self.hint(expected, tok)}"
+        return QuerySyntaxError(message, self.text, tok.offset, expected)
+
+    def hint(self, expected: str, tok: Token) -> str:
+        """What to add to an error's message (a language's parser says more): nothing here."""
+        return ""
+
+    def is_kw(self, *words: str, tok: Token | None = None) -> bool:
+        tok = tok or self.tok
+        return tok.kind == "IDENT" and tok.upper in words
+
+    def is_op(self, *ops: str, tok: Token | None = None) -> bool:
+        tok = tok or self.tok
+        return tok.kind == "OP" and tok.value in ops
+
+    def expect_kw(self, *words: str) -> Token:
+        if not self.is_kw(*words):
+            raise self.error(" or ".join(words))
+        return self.advance()
+
+    def expect_op(self, op: str, expected: str | None = None) -> Token:
+        if not self.is_op(op):
+            raise self.error(expected or f"'{op}'")
+        return self.advance()
+
+    def is_name(self, tok: Token | None = None) -> bool:
+        """A name: quoted, or an identifier that is not one of its language's keywords."""
+        tok = tok or self.tok
+        return tok.kind == "QIDENT" or (tok.kind == "IDENT" and tok.upper not in tok.KEYWORDS)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -235,30 +235,33 @@ class FormulaEvaluator(Visitor):
         return frozenset().union(*(self.evaluate(part, i, j) for part in node.parts))
 
     def visit_Sequence(self, node: ast.Sequence, i: int, j: int) -> frozenset:
-        return self._sequence(node, len(node.parts), i, j)
+        return self._parts(node, len(node.parts), i, j)
 
-    def _sequence(self, node: ast.Sequence, count: int, i: int, j: int) -> frozenset:
-        """The first ``count`` parts of a sequence, evaluated over (i, j)."""
+    def _parts(self, node: ast.Sequence | ast.AllOf, count: int, i: int, j: int) -> frozenset:
+        """The first ``count`` parts of a sequence or an ALL, evaluated over (i, j) (memoized:
+        the shorter prefixes are asked for again and again)."""
         if count == 1:
             return self.evaluate(node.parts[0], i, j)
         key = (id(node), count, i, j)
         cached = self.memo.get(key)
-        if cached is not None:
-            return cached
+        if cached is None:
+            join = self._sequence if isinstance(node, ast.Sequence) else self._all_of
+            cached = self.memo[key] = frozenset(join(node, count, i, j))  # type: ignore[arg-type]
+        return cached
+
+    def _sequence(self, node: ast.Sequence, count: int, i: int, j: int) -> Iterator[tuple]:
+        """``[[f1 ; ... ; f_count]](i, j)``: the first count - 1 parts end at some k < j, the
+        last part runs from k + 1 to j."""
         last = node.parts[count - 1]
-        result = set()
         for k in range(i, j):
-            left = self._sequence(node, count - 1, i, k)
+            left = self._parts(node, count - 1, i, k)
             if not left:
                 continue
             right = self.evaluate(last, k + 1, j)
             for (a, oa), (b, ob) in itertools.product(left, right):
                 if node.contiguous and not _adjacent(a, b, k):
                     continue
-                result.add((a | b, oa | ob))
-        frozen = frozenset(result)
-        self.memo[key] = frozen
-        return frozen
+                yield (a | b, oa | ob)
 
     def visit_Iteration(self, node: ast.Iteration, i: int, j: int) -> frozenset:
         # Each iteration is a scope for the labels the body defines.
@@ -283,29 +286,19 @@ class FormulaEvaluator(Visitor):
         return result
 
     def visit_AllOf(self, node: ast.AllOf, i: int, j: int) -> frozenset:
-        return self._all_of(node, len(node.parts), i, j)
+        return self._parts(node, len(node.parts), i, j)
 
-    def _all_of(self, node: ast.AllOf, count: int, i: int, j: int) -> frozenset:
+    def _all_of(self, node: ast.AllOf, count: int, i: int, j: int) -> Iterator[tuple]:
         """``[[f1 ALL ... ALL f_count]](i, j)``: each part ends at some j' <= j, one at j."""
-        if count == 1:
-            return self.evaluate(node.parts[0], i, j)
-        key = (id(node), count, i, j)
-        cached = self.memo.get(key)
-        if cached is not None:
-            return cached
         last = node.parts[count - 1]
-        result = set()
         for j1, j2 in itertools.product(range(i, j + 1), repeat=2):
             if max(j1, j2) != j:
                 continue
-            left = self._all_of(node, count - 1, i, j1)
+            left = self._parts(node, count - 1, i, j1)
             if not left:
                 continue
             for (a, oa), (b, ob) in itertools.product(left, self.evaluate(last, i, j2)):
-                result.add((a | b, oa | ob))
-        frozen = frozenset(result)
-        self.memo[key] = frozen
-        return frozen
+                yield (a | b, oa | ob)
 
     def visit_Unless(self, node: ast.Unless, i: int, j: int) -> frozenset:
         owned_left = self.labels.defined(node.left)

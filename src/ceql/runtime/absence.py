@@ -327,35 +327,18 @@ class Absence:
         runs, runs2 = evaluator.runs, self.runs
         registers, registers2 = self.plan.registers is not None, self.cancel_plan.registers is not None
         index = {pos: k for k, pos in enumerate(own.positions)}
-        measures2 = cancelling.measures
-        measures = own.measures
         for k, pos in enumerate(cancelling.positions):
             deadline_measure = cancelling.deadline_measures[k]
             if deadline_measure is not None and self.queue and self.queue[0][0] <= deadline_measure:
                 yield from self.report(self.due(deadline_measure), pos, detailed)
             if cancelling.relevant[k]:
-                key2 = cancelling.keys[k] if cancelling.keys is not None else None
-                if cancelling.keys is None or key2 is not None:
-                    m2 = measures2[k] if measures2 is not None else pos
-                    data2 = cancelling.data[k] if cancelling.data is not None else None
-                    if registers2:
-                        finals = runs2.advance(key2, cancelling.symbols[k], pos, m2, data2, cancelling.values[k], cancelling.masks[k])
-                    else:
-                        finals = runs2.advance(key2, cancelling.symbols[k], pos, m2, data2)
-                    if finals is not None:
-                        self.cancel(finals)
+                finals, _ = _advance_row(runs2, cancelling, k, pos, registers2)
+                if finals is not None:
+                    self.cancel(finals)
             j = index.get(pos)
             if j is None:
                 continue
-            key = own.keys[j] if own.keys is not None else None
-            if own.keys is not None and key is None:
-                continue
-            m = measures[j] if measures is not None else pos
-            data = own.data[j] if own.data is not None else None
-            if registers:
-                finals = runs.advance(key, own.symbols[j], pos, m, data, own.values[j], own.masks[j])
-            else:
-                finals = runs.advance(key, own.symbols[j], pos, m, data)
+            finals, key = _advance_row(runs, own, j, pos, registers)
             if finals is not None:
                 self.wait(finals, key)
         if runs2.created > runs2.compact_at:
@@ -616,3 +599,16 @@ def _better(a: frozenset, b: frozenset, strategy: str) -> bool:
     diff = a ^ b
     pivot = min(diff) if strategy == "NEXT" else max(diff)
     return pivot in a
+
+
+def _advance_row(runs: Any, prepared: Any, k: int, pos: int, registers: bool) -> tuple[Any, Any]:
+    """Advance ``runs`` by row ``k`` of a prepared batch (the event at ``pos``): the final nodes
+    it reaches (None if none, or if the row lacks the partition key) and the row's key."""
+    key = prepared.keys[k] if prepared.keys is not None else None
+    if prepared.keys is not None and key is None:
+        return None, None
+    m = prepared.measures[k] if prepared.measures is not None else pos
+    data = prepared.data[k] if prepared.data is not None else None
+    if registers:
+        return runs.advance(key, prepared.symbols[k], pos, m, data, prepared.values[k], prepared.masks[k]), key
+    return runs.advance(key, prepared.symbols[k], pos, m, data), key

@@ -606,11 +606,7 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
         from ceql.runtime.kernel.absence import is_kernel_absence_state
 
         if is_kernel_absence_state(blob):  # saved on the kernel: it goes on there
-            if evaluator._kernel is None:
-                evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
-            if evaluator._kernel is None:
-                raise StateError("the saved state was made by the compiled kernel, which cannot run this query")
-            evaluator._kernel.import_json(blob)
+            _import_on_kernel(evaluator, blob)
             return
         if not is_absence_state(blob):
             raise StateError("not a saved state of this NOT FOLLOWED BY query")
@@ -618,14 +614,20 @@ def _import(evaluator: Evaluator, blob: bytes) -> None:
         evaluator.absence.import_state(blob)
         return
     if kernel.is_kernel_state(blob):
-        if evaluator._kernel is None:
-            evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
-        if evaluator._kernel is None:
-            raise ValueError("the saved state was made by the compiled kernel, which cannot run this query")
-        evaluator._kernel.import_json(blob)
+        _import_on_kernel(evaluator, blob)
         return
     evaluator._kernel = None  # a Python-path state continues on the Python path
     import_state(evaluator, blob)
+
+
+def _import_on_kernel(evaluator: Evaluator, blob: bytes) -> None:
+    """Load a state the kernel saved: the evaluator goes on on the kernel (StateError if the
+    kernel cannot run this query)."""
+    if evaluator._kernel is None:
+        evaluator._kernel = _kernel_for(evaluator.plan, evaluator.max_nodes)
+    if evaluator._kernel is None:
+        raise StateError("the saved state was made by the compiled kernel, which cannot run this query")
+    evaluator._kernel.import_json(blob)
 
 
 def _time_ns(time: Any) -> int:

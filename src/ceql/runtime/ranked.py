@@ -608,16 +608,7 @@ def _order(a: tuple, b: tuple, last: bool) -> int:
 
 def _start(node: tuple) -> Any:
     """The measure of the first event of a node's complex events (equal supports)."""
-    start = None
-    while True:
-        size = len(node)
-        if size == 3:
-            return start
-        if size == 5:
-            node = node[LEFT]
-            continue
-        start = node[MEASURE]
-        node = node[CHILD]
+    return _earliest(node, MEASURE)
 
 
 def _top(node: tuple) -> Any:
@@ -629,15 +620,21 @@ def _top(node: tuple) -> Any:
 
 def _first(node: tuple) -> int | None:
     """The first position of a node's complex events (equal supports), None if empty."""
-    first = None
+    return _earliest(node, POS)
+
+
+def _earliest(node: tuple, field: int) -> Any:
+    """``field`` of the earliest event of a node's complex events (their supports are equal,
+    so any branch of a union tells): the last one on the way down, None if empty."""
+    found = None
     while True:
         size = len(node)
         if size == 3:
-            return first
+            return found
         if size == 5:
             node = node[LEFT]
             continue
-        first = node[POS]
+        found = node[field]
         node = node[CHILD]
 
 

@@ -16,7 +16,7 @@ by the support.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ceql.runtime.nodes import (
     CHILD,
@@ -193,17 +193,22 @@ def best_support(roots: list[tuple], strategy: str, window: float | None) -> tup
 
 
 def paths_with_supports(
-    roots: list[tuple], supports: list[tuple[int, ...]], window: float | None
+    roots: list[tuple],
+    supports: list[tuple[int, ...]],
+    window: float | None,
+    keep: Callable[[tuple, dict], bool] | None = None,
 ) -> Iterator[tuple]:
     """The complex events (paths) of ``roots`` whose support is one of ``supports``, in one
     pass guided by a trie of the supports (read from the latest position down), so that the
-    work is linear in the structure visited and the output, not in their product."""
+    work is linear in the structure visited and the output, not in their product. ``keep``
+    (a union branch, the trie level it would be read at) may prune branches that cannot spell
+    a wanted support (MaxSelection's)."""
     trie: dict = {}
     for support in supports:
-        node = trie
+        level = trie
         for position in reversed(support):
-            node = node.setdefault(position, {})
-        node[None] = True  # a complete support ends here
+            level = level.setdefault(position, {})
+        level[None] = True  # a complete support ends here
     for root in roots:
         stack: list[tuple] = [(root, trie, None, None, True)]
         while stack:
@@ -214,8 +219,9 @@ def paths_with_supports(
                     yield path
                 continue
             if size == 5:
-                stack.append((node[RIGHT], level, path, limit, empty_ok))
-                stack.append((node[LEFT], level, path, limit, empty_ok))
+                for child in (node[RIGHT], node[LEFT]):
+                    if keep is None or keep(child, level):
+                        stack.append((child, level, path, limit, empty_ok))
                 continue
             pos, m = node[POS], node[MEASURE]
             following = level.get(pos)
@@ -389,44 +395,18 @@ class MaxSelection:
     def _paths(self, roots: list[tuple], supports: list[tuple[int, ...]]) -> Iterator[tuple]:
         """``paths_with_supports``, skipping the union branches whose latest top position is
         below the next one the supports want (they cannot spell it)."""
-        window = self.window
-        trie: dict = {}
-        for support in supports:
-            level = trie
-            for position in reversed(support):
-                level = level.setdefault(position, {})
-            level[None] = True
         smallest: dict[int, int | None] = {}  # id(level) -> the smallest position it wants
-        for root in roots:
-            stack: list[tuple] = [(root, trie, None, None, True)]
-            while stack:
-                node, level, path, limit, empty_ok = stack.pop()
-                size = len(node)
-                if size == 3:
-                    if None in level and empty_ok:
-                        yield path
-                    continue
-                if size == 5:
-                    if id(level) in smallest:
-                        wanted = smallest[id(level)]
-                    else:
-                        wanted = smallest[id(level)] = min((p for p in level if p is not None), default=None)
-                    for child in (node[RIGHT], node[LEFT]):
-                        if wanted is None:
-                            keep = child[HAS_EMPTY]
-                        else:
-                            keep = (child[HAS_EMPTY] and None in level) or self._top(child) >= wanted
-                        if keep:
-                            stack.append((child, level, path, limit, empty_ok))
-                    continue
-                pos, m = node[POS], node[MEASURE]
-                following = level.get(pos)
-                if following is None:
-                    continue
-                if limit is None and window is not None:
-                    limit = window_limit(m, window)
-                child_ok = True if limit is None else m > limit
-                stack.append((node[CHILD], following, (pos, node[LABELS], node[DATA], path), limit, child_ok))
+
+        def keep(child: tuple, level: dict) -> bool:
+            if id(level) in smallest:
+                wanted = smallest[id(level)]
+            else:
+                wanted = smallest[id(level)] = min((p for p in level if p is not None), default=None)
+            if wanted is None:
+                return child[HAS_EMPTY]
+            return (child[HAS_EMPTY] and None in level) or self._top(child) >= wanted
+
+        return paths_with_supports(roots, supports, self.window, keep)
 
 
 # An antichain of supports: None (no complex event), or a persistent list of cells

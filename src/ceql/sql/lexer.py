@@ -8,8 +8,6 @@ and are never keywords; strings are single-quoted with ``''`` for a quote; ``--`
 
 from __future__ import annotations
 
-import re
-
 from ceql.errors import QuerySyntaxError
 from ceql.lang import scanner
 
@@ -24,66 +22,14 @@ RESERVED = frozenset(
 )
 
 # Longest first, so that '<=' wins over '<', '{-' over '{', '||' over '|'.
-_OPERATORS = [
-    "{-",
-    "-}",
-    "<=",
-    ">=",
-    "<>",
-    "!=",
-    "||",
-    "(",
-    ")",
-    "{",
-    "}",
-    ",",
-    ".",
-    ";",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "?",
-    "<",
-    ">",
-    "=",
-    "|",
-    "^",
-    "$",
-]
-
-_TOKEN_RE = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<line_comment>--[^\n]*)
-  | (?P<block_comment>/\*)
-  | (?P<float>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-  | (?P<int>\d+)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<dquote>")
-  | (?P<bquote>`)
-  | (?P<string>')
-  | (?P<op>"""
-    + "|".join(re.escape(op) for op in _OPERATORS)
-    + r""")
-    """,
-    re.VERBOSE,
-)
-
-
-class Token(scanner.Token):
-    """A SQL token (``ceql.lang.scanner.Token``): its messages call RESERVED words keywords."""
-
-    __slots__ = ()
-    KEYWORDS = RESERVED
-
-
+_OPERATORS = "{- -} <= >= <> != || ( ) { } , . ; + - * / % ? < > = | ^ $".split()
 _QUOTES = {
-    "string": scanner.Quote("'", "STRING", "string"),
-    "dquote": scanner.Quote('"', "QIDENT", "quoted identifier"),
-    "bquote": scanner.Quote("`", "QIDENT", "quoted identifier"),
+    "string": scanner.STRING,
+    "dquote": scanner.Quote('"', "QIDENT", "quoted identifier"),  # standard SQL
+    "bquote": scanner.Quote("`", "QIDENT", "quoted identifier"),  # Flink
 }
+# The float rule is the language's own; the rest is the scanner's (ceql.lang.scanner).
+_TOKEN_RE = scanner.token_regex(r"\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", _QUOTES, _OPERATORS)
 
 
 def tokenize(text: str) -> list[Token]:
@@ -91,3 +37,10 @@ def tokenize(text: str) -> list[Token]:
     character, an unterminated string, quoted identifier or comment, or an integer beyond 64
     bits (the scanner shared with CEQL, ``ceql.lang.scanner``)."""
     return scanner.scan(text, _TOKEN_RE, _QUOTES, Token, QuerySyntaxError)  # type: ignore[return-value]
+
+
+class Token(scanner.Token):
+    """A SQL token (``ceql.lang.scanner.Token``): its messages call RESERVED words keywords."""
+
+    __slots__ = ()
+    KEYWORDS = RESERVED

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 
 from ceql.errors import QuerySyntaxError, UnsupportedQueryError
 from ceql.lang import grammar
+from ceql.lang.scanner import TokenCursor
 from ceql.lang.timetext import format_timestamp, parse_interval, parse_timestamp, timestamp_zone
 from ceql.sql import ast
-from ceql.sql.lexer import RESERVED, Token, tokenize
+from ceql.sql.lexer import RESERVED, tokenize
 
 MAX_DEPTH = 100
 MAX_TOKENS = 100_000
@@ -170,60 +171,16 @@ def deep_recursion() -> Iterator[None]:
             sys.setrecursionlimit(old)
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = tokenize(text)
-        if len(self.tokens) > MAX_TOKENS:
-            raise QuerySyntaxError(f"query too large ({len(self.tokens)} tokens; at most {MAX_TOKENS})", text, 0)
-        self.i = 0
-        self.depth = 0
+        super().__init__(text, tokenize(text), MAX_TOKENS)
         self.semantics_pos = 0
 
     # ------------------------------------------------------------------ helpers
 
-    @property
-    def tok(self) -> Token:
-        return self.tokens[self.i]
-
-    def peek(self, k: int = 1) -> Token:
-        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
-
-    def advance(self) -> Token:
-        tok = self.tokens[self.i]
-        if tok.kind != "EOF":
-            self.i += 1
-        return tok
-
-    def error(self, expected: str, tok: Token | None = None) -> QuerySyntaxError:
-        tok = tok or self.tok
-        return QuerySyntaxError(f"expected {expected}, found {tok.describe()}", self.text, tok.offset, expected)
-
     def unsupported(self, what: str, offset: int, hint: str = "") -> UnsupportedQueryError:
         message = f"{what} is not supported by ceql's MATCH_RECOGNIZE"
         return UnsupportedQueryError(message + (f" ({hint})" if hint else ""), self.text, offset)
-
-    def is_kw(self, *words: str, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "IDENT" and tok.upper in words
-
-    def is_op(self, *ops: str, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "OP" and tok.value in ops
-
-    def expect_kw(self, *words: str) -> Token:
-        if not self.is_kw(*words):
-            raise self.error(" or ".join(words))
-        return self.advance()
-
-    def expect_op(self, op: str, expected: str | None = None) -> Token:
-        if not self.is_op(op):
-            raise self.error(expected or f"'{op}'")
-        return self.advance()
-
-    def is_name(self, tok: Token | None = None) -> bool:
-        tok = tok or self.tok
-        return tok.kind == "QIDENT" or (tok.kind == "IDENT" and tok.upper not in RESERVED)
 
     def name(self, what: str) -> ast.Name:
         tok = self.tok

@@ -15,15 +15,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 
 from ceql.io.errors import RowError
 from ceql.io.progress import INPUT_BYTES
+
+if TYPE_CHECKING:
+    from ceql.compile.catalog import Catalog
+    from ceql.runtime.batches import Notices
 
 BOM = b"\xef\xbb\xbf"
 
@@ -246,6 +250,16 @@ def too_long_errors(block: LineBlock, source: str, limit: int) -> list[RowError]
         )
         for line, size, head in block.too_long
     ]
+
+
+def check_columns(names: Sequence[str], catalog: Catalog, source: str, notices: Notices) -> None:
+    """Check a file's column names against the catalog (CeqlError if a needed one is missing)
+    and warn, once each, of the undeclared ones and of the declared ones the file lacks."""
+    unknown, absent = catalog.check_columns(names, source)
+    for name in unknown:
+        notices.warn(("unknown", name), f"{source}: column {name} is not declared for any event type; it is ignored")
+    for name in absent:
+        notices.warn(("absent", name), f"{source}: declared column {name} is not in the input (no query reads it)")
 
 
 def count_lines(path: str, start: int, end: int, options: ReadOptions) -> int:

@@ -31,6 +31,7 @@ from ceql.io.formats.base import (
     PushbackStream,
     ReadOptions,
     Split,
+    check_columns,
     iter_line_blocks,
     open_split,
     text_splits,
@@ -72,15 +73,7 @@ def read_header(line: bytes, catalog: Catalog, source: str, notices: Notices) ->
             f"{source}: the header (line 1) has {len(names):,} columns; at most {MAX_COLUMNS:,} are read "
             "(docs/limits.md): keep the columns the queries need"
         )
-    unknown, absent = catalog.check_columns(names, source)
-    for name in unknown:
-        notices.warn(
-            ("unknown", name), f"{source}: column {name} is not declared for any event type; it is ignored"
-        )
-    for name in absent:
-        notices.warn(
-            ("absent", name), f"{source}: declared column {name} is not in the input (no query reads it)"
-        )
+    check_columns(names, catalog, source, notices)
     read = tuple(i for i, n in enumerate(names) if n == EVENT_TYPE or n in catalog.columns)
     twice = sorted({names[i] for i in read if names.count(names[i]) > 1})
     if twice:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from ceql.compile.catalog import EVENT_TYPE, Catalog
 from ceql.io.errors import RowError
-from ceql.io.formats.base import Parsed, ReadOptions, Split, row_text
+from ceql.io.formats.base import Parsed, ReadOptions, Split, check_columns, row_text
 from ceql.runtime.batches import Notices, type_rows
 
 NAME = "parquet"
@@ -45,15 +45,7 @@ def plan(
     except (pa.ArrowException, OSError) as exc:
         layout = Layout((), (), f"cannot read the Parquet file: {_first_line(exc)}")
         return [Split(path, file_index, 0, None, 1, layout)]
-    unknown, absent = catalog.check_columns(names, path)
-    for name in unknown:
-        notices.warn(
-            ("unknown", name), f"{path}: column {name} is not declared for any event type; it is ignored"
-        )
-    for name in absent:
-        notices.warn(
-            ("absent", name), f"{path}: declared column {name} is not in the input (no query reads it)"
-        )
+    check_columns(names, catalog, path, notices)
     columns = tuple(n for n in names if n == EVENT_TYPE or n in catalog.columns)
     groups = tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
     layout = Layout(columns, groups)
