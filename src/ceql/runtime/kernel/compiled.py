@@ -51,6 +51,8 @@ C_CHECK = 9  # 1: Python checks each trigger's complex events before CONSUME BY 
 C_SIZE = 10
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
+#: Selection strategies (``select_supports``, ``_choose``).
+SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
 
 # ---------------------------------------------------------------- dynamic scalars (st)
 S_NODES = 0  # node rows in use
@@ -209,7 +211,7 @@ def _take_slot(st, slot_of, slot_info, free, code):
 @njit(cache=True, nogil=True)
 def run(
     syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
-    free, new, finals, stack, path, out_m, out_pos, out_lab, first,
+    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
@@ -217,7 +219,8 @@ def run(
     (compute a transition, grow an array, take the output) before calling again from the
     returned index: an event is either fully applied or not at all, and an enumeration that
     stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
-    the one entry (initial state, BOTTOM) of a partition seen for the first time."""
+    the one entry (initial state, BOTTOM) of a partition seen for the first time. ``memo`` and
+    ``sel``: NEXT / LAST chosen over the tECS (``_choose``; ``sel[SEL_MODE]`` 0: not used)."""
     window = cfg[C_WINDOW]
     prune = window >= 0 and cfg[C_MONOTONE] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -227,7 +230,9 @@ def run(
     i = start
     if st[S_ENUM] == 1:
         i = st[S_EVENT]
-        status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
+        status = _enumerate(
+            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel
+        )
         if status != OK:
             return status, i, 0, 0
         if _must_check(cfg, st):
@@ -347,7 +352,8 @@ def run(
             st[S_SP] = 0
             st[S_TCOUNT] = 0
             st[S_TFIRST] = st[S_NMATCH]
-            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
+            sel[SEL_CHOSEN] = 0
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel)
             if status != OK:
                 return status, i, 0, 0
             if _must_check(cfg, st):
@@ -404,7 +410,7 @@ def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code):
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel):
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
@@ -415,8 +421,22 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     (``MF`` and the has-empty bit), so the work is proportional to the output. (``MF`` is
     INT64_MIN both for "no first event with a measure" and for a real measure of -2**63; the
     test may then descend for nothing, but whether a complex event is output is decided on its
-    first event's own measure.)"""
+    first event's own measure.)
+
+    With NEXT / LAST (``sel[SEL_MODE]``), the best support is chosen first over the tECS
+    (``_choose``) and only the paths spelling it are followed."""
     window = cfg[C_WINDOW]
+    selecting = sel[SEL_MODE] != 0
+    if selecting and sel[SEL_CHOSEN] == 0:
+        status = _choose(cfg, st, nodes, finals, stack, memo, sel)
+        if status != OK:
+            return status
+        sel[SEL_CHOSEN] = 1
+        if sel[SEL_LEN] < 0:  # no complex event in the window
+            st[S_SP] = 0
+            st[S_FINAL] = st[S_NFINALS]
+            return OK
+    slen = sel[SEL_LEN]
     newest = cfg[C_ANY] == 1
     stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
     labels = cfg[C_LABELS] == 1
@@ -442,7 +462,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
         while True:
             kind = nodes[node, KH] >> 1
             if kind == BOTTOM_KIND:
-                if empty_ok:
+                if empty_ok and (not selecting or depth == slen):
                     nm = st[S_NMATCH]
                     npos = st[S_NPOS]
                     if (
@@ -498,6 +518,8 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 empty_ok = 1 if not gone and m >= limit else 0
                 if not (nodes[child, MF] >= limit or (nodes[child, KH] & empty_ok) == 1):
                     break
+            if selecting and (depth >= slen or nodes[node, POS] != memo[depth, MEMO_BEST]):
+                break  # not the chosen support
             if depth >= path.shape[0]:
                 st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
                 return NEED_PATH
@@ -515,6 +537,220 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
     stack[sp, 3] = limit
     stack[sp, 4] = empty_ok
     return sp + 1
+
+
+# ====================================================================== NEXT and LAST over the tECS
+# The best support of a trigger is found without enumerating its complex events (as
+# runtime/selection.py does in Python): per node, the best support of its paths (a path spells
+# its positions from the latest down) follows from its children's: an output node puts its
+# position in front of its child's best, a union keeps the better of its two sides. Memoised
+# per node (and per "the empty complex event is in the window" bit), the pass is linear in the
+# nodes in the window; the paths spelling the chosen support (several when labels differ) are
+# then enumerated, pruned at the first position that differs from it.
+
+#: sel[...]: the strategy (0: none), the memo's generation, whether the current trigger's
+#: support is chosen, its length (-1: none in the window).
+SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN = range(4)
+SEL_SIZE = 4
+#: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
+#: for each value of the empty bit; an output node's tail (its child's best); the chosen
+#: support (from the latest position down), a candidate's, and the trigger's top output nodes.
+MEMO_STAMP0, MEMO_REP0, MEMO_STAMP1, MEMO_REP1, MEMO_TAIL, MEMO_BEST, MEMO_TRY, MEMO_TOPS = range(8)
+MEMO_FIELDS = 8
+_UNKNOWN_REP = -2
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rep_cmp(nodes, memo, x, y, mode):
+    """Compare two memoised best supports (node rows, 0: empty): > 0 when x wins, < 0 when y
+    wins, 0 when equal. LAST: the largest position of the symmetric difference decides (the
+    first difference from the latest down); NEXT: the smallest (the last difference found)."""
+    found = 0
+    while x != y:
+        if x == 0:
+            return -1  # y's other positions are all below what was compared: y wins
+        if y == 0:
+            return 1
+        px = nodes[x, POS]
+        py = nodes[y, POS]
+        if px == py:
+            x = memo[x, MEMO_TAIL]
+            y = memo[y, MEMO_TAIL]
+        elif px > py:
+            if mode == SELECT_LAST:
+                return 1
+            found = 1
+            x = memo[x, MEMO_TAIL]
+        else:
+            if mode == SELECT_LAST:
+                return -1
+            found = -1
+            y = memo[y, MEMO_TAIL]
+    return found
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _memo_get(memo, stamp, node, eok):
+    if node == 0:
+        return 0 if eok == 1 else -1
+    if eok == 1:
+        return memo[node, MEMO_REP1] if memo[node, MEMO_STAMP1] == stamp else _UNKNOWN_REP
+    return memo[node, MEMO_REP0] if memo[node, MEMO_STAMP0] == stamp else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _viable(nodes, node, has_limit, limit, eok):
+    """Whether some complex event below ``node`` may start in the window (as ``_enumerate``)."""
+    return not has_limit or nodes[node, MF] >= limit or (nodes[node, KH] & eok) == 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _best_below(nodes, stack, memo, stamp, root, has_limit, limit, mode):
+    """The best support of the output node ``root`` (its window limit fixed): a node row whose
+    MEMO_TAIL chain spells it, -1 when none is in the window, or -3 when the stack is short."""
+    sp = 0
+    stack[0, 0] = root
+    stack[0, 1] = 1
+    sp = 1
+    while sp > 0:
+        if sp + 2 > stack.shape[0]:
+            return -3
+        node = stack[sp - 1, 0]
+        eok = stack[sp - 1, 1]
+        if _memo_get(memo, stamp, node, eok) != _UNKNOWN_REP:
+            sp -= 1
+            continue
+        kind = nodes[node, KH] >> 1
+        if kind == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            va = _memo_get(memo, stamp, a, eok) if _viable(nodes, a, has_limit, limit, eok) else -1
+            vb = _memo_get(memo, stamp, b, eok) if _viable(nodes, b, has_limit, limit, eok) else -1
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                if va == _UNKNOWN_REP:
+                    stack[sp, 0] = a
+                    stack[sp, 1] = eok
+                    sp += 1
+                if vb == _UNKNOWN_REP:
+                    stack[sp, 0] = b
+                    stack[sp, 1] = eok
+                    sp += 1
+                continue
+            if va < 0:
+                r = vb
+            elif vb < 0:
+                r = va
+            else:
+                r = va if _rep_cmp(nodes, memo, va, vb, mode) >= 0 else vb
+            if eok == 1:
+                memo[node, MEMO_STAMP1] = stamp
+                memo[node, MEMO_REP1] = r
+            else:
+                memo[node, MEMO_STAMP0] = stamp
+                memo[node, MEMO_REP0] = r
+            sp -= 1
+            continue
+        # an output node: its value does not depend on the empty bit it is reached with
+        gone = kind == GONE_KIND
+        ceok = 1
+        if has_limit:
+            ceok = 1 if not gone and nodes[node, M] >= limit else 0
+        child = nodes[node, A]
+        vc = _memo_get(memo, stamp, child, ceok) if _viable(nodes, child, has_limit, limit, ceok) else -1
+        if vc == _UNKNOWN_REP:
+            stack[sp, 0] = child
+            stack[sp, 1] = ceok
+            sp += 1
+            continue
+        r = -1
+        if vc >= 0:
+            memo[node, MEMO_TAIL] = vc
+            r = node
+        memo[node, MEMO_STAMP0] = stamp
+        memo[node, MEMO_REP0] = r
+        memo[node, MEMO_STAMP1] = stamp
+        memo[node, MEMO_REP1] = r
+        sp -= 1
+    return memo[root, MEMO_REP1]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _seq_better(memo, la, lb, mode):
+    """Whether the support in MEMO_TRY (length la) beats the one in MEMO_BEST (lb); both from
+    the latest position down."""
+    if mode == SELECT_LAST:
+        for d in range(min(la, lb)):
+            x = memo[d, MEMO_TRY]
+            y = memo[d, MEMO_BEST]
+            if x != y:
+                return x > y
+        return la > lb
+    i = la - 1
+    j = lb - 1
+    while i >= 0 and j >= 0:  # from the earliest position up
+        x = memo[i, MEMO_TRY]
+        y = memo[j, MEMO_BEST]
+        if x != y:
+            return x < y
+        i -= 1
+        j -= 1
+    return i >= 0  # the longer one has more events after a common prefix
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _choose(cfg, st, nodes, finals, stack, memo, sel):
+    """The best support (NEXT / LAST) of the current trigger's complex events in the window,
+    into memo[:SEL_LEN, MEMO_BEST] from the latest position down (SEL_LEN -1: none). Each top
+    output node (the last event of its complex events) fixes its window limit, so each gets
+    its own memo generation."""
+    window = cfg[C_WINDOW]
+    mode = sel[SEL_MODE]
+    # The top output nodes, below the final nodes' unions (no window limit is fixed there).
+    ntops = 0
+    empty = False
+    for f in range(st[S_NFINALS]):
+        sp = 1
+        stack[0, 0] = finals[f]
+        while sp > 0:
+            sp -= 1
+            node = stack[sp, 0]
+            kind = nodes[node, KH] >> 1
+            if kind == UNION_KIND:
+                if sp + 2 > stack.shape[0]:
+                    return NEED_STACK
+                stack[sp, 0] = nodes[node, B]
+                stack[sp + 1, 0] = nodes[node, A]
+                sp += 2
+            elif kind != BOTTOM_KIND:
+                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
+                ntops += 1
+            else:
+                empty = True  # the empty complex event: in every window, beaten by any other
+    best = -1
+    for t in range(ntops):
+        top = memo[t, MEMO_TOPS]
+        gone = (nodes[top, KH] >> 1) == GONE_KIND
+        has_limit = window >= 0
+        if has_limit and gone:
+            continue
+        limit = _lowest_first(nodes[top, M], window) if has_limit else 0
+        sel[SEL_STAMP] += 1
+        r = _best_below(nodes, stack, memo, sel[SEL_STAMP], top, has_limit, limit, mode)
+        if r == -3:
+            return NEED_STACK
+        if r < 0:
+            continue
+        n = 0
+        while r != 0:
+            memo[n, MEMO_TRY] = nodes[r, POS]
+            n += 1
+            r = memo[r, MEMO_TAIL]
+        if best < 0 or _seq_better(memo, n, best, mode):
+            for d in range(n):
+                memo[d, MEMO_BEST] = memo[d, MEMO_TRY]
+            best = n
+    sel[SEL_LEN] = 0 if best < 0 and empty else best
+    return OK
 
 
 # ====================================================================== compaction
@@ -764,7 +1000,6 @@ def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
 
 # ====================================================================== selection strategies
 
-SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
 
 
 @njit(cache=True, nogil=True)

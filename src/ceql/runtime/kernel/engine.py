@@ -123,6 +123,7 @@ class KernelEvaluator:
         anchored: bool = False,
         check: Callable[[KernelMatches], np.ndarray] | None = None,
         max_nodes: int | None = None,
+        select: str | None = None,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -146,6 +147,12 @@ class KernelEvaluator:
         self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
         self.max_nodes = max_nodes
+        # NEXT / LAST: each trigger's best support is chosen over the tECS (compiled._choose).
+        if select not in (None, "NEXT", "LAST"):
+            raise ValueError(f"the kernel chooses NEXT or LAST over its tECS, not {select}")
+        self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
+        self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST}[select]
+        self.memo = np.zeros((1, k.MEMO_FIELDS), dtype=np.int64)
         # Complex events per output chunk (runtime/parallel.py lowers it for N workers' queues).
         self.max_chunk = MAX_CHUNK_MATCHES
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
@@ -237,11 +244,12 @@ class KernelEvaluator:
                 self.tables.ensure(len(self.det.subsets), top)
         index = 0
         while True:
+            self._fit_memo()
             status, index, a, b = k.run(
                 symbols, measures, miss, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )  # fmt: skip
             if status == k.DONE:
                 break
@@ -294,11 +302,12 @@ class KernelEvaluator:
         codes[0] = key_code
         miss[0] = missing
         if key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
+            self._fit_memo()
             status = k.run(
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )[0]  # fmt: skip
             if status == k.DONE:
                 chunk = self._take_output(int(self.st[k.S_NMATCH])) if self.st[k.S_NMATCH] else None
@@ -306,6 +315,14 @@ class KernelEvaluator:
                     self.compact()
                 return [chunk] if chunk is not None else []
         return list(self.process_chunks(symbols, positions, measures, codes if self.partitioned else None, miss))
+
+    def _fit_memo(self) -> None:
+        """With NEXT / LAST, a memo row per node row (grown with the nodes; its generations
+        tell stale rows apart, so a fresh or copied array is valid as it is)."""
+        if self.sel[k.SEL_MODE] and len(self.memo) < len(self.nodes):
+            memo = np.zeros((len(self.nodes), k.MEMO_FIELDS), dtype=np.int64)
+            memo[: len(self.memo)] = self.memo
+            self.memo = memo
 
     def live_nodes(self) -> int:
         """Node rows in use after a compaction (a memory measure)."""
@@ -444,11 +461,12 @@ class KernelEvaluator:
         symbols[0], positions[0], measures[0], codes[0], miss[0] = symbol, position, measure, key_code, missing
         st = self.st
         if not st[k.S_NMATCH] and key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
+            self._fit_memo()
             status = k.run(
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )[0]  # fmt: skip
             if status == k.DONE:
                 n = int(st[k.S_NMATCH])

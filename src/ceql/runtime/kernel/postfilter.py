@@ -20,7 +20,10 @@ register values per run: the plan decides at compile time whether they are exact
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
+- **NEXT, LAST** with no other check: the kernel chooses each trigger's best support over its
+  tECS, memoised per node, and enumerates only the complex events with that support
+  (compiled ``_choose``), on any pattern. With checks (conditions, STRICT, a double window),
+  on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
@@ -63,6 +66,8 @@ class PostFilter:
     #: checked on each instance of the filtered formula (the events between two of its ends).
     instances: list[Instanced] = field(default_factory=list)
     select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
+    #: NEXT / LAST chosen by the kernel over its tECS (nothing else is checked per match).
+    in_kernel: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
@@ -109,6 +114,10 @@ def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | s
     if window is None or isinstance(decided, str):
         return decided
     post = decided if decided is not None else PostFilter(plan)
+    if post.in_kernel and few_candidates(plan.formula, plan) is None:
+        # The kernel's looser window would choose among complex events the exact one drops.
+        return f"strategy {post.select} on a pattern with many candidates and a window over a double attribute"
+    post.in_kernel = False
     post.window = window
     post.notes.append(
         f"WITHIN {window} over a double attribute: the kernel's window is over floor(value) and one wider, "
@@ -125,8 +134,10 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
+    # NEXT and LAST alone are chosen over the kernel's tECS, on any pattern.
+    in_kernel = select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
     if bounded is None:
-        if select is not None:
+        if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"
         if plan.registers is not None and (plan.strategy == "ANY" or plan.limit is not None):
             what = "strategy ANY" if plan.strategy == "ANY" else "LIMIT"
@@ -135,8 +146,10 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None
-        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select)
-        if select is not None:
+        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel)
+        if in_kernel:
+            post.notes.append(f"strategy {select}: each trigger's best support chosen over the tECS")
+        elif select is not None:
             post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
             post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")

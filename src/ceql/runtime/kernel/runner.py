@@ -411,6 +411,7 @@ class PlanKernel:
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
+            select=self.post.select if self.post is not None and self.post.in_kernel else None,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
         # Equality correlation of single events: a hash join in the window (joins.py, issue 34).
@@ -622,7 +623,7 @@ class PlanKernel:
             keep &= instance_holds(frame, instanced.end, instanced.own, instanced.free, check)
         if post.strict:
             keep &= consecutive(frame, LOCAL)
-        if post.select is not None:
+        if post.select is not None and not post.in_kernel:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
             select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
         if self.source.strategy == "ANY":
