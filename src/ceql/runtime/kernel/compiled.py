@@ -48,7 +48,8 @@ C_INIT = 6  # the initial determinized state
 C_LABELS = 7  # 1: write each event's label-set id next to its position
 C_ANCHORED = 8  # 1: runs may all die (START): a sub-stream left with none stays empty
 C_CHECK = 9  # 1: Python checks each trigger's complex events before CONSUME BY applies
-C_SIZE = 10
+C_LAZY = 10  # > 0: pause a trigger's enumeration after this many complex events (NEED_MORE)
+C_SIZE = 11
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 #: Selection strategies (``select_supports``, ``_choose``).
@@ -70,6 +71,7 @@ S_TFIRST = 11  # output index of the trigger's first complex event
 S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
 S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
+S_STOP = 15  # C_LAZY: the current trigger's enumeration pauses when S_TCOUNT reaches this
 S_SIZE = 16
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
@@ -99,6 +101,7 @@ OUTPUT_FULL = 6  # output buffer (matches or positions)
 NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
 NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
+NEED_MORE = 10  # C_LAZY: S_STOP complex events of a trigger are out: Python says whether to go on
 OK = DONE
 
 STATUS_NAMES = {
@@ -112,6 +115,7 @@ STATUS_NAMES = {
     NEED_STACK: "stack",
     NEED_PATH: "path",
     NEED_CHECK: "check",
+    NEED_MORE: "more",
 }
 
 
@@ -352,6 +356,7 @@ def run(
             st[S_SP] = 0
             st[S_TCOUNT] = 0
             st[S_TFIRST] = st[S_NMATCH]
+            st[S_STOP] = cfg[C_LAZY]
             sel[SEL_CHOSEN] = 0
             status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel)
             if status != OK:
@@ -439,6 +444,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     slen = sel[SEL_LEN]
     newest = cfg[C_ANY] == 1
     stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
+    lazy = cfg[C_LAZY] > 0  # pause at S_STOP instead: Python checks what is out
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
     sp = st[S_SP]
@@ -484,6 +490,9 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                     st[S_NMATCH] = nm + 1
                     st[S_NPOS] = npos + depth
                     st[S_TCOUNT] += 1
+                    if lazy and st[S_TCOUNT] >= st[S_STOP]:
+                        st[S_SP] = sp  # resumes after this path (Python may end the trigger)
+                        return NEED_MORE
                     if st[S_TCOUNT] == stop_after:
                         st[S_SP] = 0
                         st[S_FINAL] = st[S_NFINALS]

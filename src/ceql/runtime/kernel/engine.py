@@ -23,6 +23,9 @@ from ceql.runtime.kernel.tables import TransitionTable
 
 COMPACT_MIN = 65_536  # node rows in use before the first compaction
 MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buffer is handed out
+#: ANY / LIMIT with checks: a trigger's first pause (C_LAZY); triggers with fewer complex events
+#: never pause, so the common case costs what the full enumeration costs.
+LAZY_BATCH = 64
 #: Initial array sizes; every array grows on demand (tests shrink them to exercise growth).
 INITIAL = {
     "nodes": 4096,
@@ -124,6 +127,7 @@ class KernelEvaluator:
         check: Callable[[KernelMatches], np.ndarray] | None = None,
         max_nodes: int | None = None,
         select: str | None = None,
+        more: Callable[[KernelMatches], tuple[np.ndarray, bool]] | None = None,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -150,6 +154,11 @@ class KernelEvaluator:
         # NEXT / LAST: each trigger's best support is chosen over the tECS (compiled._choose).
         if select not in (None, "NEXT", "LAST"):
             raise ValueError(f"the kernel chooses NEXT or LAST over its tECS, not {select}")
+        # ANY / LIMIT with checks: a trigger's complex events are enumerated LAZY_BATCH at a
+        # time, doubling; ``more`` keeps those that pass and says whether they are enough.
+        self.more = more
+        if more is not None and consume == "NONE":
+            self.cfg[k.C_LAZY] = LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
         self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST}[select]
         self.memo = np.zeros((1, k.MEMO_FIELDS), dtype=np.int64)
@@ -277,6 +286,8 @@ class KernelEvaluator:
                     yield chunk
             elif status == k.NEED_CHECK:
                 self._check_trigger()
+            elif status == k.NEED_MORE:
+                self._more()
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
@@ -416,13 +427,12 @@ class KernelEvaluator:
             return None
         return self._take_output(take)
 
-    def _check_trigger(self) -> None:
-        """Keep only the current trigger's complex events that ``check`` accepts (they are the
-        last ones of the output buffer); the kernel then consumes if some are left."""
+    def _trigger_chunk(self) -> KernelMatches:
+        """The current trigger's complex events so far (the last ones of the output buffer)."""
         lo, hi = int(self.st[k.S_TFIRST]), int(self.st[k.S_NMATCH])
         ends = self.out_m[k.O_END, lo : hi + 1]
         first, last = int(ends[0]), int(ends[-1])
-        chunk = KernelMatches(
+        return KernelMatches(
             self.out_m[k.O_TRIGGER, lo:hi].copy(),
             self.out_m[k.O_CODE, lo:hi].copy() if self.partitioned else np.zeros(hi - lo, dtype=np.int64),
             ends - first,
@@ -430,10 +440,14 @@ class KernelEvaluator:
             self.out_lab[first:last].copy() if self.labels else None,
             self.label_sets,
         )
-        keep = np.asarray(self.check(chunk), dtype=bool)  # type: ignore[misc]
+
+    def _keep_trigger(self, chunk: KernelMatches, keep: np.ndarray) -> None:
+        """Leave only the ``keep`` ones of the current trigger's complex events (``chunk``)."""
         if keep.all():
             return
-        counts = np.diff(ends)
+        lo = int(self.st[k.S_TFIRST])
+        first = int(self.out_m[k.O_END, lo])
+        counts = np.diff(chunk.offsets)
         events = np.repeat(keep, counts)
         kept = int(keep.sum())
         total = int(counts[keep].sum())
@@ -446,6 +460,24 @@ class KernelEvaluator:
         self.st[k.S_NMATCH] = lo + kept
         self.st[k.S_NPOS] = first + total
         self.st[k.S_TCOUNT] = kept
+
+    def _check_trigger(self) -> None:
+        """Keep only the current trigger's complex events that ``check`` accepts (they are the
+        last ones of the output buffer); the kernel then consumes if some are left."""
+        chunk = self._trigger_chunk()
+        self._keep_trigger(chunk, np.asarray(self.check(chunk), dtype=bool))  # type: ignore[misc]
+
+    def _more(self) -> None:
+        """A trigger's enumeration paused (C_LAZY): keep what passes; end the trigger when that
+        is enough, else go on for twice as many."""
+        chunk = self._trigger_chunk()
+        keep, enough = self.more(chunk)  # type: ignore[misc]
+        self._keep_trigger(chunk, np.asarray(keep, dtype=bool))
+        if enough:
+            self.st[k.S_SP] = 0
+            self.st[k.S_FINAL] = self.st[k.S_NFINALS]
+        else:
+            self.st[k.S_STOP] = int(self.st[k.S_TCOUNT]) + 2 * int(self.st[k.S_STOP])
 
     def process_one_lists(
         self, symbol: int, position: int, measure: int, key_code: int = 0, missing: bool = False

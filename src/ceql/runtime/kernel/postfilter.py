@@ -139,9 +139,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     if bounded is None:
         if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"
-        if plan.registers is not None and (plan.strategy == "ANY" or plan.limit is not None):
-            what = "strategy ANY" if plan.strategy == "ANY" else "LIMIT"
-            return f"conditions across events with {what} on a pattern with many candidates (registers prune them)"
+        # (ANY and LIMIT: the kernel enumerates lazily and stops once enough pass.)
         bounded = MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
