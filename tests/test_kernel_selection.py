@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import ceql
-from ceql.lang import print_query
+from ceql.lang import ast, print_query, scopes
 from ceql.runtime.kernel import PlanKernel
 from ceql.runtime.kernel.postfilter import few_candidates
 from ceql.runtime.kernel.runner import unsupported
 from ceql.runtime.parallel import ParallelKernel, split_of
 from tests.support.agreement import assert_agrees, check_case, compile_valid, reference_matches
+from tests.support.cross_strategies import cross_queries
 from tests.support.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -80,6 +81,60 @@ def test_next_and_last_on_workers_agree_with_one_core(case, batch) -> None:
     assert_agrees(query, SCHEMA, many, reference_matches(query, SCHEMA, case.events), "workers")
 
 
+@st.composite
+def _any_or_limit(draw):
+    """A query with conditions across events, strategy ANY or a LIMIT, now and then a
+    projection of some labels."""
+    query = draw(cross_queries(strategies_=("ANY", None)))
+    limit = query.limit if query.strategy == "ANY" else draw(st.sampled_from([1, 2, 3]))
+    labels = sorted(scopes.defined_labels(query.formula))
+    projection = query.projection
+    if labels and draw(st.booleans()):
+        chosen = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))
+        projection = ast.Projection("list", tuple(ast.ProjectionItem(label) for label in chosen))
+    return dataclasses.replace(query, limit=limit, projection=projection)
+
+
+any_limit_cases = cases(_any_or_limit(), min_size=6, max_size=16, nulls=True)
+
+
+@CASES
+@given(any_limit_cases)
+def test_any_and_limit_with_conditions_agree_with_the_reference(case) -> None:
+    """ANY / LIMIT after conditions across events or a merging projection: the kernel
+    enumerates lazily and stops once enough pass; every such query runs on it."""
+    compiled = compile_valid(case.query, SCHEMA)
+    if compiled is None:
+        return
+    reason = unsupported(compiled.plan)
+    event(f"refused: {reason}")
+    if compiled.plan.strategy == "ANY" or compiled.plan.limit is not None:
+        assert reason is None or "LIMIT" not in reason and "ANY" not in reason, reason
+    outcome = check_case(case.query, SCHEMA, case.events, case.cuts, case.save_at)
+    if outcome is None or "compiled" not in outcome.paths:
+        return
+    reference = reference_matches(case.query, SCHEMA, case.events)
+    assert_agrees(case.query, SCHEMA, _pushed(compiled, case.events), reference, "push")
+
+
+def test_any_with_a_condition_stops_early() -> None:
+    """30 A's then 20 (B, C) pairs: the kernel's ANY with a condition on A ; B+ ; C pauses
+    after 64 candidates of a trigger and stops there when one passes."""
+    from ceql.runtime.kernel import engine
+
+    events = _a_then_bc(30, 20)
+    query = ceql.compile("SELECT ANY * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v >= a.v", SCHEMA)
+    assert unsupported(query.plan) is None
+    runner = PlanKernel(query.plan)
+    seen = []
+    more = runner.kernel.more
+    runner.kernel.more = lambda chunk: seen.append(len(chunk)) or more(chunk)  # type: ignore[assignment]
+    got = list(runner.matches(events))
+    assert seen and max(seen) <= 3 * engine.LAZY_BATCH
+    expected = {m.trigger for m in ceql.reference.run(query, events)}
+    assert {m.trigger for m in got} == expected and len(got) == len(expected)
+
+
 def _a_then_bc(n: int, pairs: int) -> list[dict]:
     types = ["A"] * n + ["B", "C"] * pairs
     return [{"event_type": t, "id": 0, "v": i % 4, "s": "a", "t": i} for i, t in enumerate(types)]
@@ -98,4 +153,4 @@ def test_next_and_last_do_not_enumerate_every_candidate() -> None:
         assert unsupported(query.plan) is None
         at_end = [m for m in query.run(events, engine="compiled") if m.trigger == last_c]
         expected = sorted(set(positions))
-        assert [m.positions for m in at_end] == [expected], strategy
+        assert [list(m.positions) for m in at_end] == [expected], strategy
