@@ -442,6 +442,28 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             st[S_FINAL] = st[S_NFINALS]
             return OK
     slen = sel[SEL_LEN]
+    if selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
+        # One path spells the chosen support: its output nodes are in MEMO_ROWS.
+        nm = st[S_NMATCH]
+        npos = st[S_NPOS]
+        labels = cfg[C_LABELS] == 1
+        if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+            return OUTPUT_FULL
+        for d in range(slen):
+            row = memo[slen - 1 - d, MEMO_ROWS]
+            out_pos[npos + d] = nodes[row, POS]
+            if labels:
+                out_lab[npos + d] = nodes[row, LAB]
+        out_m[O_TRIGGER, nm] = trigger
+        if cfg[C_PARTITIONED] == 1:
+            out_m[O_CODE, nm] = code
+        out_m[O_END, nm + 1] = npos + slen
+        st[S_NMATCH] = nm + 1
+        st[S_NPOS] = npos + slen
+        st[S_TCOUNT] += 1
+        st[S_SP] = 0
+        st[S_FINAL] = st[S_NFINALS]
+        return OK
     newest = cfg[C_ANY] == 1
     stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
     lazy = cfg[C_LAZY] > 0  # pause at S_STOP instead: Python checks what is out
@@ -558,50 +580,137 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 # then enumerated, pruned at the first position that differs from it.
 
 #: sel[...]: the strategy (0: none), the memo's generation, whether the current trigger's
-#: support is chosen, its length (-1: none in the window).
-SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN = range(4)
-SEL_SIZE = 4
+#: support is chosen, its length (-1: none in the window), the node numbering's generation
+#: (bumped by compaction), whether a node's best over all its paths may be kept for good.
+SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
+SEL_SIZE = 7  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
-#: support (from the latest position down), a candidate's, and the trigger's top output nodes.
+#: support (from the latest position down), a candidate's, and the trigger's top output nodes;
+#: then the node's best over all its paths (kept until the nodes are renumbered) and, for an
+#: output node, that best's tail.
 MEMO_STAMP0, MEMO_REP0, MEMO_STAMP1, MEMO_REP1, MEMO_TAIL, MEMO_BEST, MEMO_TRY, MEMO_TOPS = range(8)
-MEMO_FIELDS = 8
+MEMO_PSTAMP, MEMO_PREP, MEMO_PTAIL, MEMO_ROWS, MEMO_CHAIN = 8, 9, 10, 11, 12
+MEMO_FIELDS = 13
 _UNKNOWN_REP = -2
+_SHORT = -3  # the stack is too short
+#: A best kept for good is its node row with this bit (its tail is then in MEMO_PTAIL).
+_PERM = 1 << 62
+#: A best with this bit may be spelled by several paths (a union of two equal supports
+#: below): its complex events are found by the guided enumeration.
+_TIE = 1 << 61
+_ROW = _TIE - 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _tail(memo, r):
+    return memo[r & _ROW, MEMO_PTAIL] if r & _PERM else memo[r, MEMO_TAIL]
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _rep_cmp(nodes, memo, x, y, mode):
-    """Compare two memoised best supports (node rows, 0: empty): > 0 when x wins, < 0 when y
-    wins, 0 when equal. LAST: the largest position of the symmetric difference decides (the
-    first difference from the latest down); NEXT: the smallest (the last difference found)."""
+    """Compare two best supports (node rows, 0: empty): > 0 when x wins, < 0 when y wins, 0
+    when equal. LAST: the largest position of the symmetric difference decides (the first
+    difference from the latest down); NEXT: the smallest (the last difference found)."""
     found = 0
-    while x != y:
+    while (x | _TIE) != (y | _TIE):
         if x == 0:
             return -1  # y's other positions are all below what was compared: y wins
         if y == 0:
             return 1
-        px = nodes[x, POS]
-        py = nodes[y, POS]
+        px = nodes[x & _ROW, POS]
+        py = nodes[y & _ROW, POS]
         if px == py:
-            x = memo[x, MEMO_TAIL]
-            y = memo[y, MEMO_TAIL]
+            x = _tail(memo, x)
+            y = _tail(memo, y)
         elif px > py:
             if mode == SELECT_LAST:
                 return 1
             found = 1
-            x = memo[x, MEMO_TAIL]
+            x = _tail(memo, x)
         else:
             if mode == SELECT_LAST:
                 return -1
             found = -1
-            y = memo[y, MEMO_TAIL]
+            y = _tail(memo, y)
     return found
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _memo_get(memo, stamp, node, eok):
+def _better_rep(nodes, memo, va, vb, mode):
+    if va < 0:
+        return vb
+    if vb < 0:
+        return va
+    c = _rep_cmp(nodes, memo, va, vb, mode)
+    if c == 0:
+        return va | _TIE  # equal supports: both sides' complex events are reported
+    return va if c > 0 else vb
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _perm_get(memo, epoch, node):
+    if node == 0:
+        return 0
+    return memo[node, MEMO_PREP] if memo[node, MEMO_PSTAMP] == epoch else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _perm_best(nodes, stack, memo, epoch, root, base, mode):
+    """The best support over all the paths of ``root`` (every one in the window), memoised
+    until the nodes are renumbered: each node's is computed once (amortised constant work per
+    node made, the papers' constant update). Uses the stack from row ``base``."""
+    value = _perm_get(memo, epoch, root)
+    if value != _UNKNOWN_REP:
+        return value
+    sp = base
+    stack[sp, 0] = root
+    sp += 1
+    while sp > base:
+        if sp + 2 > stack.shape[0]:
+            return _SHORT
+        node = stack[sp - 1, 0]
+        if memo[node, MEMO_PSTAMP] == epoch:
+            sp -= 1
+            continue
+        if (nodes[node, KH] >> 1) == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            va = _perm_get(memo, epoch, a)
+            vb = _perm_get(memo, epoch, b)
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                if va == _UNKNOWN_REP:
+                    stack[sp, 0] = a
+                    sp += 1
+                if vb == _UNKNOWN_REP:
+                    stack[sp, 0] = b
+                    sp += 1
+                continue
+            memo[node, MEMO_PREP] = _better_rep(nodes, memo, va, vb, mode)
+        else:
+            vc = _perm_get(memo, epoch, nodes[node, A])
+            if vc == _UNKNOWN_REP:
+                stack[sp, 0] = nodes[node, A]
+                sp += 1
+                continue
+            memo[node, MEMO_PTAIL] = vc
+            memo[node, MEMO_PREP] = node | _PERM | (vc & _TIE)
+        memo[node, MEMO_PSTAMP] = epoch
+        sp -= 1
+    return memo[root, MEMO_PREP]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mode):
+    """The best support of ``node`` reached with the empty bit ``eok``: kept for good when
+    every complex event below it is in the window, else this generation's (_UNKNOWN_REP: not
+    computed yet; _SHORT: the stack is too short)."""
     if node == 0:
         return 0 if eok == 1 else -1
+    if sel[SEL_PERM] == 1 and (
+        not has_limit or (nodes[node, MINF] >= limit and (eok == 1 or (nodes[node, KH] & 1) == 0))
+    ):
+        return _perm_best(nodes, stack, memo, sel[SEL_EPOCH], node, sp, mode)
     if eok == 1:
         return memo[node, MEMO_REP1] if memo[node, MEMO_STAMP1] == stamp else _UNKNOWN_REP
     return memo[node, MEMO_REP0] if memo[node, MEMO_STAMP0] == stamp else _UNKNOWN_REP
@@ -614,27 +723,39 @@ def _viable(nodes, node, has_limit, limit, eok):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _best_below(nodes, stack, memo, stamp, root, has_limit, limit, mode):
+def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
     """The best support of the output node ``root`` (its window limit fixed): a node row whose
-    MEMO_TAIL chain spells it, -1 when none is in the window, or -3 when the stack is short."""
-    sp = 0
+    tail chain spells it, -1 when none is in the window, or _SHORT."""
+    stamp = sel[SEL_STAMP]
+    value = _lookup(nodes, stack, memo, sel, stamp, root, 1, has_limit, limit, 0, mode)
+    if value != _UNKNOWN_REP:
+        return value
     stack[0, 0] = root
     stack[0, 1] = 1
     sp = 1
     while sp > 0:
         if sp + 2 > stack.shape[0]:
-            return -3
+            return _SHORT
         node = stack[sp - 1, 0]
         eok = stack[sp - 1, 1]
-        if _memo_get(memo, stamp, node, eok) != _UNKNOWN_REP:
+        value = _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mode)
+        if value == _SHORT:
+            return _SHORT
+        if value != _UNKNOWN_REP:
             sp -= 1
             continue
         kind = nodes[node, KH] >> 1
         if kind == UNION_KIND:
             a = nodes[node, A]
             b = nodes[node, B]
-            va = _memo_get(memo, stamp, a, eok) if _viable(nodes, a, has_limit, limit, eok) else -1
-            vb = _memo_get(memo, stamp, b, eok) if _viable(nodes, b, has_limit, limit, eok) else -1
+            va = -1
+            if _viable(nodes, a, has_limit, limit, eok):
+                va = _lookup(nodes, stack, memo, sel, stamp, a, eok, has_limit, limit, sp, mode)
+            vb = -1
+            if _viable(nodes, b, has_limit, limit, eok):
+                vb = _lookup(nodes, stack, memo, sel, stamp, b, eok, has_limit, limit, sp, mode)
+            if va == _SHORT or vb == _SHORT:
+                return _SHORT
             if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
                 if va == _UNKNOWN_REP:
                     stack[sp, 0] = a
@@ -645,12 +766,7 @@ def _best_below(nodes, stack, memo, stamp, root, has_limit, limit, mode):
                     stack[sp, 1] = eok
                     sp += 1
                 continue
-            if va < 0:
-                r = vb
-            elif vb < 0:
-                r = va
-            else:
-                r = va if _rep_cmp(nodes, memo, va, vb, mode) >= 0 else vb
+            r = _better_rep(nodes, memo, va, vb, mode)
             if eok == 1:
                 memo[node, MEMO_STAMP1] = stamp
                 memo[node, MEMO_REP1] = r
@@ -665,7 +781,11 @@ def _best_below(nodes, stack, memo, stamp, root, has_limit, limit, mode):
         if has_limit:
             ceok = 1 if not gone and nodes[node, M] >= limit else 0
         child = nodes[node, A]
-        vc = _memo_get(memo, stamp, child, ceok) if _viable(nodes, child, has_limit, limit, ceok) else -1
+        vc = -1
+        if _viable(nodes, child, has_limit, limit, ceok):
+            vc = _lookup(nodes, stack, memo, sel, stamp, child, ceok, has_limit, limit, sp, mode)
+        if vc == _SHORT:
+            return _SHORT
         if vc == _UNKNOWN_REP:
             stack[sp, 0] = child
             stack[sp, 1] = ceok
@@ -674,7 +794,7 @@ def _best_below(nodes, stack, memo, stamp, root, has_limit, limit, mode):
         r = -1
         if vc >= 0:
             memo[node, MEMO_TAIL] = vc
-            r = node
+            r = node | (vc & _TIE)
         memo[node, MEMO_STAMP0] = stamp
         memo[node, MEMO_REP0] = r
         memo[node, MEMO_STAMP1] = stamp
@@ -736,6 +856,7 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
             else:
                 empty = True  # the empty complex event: in every window, beaten by any other
     best = -1
+    tie = False
     for t in range(ntops):
         top = memo[t, MEMO_TOPS]
         gone = (nodes[top, KH] >> 1) == GONE_KIND
@@ -744,22 +865,39 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
             continue
         limit = _lowest_first(nodes[top, M], window) if has_limit else 0
         sel[SEL_STAMP] += 1
-        r = _best_below(nodes, stack, memo, sel[SEL_STAMP], top, has_limit, limit, mode)
-        if r == -3:
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode)
+        if r == _SHORT:
             return NEED_STACK
         if r < 0:
             continue
+        several = (r & _TIE) != 0
         n = 0
         while r != 0:
-            memo[n, MEMO_TRY] = nodes[r, POS]
+            memo[n, MEMO_TRY] = nodes[r & _ROW, POS]
+            memo[n, MEMO_CHAIN] = r & _ROW
             n += 1
-            r = memo[r, MEMO_TAIL]
+            r = _tail(memo, r)
         if best < 0 or _seq_better(memo, n, best, mode):
             for d in range(n):
                 memo[d, MEMO_BEST] = memo[d, MEMO_TRY]
+                memo[d, MEMO_ROWS] = memo[d, MEMO_CHAIN]
             best = n
+            tie = several
+        elif _seq_equal(memo, n, best):
+            tie = True
     sel[SEL_LEN] = 0 if best < 0 and empty else best
+    sel[SEL_DIRECT] = 1 if best > 0 and not tie else 0
     return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _seq_equal(memo, la, lb):
+    if la != lb:
+        return False
+    for d in range(la):
+        if memo[d, MEMO_TRY] != memo[d, MEMO_BEST]:
+            return False
+    return True
 
 
 # ====================================================================== compaction

@@ -128,6 +128,7 @@ class KernelEvaluator:
         max_nodes: int | None = None,
         select: str | None = None,
         more: Callable[[KernelMatches], tuple[np.ndarray, bool]] | None = None,
+        perm: bool = True,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -161,6 +162,10 @@ class KernelEvaluator:
             self.cfg[k.C_LAZY] = LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
         self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST}[select]
+        self.sel[k.SEL_EPOCH] = 1
+        # A node's best over all its paths is kept for good unless an event may lack its
+        # window measure (a missing value is in no window, which the nodes' bounds ignore).
+        self.sel[k.SEL_PERM] = int(perm)
         self.memo = np.zeros((1, k.MEMO_FIELDS), dtype=np.int64)
         # Complex events per output chunk (runtime/parallel.py lowers it for N workers' queues).
         self.max_chunk = MAX_CHUNK_MATCHES
@@ -374,6 +379,7 @@ class KernelEvaluator:
             np.empty(n, dtype=np.int64), out,
         )  # fmt: skip
         self.nodes = out
+        self.sel[k.SEL_EPOCH] += 1  # node rows renumbered: the bests kept for good are stale
         live = int(self.st[k.S_NODES]) - 1
         self.compact_at = max(COMPACT_MIN, 2 * live + 2)
         self.compactions += 1
@@ -637,6 +643,7 @@ class KernelEvaluator:
         nodes[:n, k.B] = right
         nodes[:n, k.M] = state["node_measure"]
         self.nodes = nodes
+        self.sel[k.SEL_EPOCH] += 1  # (the bests kept for good were of other nodes)
         self.st[k.S_NODES] = n
         self.st[k.S_CONSUMED_AT] = int(state["consumed_at"][0])
         self.st[k.S_NOW] = int(state["now"][0])

@@ -406,6 +406,7 @@ class PlanKernel:
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
             select=self.post.select if self.post is not None and self.post.in_kernel else None,
+            perm=within is None or within.kind != "attribute",
             # ANY / LIMIT after checks or a merging projection: enumerate lazily, stop once
             # enough pass (issue 40: the rest of a trigger's candidates are never enumerated).
             more=self._enough if self.source.strategy == "ANY" and self.checked or self.limit is not None else None,
