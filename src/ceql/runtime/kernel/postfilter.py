@@ -14,15 +14,16 @@ register values per run: the plan decides at compile time whether they are exact
   if some pass), so it stays exact. Used when the candidates are few (a contiguous pattern:
   ``:`` and ``:+`` only, at most one candidate per start event; or a window with no iteration
   that can skip events), and on any pattern with strategy ALL and no LIMIT, whose twin without
-  the condition enumerates the same candidates. ANY and LIMIT with conditions on patterns with
-  many candidates stay with the Python path's registers, which drop a partial match as soon as
-  a condition fails (enumerating every candidate to keep a few would cost exponentially more).
+  the condition enumerates the same candidates. With ANY or LIMIT the enumeration is lazy
+  (runner.py's ``_enough``): a trigger pauses every so many candidates and ends once enough
+  pass, so it does not enumerate every candidate to keep a few. NEXT, LAST and MAX with
+  conditions on patterns with many candidates stay on the Python path.
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST** with no other check: the kernel chooses each trigger's best support over its
-  tECS, memoised per node, and enumerates only the complex events with that support
-  (compiled ``_choose``), on any pattern. With checks (conditions, STRICT, a double window),
+- **NEXT, LAST** with no other check on patterns with many candidates: the kernel chooses each
+  trigger's best support over its tECS, memoised per node, and enumerates only the complex
+  events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
   on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
@@ -134,8 +135,9 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
-    # NEXT and LAST alone are chosen over the kernel's tECS, on any pattern.
-    in_kernel = select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
+    # NEXT and LAST alone are chosen over the kernel's tECS where the candidates are many (few
+    # are cheaper to enumerate and compare: select_supports).
+    in_kernel = bounded is None and select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
     if bounded is None:
         if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"

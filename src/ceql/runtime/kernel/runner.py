@@ -7,10 +7,10 @@ kernel then does the per-event work and the enumeration; projection and Arrow bu
 vectorised again (output.py).
 
 Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side or on labels of a repeated scope, NEXT/LAST/MAX (and
-ANY or LIMIT with conditions) on patterns with many candidates, LIMIT with a projection other
-than ``*`` on such patterns (the first n distinct projected matches would need every candidate),
-and windows of 2**61 units or more. These stay on the Python evaluator (``runtime/backend.py``
+across events inside UNLESS's right side or on labels of a repeated scope, MAX (and NEXT/LAST
+with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
+more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
+checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
 says so once per query).
 """
 
