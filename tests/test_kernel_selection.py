@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -159,3 +160,27 @@ def test_next_and_last_do_not_enumerate_every_candidate() -> None:
         at_end = [m for m in query.run(events, engine="compiled") if m.trigger == last_c]
         expected = sorted(set(positions))
         assert [list(m.positions) for m in at_end] == [expected], strategy
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT NEXT * FROM S WHERE A ; (B OR D)+ ; C WITHIN 7 EVENTS",
+        "SELECT LAST * FROM S WHERE A ; (B OR D)+ ; C WITHIN 9 EVENTS",
+        "SELECT NEXT * FROM S WHERE A ; B+ ; C PARTITION BY [k] WITHIN 30 EVENTS",
+    ],
+)
+def test_next_and_last_on_shards_agree_with_one_core(text) -> None:
+    """Workers over shards reset a kernel between shards: the bests it kept for good must not
+    outlive its nodes (they did, reporting position 0)."""
+    from tests.test_workers import KEYED_SCHEMA, keyed_events, one_core, workers
+
+    query = ceql.compile(text, KEYED_SCHEMA)
+    assert unsupported(query.plan) is None
+    table = keyed_events(1500)
+    one = one_core(query, table, arrow=True)
+    expected = query.run(table.to_pylist(), engine="python", output="arrow")
+    assert one.select(["trigger", "positions"]).equals(expected.select(["trigger", "positions"]))
+    for count in (2, 3):
+        for batch in (7, 500):
+            assert workers(query, table, arrow=True, count=count, batch=batch).equals(one), (count, batch)

@@ -174,6 +174,7 @@ class KernelEvaluator:
         self._reset()
 
     def _reset(self) -> None:
+        self.sel[k.SEL_EPOCH] += 1  # fresh nodes: the bests kept for good are of other ones
         self.st = np.zeros(k.S_SIZE, dtype=np.int64)
         self.st[k.S_NOW] = k.MISSING
         self.st[k.S_CONSUMED_AT] = -1
