@@ -319,10 +319,13 @@ def test_partitions_are_dropped_when_nothing_is_live() -> None:
 
 def test_unsupported_plans_say_why() -> None:
     for text, reason in [
-        ("SELECT NEXT * WHERE A; B+; C", "strategy NEXT on a pattern with many candidates"),
+        ("SELECT NEXT * WHERE A AS x; B+; C AS y FILTER y.v > x.v", "strategy NEXT on a pattern with many candidates"),
         ("SELECT * WHERE (A AS x; C AS y) UNLESS (B AS z FILTER z.v = x.v)", "right side of UNLESS"),
     ]:
         assert reason in (unsupported(ceql.compile(text, SCHEMA).plan) or ""), text
+    # NEXT and LAST alone are chosen over the tECS (issue 40).
+    for text in ("SELECT NEXT * WHERE A; B+; C", "SELECT LAST * WHERE A; B+; C WITHIN 5 EVENTS"):
+        assert unsupported(ceql.compile(text, SCHEMA).plan) is None, text
     with pytest.raises(ceql.UnsupportedQueryError, match="strategy MAX"):
         PlanKernel(ceql.compile("SELECT MAX * WHERE A; B+; C", SCHEMA).plan)
 

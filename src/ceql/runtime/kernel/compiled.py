@@ -48,9 +48,12 @@ C_INIT = 6  # the initial determinized state
 C_LABELS = 7  # 1: write each event's label-set id next to its position
 C_ANCHORED = 8  # 1: runs may all die (START): a sub-stream left with none stays empty
 C_CHECK = 9  # 1: Python checks each trigger's complex events before CONSUME BY applies
-C_SIZE = 10
+C_LAZY = 10  # > 0: pause a trigger's enumeration after this many complex events (NEED_MORE)
+C_SIZE = 11
 
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
+#: Selection strategies (``select_supports``, ``_choose``).
+SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
 
 # ---------------------------------------------------------------- dynamic scalars (st)
 S_NODES = 0  # node rows in use
@@ -68,6 +71,7 @@ S_TFIRST = 11  # output index of the trigger's first complex event
 S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
 S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
+S_STOP = 15  # C_LAZY: the current trigger's enumeration pauses when S_TCOUNT reaches this
 S_SIZE = 16
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
@@ -97,6 +101,7 @@ OUTPUT_FULL = 6  # output buffer (matches or positions)
 NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
 NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
+NEED_MORE = 10  # C_LAZY: S_STOP complex events of a trigger are out: Python says whether to go on
 OK = DONE
 
 STATUS_NAMES = {
@@ -110,6 +115,7 @@ STATUS_NAMES = {
     NEED_STACK: "stack",
     NEED_PATH: "path",
     NEED_CHECK: "check",
+    NEED_MORE: "more",
 }
 
 
@@ -209,7 +215,7 @@ def _take_slot(st, slot_of, slot_info, free, code):
 @njit(cache=True, nogil=True)
 def run(
     syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
-    free, new, finals, stack, path, out_m, out_pos, out_lab, first,
+    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
@@ -217,7 +223,8 @@ def run(
     (compute a transition, grow an array, take the output) before calling again from the
     returned index: an event is either fully applied or not at all, and an enumeration that
     stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
-    the one entry (initial state, BOTTOM) of a partition seen for the first time."""
+    the one entry (initial state, BOTTOM) of a partition seen for the first time. ``memo`` and
+    ``sel``: NEXT / LAST chosen over the tECS (``_choose``; ``sel[SEL_MODE]`` 0: not used)."""
     window = cfg[C_WINDOW]
     prune = window >= 0 and cfg[C_MONOTONE] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -227,7 +234,9 @@ def run(
     i = start
     if st[S_ENUM] == 1:
         i = st[S_EVENT]
-        status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i])
+        status = _enumerate(
+            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel
+        )
         if status != OK:
             return status, i, 0, 0
         if _must_check(cfg, st):
@@ -347,7 +356,9 @@ def run(
             st[S_SP] = 0
             st[S_TCOUNT] = 0
             st[S_TFIRST] = st[S_NMATCH]
-            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code)
+            st[S_STOP] = cfg[C_LAZY]
+            sel[SEL_CHOSEN] = 0
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel)
             if status != OK:
                 return status, i, 0, 0
             if _must_check(cfg, st):
@@ -404,7 +415,7 @@ def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code):
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel):
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
@@ -415,10 +426,47 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     (``MF`` and the has-empty bit), so the work is proportional to the output. (``MF`` is
     INT64_MIN both for "no first event with a measure" and for a real measure of -2**63; the
     test may then descend for nothing, but whether a complex event is output is decided on its
-    first event's own measure.)"""
+    first event's own measure.)
+
+    With NEXT / LAST (``sel[SEL_MODE]``), the best support is chosen first over the tECS
+    (``_choose``) and only the paths spelling it are followed."""
     window = cfg[C_WINDOW]
+    selecting = sel[SEL_MODE] != 0
+    if selecting and sel[SEL_CHOSEN] == 0:
+        status = _choose(cfg, st, nodes, finals, stack, memo, sel)
+        if status != OK:
+            return status
+        sel[SEL_CHOSEN] = 1
+        if sel[SEL_LEN] < 0:  # no complex event in the window
+            st[S_SP] = 0
+            st[S_FINAL] = st[S_NFINALS]
+            return OK
+    slen = sel[SEL_LEN]
+    if selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
+        # One path spells the chosen support: its output nodes are in MEMO_ROWS.
+        nm = st[S_NMATCH]
+        npos = st[S_NPOS]
+        labels = cfg[C_LABELS] == 1
+        if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+            return OUTPUT_FULL
+        for d in range(slen):
+            row = memo[slen - 1 - d, MEMO_ROWS]
+            out_pos[npos + d] = nodes[row, POS]
+            if labels:
+                out_lab[npos + d] = nodes[row, LAB]
+        out_m[O_TRIGGER, nm] = trigger
+        if cfg[C_PARTITIONED] == 1:
+            out_m[O_CODE, nm] = code
+        out_m[O_END, nm + 1] = npos + slen
+        st[S_NMATCH] = nm + 1
+        st[S_NPOS] = npos + slen
+        st[S_TCOUNT] += 1
+        st[S_SP] = 0
+        st[S_FINAL] = st[S_NFINALS]
+        return OK
     newest = cfg[C_ANY] == 1
     stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
+    lazy = cfg[C_LAZY] > 0  # pause at S_STOP instead: Python checks what is out
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
     sp = st[S_SP]
@@ -442,7 +490,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
         while True:
             kind = nodes[node, KH] >> 1
             if kind == BOTTOM_KIND:
-                if empty_ok:
+                if empty_ok and (not selecting or depth == slen):
                     nm = st[S_NMATCH]
                     npos = st[S_NPOS]
                     if (
@@ -464,6 +512,9 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                     st[S_NMATCH] = nm + 1
                     st[S_NPOS] = npos + depth
                     st[S_TCOUNT] += 1
+                    if lazy and st[S_TCOUNT] >= st[S_STOP]:
+                        st[S_SP] = sp  # resumes after this path (Python may end the trigger)
+                        return NEED_MORE
                     if st[S_TCOUNT] == stop_after:
                         st[S_SP] = 0
                         st[S_FINAL] = st[S_NFINALS]
@@ -498,6 +549,8 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 empty_ok = 1 if not gone and m >= limit else 0
                 if not (nodes[child, MF] >= limit or (nodes[child, KH] & empty_ok) == 1):
                     break
+            if selecting and (depth >= slen or nodes[node, POS] != memo[depth, MEMO_BEST]):
+                break  # not the chosen support
             if depth >= path.shape[0]:
                 st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
                 return NEED_PATH
@@ -515,6 +568,336 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
     stack[sp, 3] = limit
     stack[sp, 4] = empty_ok
     return sp + 1
+
+
+# ====================================================================== NEXT and LAST over the tECS
+# The best support of a trigger is found without enumerating its complex events (as
+# runtime/selection.py does in Python): per node, the best support of its paths (a path spells
+# its positions from the latest down) follows from its children's: an output node puts its
+# position in front of its child's best, a union keeps the better of its two sides. Memoised
+# per node (and per "the empty complex event is in the window" bit), the pass is linear in the
+# nodes in the window; the paths spelling the chosen support (several when labels differ) are
+# then enumerated, pruned at the first position that differs from it.
+
+#: sel[...]: the strategy (0: none), the memo's generation, whether the current trigger's
+#: support is chosen, its length (-1: none in the window), the node numbering's generation
+#: (bumped by compaction), whether a node's best over all its paths may be kept for good.
+SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
+SEL_SIZE = 7  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
+#: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
+#: for each value of the empty bit; an output node's tail (its child's best); the chosen
+#: support (from the latest position down), a candidate's, and the trigger's top output nodes;
+#: then the node's best over all its paths (kept until the nodes are renumbered) and, for an
+#: output node, that best's tail.
+MEMO_STAMP0, MEMO_REP0, MEMO_STAMP1, MEMO_REP1, MEMO_TAIL, MEMO_BEST, MEMO_TRY, MEMO_TOPS = range(8)
+MEMO_PSTAMP, MEMO_PREP, MEMO_PTAIL, MEMO_ROWS, MEMO_CHAIN = 8, 9, 10, 11, 12
+MEMO_FIELDS = 13
+_UNKNOWN_REP = -2
+_SHORT = -3  # the stack is too short
+#: A best kept for good is its node row with this bit (its tail is then in MEMO_PTAIL).
+_PERM = 1 << 62
+#: A best with this bit may be spelled by several paths (a union of two equal supports
+#: below): its complex events are found by the guided enumeration.
+_TIE = 1 << 61
+_ROW = _TIE - 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _tail(memo, r):
+    return memo[r & _ROW, MEMO_PTAIL] if r & _PERM else memo[r, MEMO_TAIL]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rep_cmp(nodes, memo, x, y, mode):
+    """Compare two best supports (node rows, 0: empty): > 0 when x wins, < 0 when y wins, 0
+    when equal. LAST: the largest position of the symmetric difference decides (the first
+    difference from the latest down); NEXT: the smallest (the last difference found)."""
+    found = 0
+    while (x | _TIE) != (y | _TIE):
+        if x == 0:
+            return -1  # y's other positions are all below what was compared: y wins
+        if y == 0:
+            return 1
+        px = nodes[x & _ROW, POS]
+        py = nodes[y & _ROW, POS]
+        if px == py:
+            x = _tail(memo, x)
+            y = _tail(memo, y)
+        elif px > py:
+            if mode == SELECT_LAST:
+                return 1
+            found = 1
+            x = _tail(memo, x)
+        else:
+            if mode == SELECT_LAST:
+                return -1
+            found = -1
+            y = _tail(memo, y)
+    return found
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _better_rep(nodes, memo, va, vb, mode):
+    if va < 0:
+        return vb
+    if vb < 0:
+        return va
+    c = _rep_cmp(nodes, memo, va, vb, mode)
+    if c == 0:
+        return va | _TIE  # equal supports: both sides' complex events are reported
+    return va if c > 0 else vb
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _perm_get(memo, epoch, node):
+    if node == 0:
+        return 0
+    return memo[node, MEMO_PREP] if memo[node, MEMO_PSTAMP] == epoch else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _perm_best(nodes, stack, memo, epoch, root, base, mode):
+    """The best support over all the paths of ``root`` (every one in the window), memoised
+    until the nodes are renumbered: each node's is computed once (amortised constant work per
+    node made, the papers' constant update). Uses the stack from row ``base``."""
+    value = _perm_get(memo, epoch, root)
+    if value != _UNKNOWN_REP:
+        return value
+    sp = base
+    stack[sp, 0] = root
+    sp += 1
+    while sp > base:
+        if sp + 2 > stack.shape[0]:
+            return _SHORT
+        node = stack[sp - 1, 0]
+        if memo[node, MEMO_PSTAMP] == epoch:
+            sp -= 1
+            continue
+        if (nodes[node, KH] >> 1) == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            va = _perm_get(memo, epoch, a)
+            vb = _perm_get(memo, epoch, b)
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                if va == _UNKNOWN_REP:
+                    stack[sp, 0] = a
+                    sp += 1
+                if vb == _UNKNOWN_REP:
+                    stack[sp, 0] = b
+                    sp += 1
+                continue
+            memo[node, MEMO_PREP] = _better_rep(nodes, memo, va, vb, mode)
+        else:
+            vc = _perm_get(memo, epoch, nodes[node, A])
+            if vc == _UNKNOWN_REP:
+                stack[sp, 0] = nodes[node, A]
+                sp += 1
+                continue
+            memo[node, MEMO_PTAIL] = vc
+            memo[node, MEMO_PREP] = node | _PERM | (vc & _TIE)
+        memo[node, MEMO_PSTAMP] = epoch
+        sp -= 1
+    return memo[root, MEMO_PREP]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mode):
+    """The best support of ``node`` reached with the empty bit ``eok``: kept for good when
+    every complex event below it is in the window, else this generation's (_UNKNOWN_REP: not
+    computed yet; _SHORT: the stack is too short)."""
+    if node == 0:
+        return 0 if eok == 1 else -1
+    if sel[SEL_PERM] == 1 and (
+        not has_limit or (nodes[node, MINF] >= limit and (eok == 1 or (nodes[node, KH] & 1) == 0))
+    ):
+        return _perm_best(nodes, stack, memo, sel[SEL_EPOCH], node, sp, mode)
+    if eok == 1:
+        return memo[node, MEMO_REP1] if memo[node, MEMO_STAMP1] == stamp else _UNKNOWN_REP
+    return memo[node, MEMO_REP0] if memo[node, MEMO_STAMP0] == stamp else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _viable(nodes, node, has_limit, limit, eok):
+    """Whether some complex event below ``node`` may start in the window (as ``_enumerate``)."""
+    return not has_limit or nodes[node, MF] >= limit or (nodes[node, KH] & eok) == 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
+    """The best support of the output node ``root`` (its window limit fixed): a node row whose
+    tail chain spells it, -1 when none is in the window, or _SHORT."""
+    stamp = sel[SEL_STAMP]
+    value = _lookup(nodes, stack, memo, sel, stamp, root, 1, has_limit, limit, 0, mode)
+    if value != _UNKNOWN_REP:
+        return value
+    stack[0, 0] = root
+    stack[0, 1] = 1
+    sp = 1
+    while sp > 0:
+        if sp + 2 > stack.shape[0]:
+            return _SHORT
+        node = stack[sp - 1, 0]
+        eok = stack[sp - 1, 1]
+        value = _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mode)
+        if value == _SHORT:
+            return _SHORT
+        if value != _UNKNOWN_REP:
+            sp -= 1
+            continue
+        kind = nodes[node, KH] >> 1
+        if kind == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            va = -1
+            if _viable(nodes, a, has_limit, limit, eok):
+                va = _lookup(nodes, stack, memo, sel, stamp, a, eok, has_limit, limit, sp, mode)
+            vb = -1
+            if _viable(nodes, b, has_limit, limit, eok):
+                vb = _lookup(nodes, stack, memo, sel, stamp, b, eok, has_limit, limit, sp, mode)
+            if va == _SHORT or vb == _SHORT:
+                return _SHORT
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                if va == _UNKNOWN_REP:
+                    stack[sp, 0] = a
+                    stack[sp, 1] = eok
+                    sp += 1
+                if vb == _UNKNOWN_REP:
+                    stack[sp, 0] = b
+                    stack[sp, 1] = eok
+                    sp += 1
+                continue
+            r = _better_rep(nodes, memo, va, vb, mode)
+            if eok == 1:
+                memo[node, MEMO_STAMP1] = stamp
+                memo[node, MEMO_REP1] = r
+            else:
+                memo[node, MEMO_STAMP0] = stamp
+                memo[node, MEMO_REP0] = r
+            sp -= 1
+            continue
+        # an output node: its value does not depend on the empty bit it is reached with
+        gone = kind == GONE_KIND
+        ceok = 1
+        if has_limit:
+            ceok = 1 if not gone and nodes[node, M] >= limit else 0
+        child = nodes[node, A]
+        vc = -1
+        if _viable(nodes, child, has_limit, limit, ceok):
+            vc = _lookup(nodes, stack, memo, sel, stamp, child, ceok, has_limit, limit, sp, mode)
+        if vc == _SHORT:
+            return _SHORT
+        if vc == _UNKNOWN_REP:
+            stack[sp, 0] = child
+            stack[sp, 1] = ceok
+            sp += 1
+            continue
+        r = -1
+        if vc >= 0:
+            memo[node, MEMO_TAIL] = vc
+            r = node | (vc & _TIE)
+        memo[node, MEMO_STAMP0] = stamp
+        memo[node, MEMO_REP0] = r
+        memo[node, MEMO_STAMP1] = stamp
+        memo[node, MEMO_REP1] = r
+        sp -= 1
+    return memo[root, MEMO_REP1]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _seq_better(memo, la, lb, mode):
+    """Whether the support in MEMO_TRY (length la) beats the one in MEMO_BEST (lb); both from
+    the latest position down."""
+    if mode == SELECT_LAST:
+        for d in range(min(la, lb)):
+            x = memo[d, MEMO_TRY]
+            y = memo[d, MEMO_BEST]
+            if x != y:
+                return x > y
+        return la > lb
+    i = la - 1
+    j = lb - 1
+    while i >= 0 and j >= 0:  # from the earliest position up
+        x = memo[i, MEMO_TRY]
+        y = memo[j, MEMO_BEST]
+        if x != y:
+            return x < y
+        i -= 1
+        j -= 1
+    return i >= 0  # the longer one has more events after a common prefix
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _choose(cfg, st, nodes, finals, stack, memo, sel):
+    """The best support (NEXT / LAST) of the current trigger's complex events in the window,
+    into memo[:SEL_LEN, MEMO_BEST] from the latest position down (SEL_LEN -1: none). Each top
+    output node (the last event of its complex events) fixes its window limit, so each gets
+    its own memo generation."""
+    window = cfg[C_WINDOW]
+    mode = sel[SEL_MODE]
+    # The top output nodes, below the final nodes' unions (no window limit is fixed there).
+    ntops = 0
+    empty = False
+    for f in range(st[S_NFINALS]):
+        sp = 1
+        stack[0, 0] = finals[f]
+        while sp > 0:
+            sp -= 1
+            node = stack[sp, 0]
+            kind = nodes[node, KH] >> 1
+            if kind == UNION_KIND:
+                if sp + 2 > stack.shape[0]:
+                    return NEED_STACK
+                stack[sp, 0] = nodes[node, B]
+                stack[sp + 1, 0] = nodes[node, A]
+                sp += 2
+            elif kind != BOTTOM_KIND:
+                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
+                ntops += 1
+            else:
+                empty = True  # the empty complex event: in every window, beaten by any other
+    best = -1
+    tie = False
+    for t in range(ntops):
+        top = memo[t, MEMO_TOPS]
+        gone = (nodes[top, KH] >> 1) == GONE_KIND
+        has_limit = window >= 0
+        if has_limit and gone:
+            continue
+        limit = _lowest_first(nodes[top, M], window) if has_limit else 0
+        sel[SEL_STAMP] += 1
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode)
+        if r == _SHORT:
+            return NEED_STACK
+        if r < 0:
+            continue
+        several = (r & _TIE) != 0
+        n = 0
+        while r != 0:
+            memo[n, MEMO_TRY] = nodes[r & _ROW, POS]
+            memo[n, MEMO_CHAIN] = r & _ROW
+            n += 1
+            r = _tail(memo, r)
+        if best < 0 or _seq_better(memo, n, best, mode):
+            for d in range(n):
+                memo[d, MEMO_BEST] = memo[d, MEMO_TRY]
+                memo[d, MEMO_ROWS] = memo[d, MEMO_CHAIN]
+            best = n
+            tie = several
+        elif _seq_equal(memo, n, best):
+            tie = True
+    sel[SEL_LEN] = 0 if best < 0 and empty else best
+    sel[SEL_DIRECT] = 1 if best > 0 and not tie else 0
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _seq_equal(memo, la, lb):
+    if la != lb:
+        return False
+    for d in range(la):
+        if memo[d, MEMO_TRY] != memo[d, MEMO_BEST]:
+            return False
+    return True
 
 
 # ====================================================================== compaction
@@ -772,7 +1155,6 @@ def segment_sums(values, starts, ends, out):  # pragma: no cover - compiled
 
 # ====================================================================== selection strategies
 
-SELECT_NEXT, SELECT_LAST, SELECT_MAX = 1, 2, 3
 
 
 @njit(cache=True, nogil=True)

@@ -23,6 +23,9 @@ from ceql.runtime.kernel.tables import TransitionTable
 
 COMPACT_MIN = 65_536  # node rows in use before the first compaction
 MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buffer is handed out
+#: ANY / LIMIT with checks: a trigger's first pause (C_LAZY); triggers with fewer complex events
+#: never pause, so the common case costs what the full enumeration costs.
+LAZY_BATCH = 64
 #: Initial array sizes; every array grows on demand (tests shrink them to exercise growth).
 INITIAL = {
     "nodes": 4096,
@@ -123,6 +126,9 @@ class KernelEvaluator:
         anchored: bool = False,
         check: Callable[[KernelMatches], np.ndarray] | None = None,
         max_nodes: int | None = None,
+        select: str | None = None,
+        more: Callable[[KernelMatches], tuple[np.ndarray, bool]] | None = None,
+        perm: bool = True,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -146,6 +152,21 @@ class KernelEvaluator:
         self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
         self.max_nodes = max_nodes
+        # NEXT / LAST: each trigger's best support is chosen over the tECS (compiled._choose).
+        if select not in (None, "NEXT", "LAST"):
+            raise ValueError(f"the kernel chooses NEXT or LAST over its tECS, not {select}")
+        # ANY / LIMIT with checks: a trigger's complex events are enumerated LAZY_BATCH at a
+        # time, doubling; ``more`` keeps those that pass and says whether they are enough.
+        self.more = more
+        if more is not None and consume == "NONE":
+            self.cfg[k.C_LAZY] = LAZY_BATCH
+        self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
+        self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST}[select]
+        self.sel[k.SEL_EPOCH] = 1
+        # A node's best over all its paths is kept for good unless an event may lack its
+        # window measure (a missing value is in no window, which the nodes' bounds ignore).
+        self.sel[k.SEL_PERM] = int(perm)
+        self.memo = np.zeros((1, k.MEMO_FIELDS), dtype=np.int64)
         # Complex events per output chunk (runtime/parallel.py lowers it for N workers' queues).
         self.max_chunk = MAX_CHUNK_MATCHES
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
@@ -153,6 +174,7 @@ class KernelEvaluator:
         self._reset()
 
     def _reset(self) -> None:
+        self.sel[k.SEL_EPOCH] += 1  # fresh nodes: the bests kept for good are of other ones
         self.st = np.zeros(k.S_SIZE, dtype=np.int64)
         self.st[k.S_NOW] = k.MISSING
         self.st[k.S_CONSUMED_AT] = -1
@@ -232,11 +254,12 @@ class KernelEvaluator:
                 self.tables.ensure(len(self.det.subsets), top)
         index = 0
         while True:
+            self._fit_memo()
             status, index, a, b = k.run(
                 symbols, measures, miss, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )  # fmt: skip
             if status == k.DONE:
                 break
@@ -264,6 +287,8 @@ class KernelEvaluator:
                     yield chunk
             elif status == k.NEED_CHECK:
                 self._check_trigger()
+            elif status == k.NEED_MORE:
+                self._more()
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
@@ -289,11 +314,12 @@ class KernelEvaluator:
         codes[0] = key_code
         miss[0] = missing
         if key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
+            self._fit_memo()
             status = k.run(
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )[0]  # fmt: skip
             if status == k.DONE:
                 chunk = self._take_output(int(self.st[k.S_NMATCH])) if self.st[k.S_NMATCH] else None
@@ -301,6 +327,14 @@ class KernelEvaluator:
                     self.compact()
                 return [chunk] if chunk is not None else []
         return list(self.process_chunks(symbols, positions, measures, codes if self.partitioned else None, miss))
+
+    def _fit_memo(self) -> None:
+        """With NEXT / LAST, a memo row per node row (grown with the nodes; its generations
+        tell stale rows apart, so a fresh or copied array is valid as it is)."""
+        if self.sel[k.SEL_MODE] and len(self.memo) < len(self.nodes):
+            memo = np.zeros((len(self.nodes), k.MEMO_FIELDS), dtype=np.int64)
+            memo[: len(self.memo)] = self.memo
+            self.memo = memo
 
     def live_nodes(self) -> int:
         """Node rows in use after a compaction (a memory measure)."""
@@ -341,6 +375,7 @@ class KernelEvaluator:
             np.empty(n, dtype=np.int64), out,
         )  # fmt: skip
         self.nodes = out
+        self.sel[k.SEL_EPOCH] += 1  # node rows renumbered: the bests kept for good are stale
         live = int(self.st[k.S_NODES]) - 1
         self.compact_at = max(COMPACT_MIN, 2 * live + 2)
         self.compactions += 1
@@ -394,13 +429,12 @@ class KernelEvaluator:
             return None
         return self._take_output(take)
 
-    def _check_trigger(self) -> None:
-        """Keep only the current trigger's complex events that ``check`` accepts (they are the
-        last ones of the output buffer); the kernel then consumes if some are left."""
+    def _trigger_chunk(self) -> KernelMatches:
+        """The current trigger's complex events so far (the last ones of the output buffer)."""
         lo, hi = int(self.st[k.S_TFIRST]), int(self.st[k.S_NMATCH])
         ends = self.out_m[k.O_END, lo : hi + 1]
         first, last = int(ends[0]), int(ends[-1])
-        chunk = KernelMatches(
+        return KernelMatches(
             self.out_m[k.O_TRIGGER, lo:hi].copy(),
             self.out_m[k.O_CODE, lo:hi].copy() if self.partitioned else np.zeros(hi - lo, dtype=np.int64),
             ends - first,
@@ -408,10 +442,14 @@ class KernelEvaluator:
             self.out_lab[first:last].copy() if self.labels else None,
             self.label_sets,
         )
-        keep = np.asarray(self.check(chunk), dtype=bool)  # type: ignore[misc]
+
+    def _keep_trigger(self, chunk: KernelMatches, keep: np.ndarray) -> None:
+        """Leave only the ``keep`` ones of the current trigger's complex events (``chunk``)."""
         if keep.all():
             return
-        counts = np.diff(ends)
+        lo = int(self.st[k.S_TFIRST])
+        first = int(self.out_m[k.O_END, lo])
+        counts = np.diff(chunk.offsets)
         events = np.repeat(keep, counts)
         kept = int(keep.sum())
         total = int(counts[keep].sum())
@@ -424,6 +462,24 @@ class KernelEvaluator:
         self.st[k.S_NMATCH] = lo + kept
         self.st[k.S_NPOS] = first + total
         self.st[k.S_TCOUNT] = kept
+
+    def _check_trigger(self) -> None:
+        """Keep only the current trigger's complex events that ``check`` accepts (they are the
+        last ones of the output buffer); the kernel then consumes if some are left."""
+        chunk = self._trigger_chunk()
+        self._keep_trigger(chunk, np.asarray(self.check(chunk), dtype=bool))  # type: ignore[misc]
+
+    def _more(self) -> None:
+        """A trigger's enumeration paused (C_LAZY): keep what passes; end the trigger when that
+        is enough, else go on for twice as many."""
+        chunk = self._trigger_chunk()
+        keep, enough = self.more(chunk)  # type: ignore[misc]
+        self._keep_trigger(chunk, np.asarray(keep, dtype=bool))
+        if enough:
+            self.st[k.S_SP] = 0
+            self.st[k.S_FINAL] = self.st[k.S_NFINALS]
+        else:
+            self.st[k.S_STOP] = int(self.st[k.S_TCOUNT]) + 2 * int(self.st[k.S_STOP])
 
     def process_one_lists(
         self, symbol: int, position: int, measure: int, key_code: int = 0, missing: bool = False
@@ -439,11 +495,12 @@ class KernelEvaluator:
         symbols[0], positions[0], measures[0], codes[0], miss[0] = symbol, position, measure, key_code, missing
         st = self.st
         if not st[k.S_NMATCH] and key_code < len(self.slot_of) and symbol < self.tables.table.shape[1]:
+            self._fit_memo()
             status = k.run(
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
             )[0]  # fmt: skip
             if status == k.DONE:
                 n = int(st[k.S_NMATCH])
@@ -582,6 +639,7 @@ class KernelEvaluator:
         nodes[:n, k.B] = right
         nodes[:n, k.M] = state["node_measure"]
         self.nodes = nodes
+        self.sel[k.SEL_EPOCH] += 1  # (the bests kept for good were of other nodes)
         self.st[k.S_NODES] = n
         self.st[k.S_CONSUMED_AT] = int(state["consumed_at"][0])
         self.st[k.S_NOW] = int(state["now"][0])

@@ -14,13 +14,17 @@ register values per run: the plan decides at compile time whether they are exact
   if some pass), so it stays exact. Used when the candidates are few (a contiguous pattern:
   ``:`` and ``:+`` only, at most one candidate per start event; or a window with no iteration
   that can skip events), and on any pattern with strategy ALL and no LIMIT, whose twin without
-  the condition enumerates the same candidates. ANY and LIMIT with conditions on patterns with
-  many candidates stay with the Python path's registers, which drop a partial match as soon as
-  a condition fails (enumerating every candidate to keep a few would cost exponentially more).
+  the condition enumerates the same candidates. With ANY or LIMIT the enumeration is lazy
+  (runner.py's ``_enough``): a trigger pauses every so many candidates and ends once enough
+  pass, so it does not enumerate every candidate to keep a few. NEXT, LAST and MAX with
+  conditions on patterns with many candidates stay on the Python path.
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST, MAX** on patterns with few candidates: chosen among each trigger's complex
+- **NEXT, LAST** with no other check on patterns with many candidates: the kernel chooses each
+  trigger's best support over its tECS, memoised per node, and enumerates only the complex
+  events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
+  on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
@@ -63,6 +67,8 @@ class PostFilter:
     #: checked on each instance of the filtered formula (the events between two of its ends).
     instances: list[Instanced] = field(default_factory=list)
     select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
+    #: NEXT / LAST chosen by the kernel over its tECS (nothing else is checked per match).
+    in_kernel: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
@@ -109,6 +115,10 @@ def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | s
     if window is None or isinstance(decided, str):
         return decided
     post = decided if decided is not None else PostFilter(plan)
+    if post.in_kernel and few_candidates(plan.formula, plan) is None:
+        # The kernel's looser window would choose among complex events the exact one drops.
+        return f"strategy {post.select} on a pattern with many candidates and a window over a double attribute"
+    post.in_kernel = False
     post.window = window
     post.notes.append(
         f"WITHIN {window} over a double attribute: the kernel's window is over floor(value) and one wider, "
@@ -125,18 +135,21 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
+    # NEXT and LAST alone are chosen over the kernel's tECS where the candidates are many (few
+    # are cheaper to enumerate and compare: select_supports).
+    in_kernel = bounded is None and select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
     if bounded is None:
-        if select is not None:
+        if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"
-        if plan.registers is not None and (plan.strategy == "ANY" or plan.limit is not None):
-            what = "strategy ANY" if plan.strategy == "ANY" else "LIMIT"
-            return f"conditions across events with {what} on a pattern with many candidates (registers prune them)"
+        # (ANY and LIMIT: the kernel enumerates lazily and stops once enough pass.)
         bounded = MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None
-        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select)
-        if select is not None:
+        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel)
+        if in_kernel:
+            post.notes.append(f"strategy {select}: each trigger's best support chosen over the tECS")
+        elif select is not None:
             post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
             post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")

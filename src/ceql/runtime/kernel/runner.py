@@ -7,10 +7,10 @@ kernel then does the per-event work and the enumeration; projection and Arrow bu
 vectorised again (output.py).
 
 Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side or on labels of a repeated scope, NEXT/LAST/MAX (and
-ANY or LIMIT with conditions) on patterns with many candidates, LIMIT with a projection other
-than ``*`` on such patterns (the first n distinct projected matches would need every candidate),
-and windows of 2**61 units or more. These stay on the Python evaluator (``runtime/backend.py``
+across events inside UNLESS's right side or on labels of a repeated scope, MAX (and NEXT/LAST
+with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
+more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
+checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
 says so once per query).
 """
 
@@ -63,7 +63,6 @@ from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
-    few_candidates,
     first_per_trigger,
     local_indexes,
     post_filter,
@@ -90,11 +89,6 @@ def unsupported(plan: Plan) -> str | None:
             return "a window of 2**61 units or more"
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
-    projection = Projection.from_plan(plan)
-    if projection.merges and plan.limit is not None and few_candidates(plan.formula, plan) is None:
-        # The first n distinct projected matches: every candidate would be enumerated first,
-        # where the twin with * stops after n.
-        return "LIMIT with a projection other than * on a pattern with many candidates"
     return None
 
 
@@ -480,6 +474,11 @@ class PlanKernel:
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
+            select=self.post.select if self.post is not None and self.post.in_kernel else None,
+            perm=within is None or within.kind != "attribute",
+            # ANY / LIMIT after checks or a merging projection: enumerate lazily, stop once
+            # enough pass (issue 40: the rest of a trigger's candidates are never enumerated).
+            more=self._enough if self.source.strategy == "ANY" and self.checked or self.limit is not None else None,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
         # Equality correlation of single events: a hash join in the window (joins.py), or
@@ -523,6 +522,18 @@ class PlanKernel:
             or self.limit is not None
             or self.plan.consume != "NONE"
         )
+
+    def _enough(self, chunk: KernelMatches) -> tuple[np.ndarray, bool]:
+        """A trigger's complex events so far (its enumeration paused): those that pass the
+        checks, and whether they make enough results (ANY: one; LIMIT n: n, distinct once
+        projected; measures are left out, so this may count fewer, never more)."""
+        keep = self._checked_mask(chunk) if self.checked else np.ones(len(chunk), dtype=bool)
+        goal = 1 if self.source.strategy == "ANY" else (self.limit or 1)
+        if self.projection.merges:
+            found = len(project(select_matches(chunk, keep), self.projection))
+        else:
+            found = int(keep.sum())
+        return keep, found >= goal
 
     # ------------------------------------------------------------------ public API
 
@@ -693,7 +704,7 @@ class PlanKernel:
             keep &= consecutive(frame, LOCAL)
         if self.consumed is not None:  # CONSUME BY, before the strategy chooses (consume.py)
             keep = self.consumed.apply(chunk.trigger, chunk.partition, chunk.offsets, chunk.positions, keep)
-        if post.select is not None:
+        if post.select is not None and not post.in_kernel:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
             select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
         if self.source.strategy == "ANY":
