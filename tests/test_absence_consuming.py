@@ -71,7 +71,9 @@ def test_recipe_shapes_agree_with_the_reference(case) -> None:
 def test_the_consuming_path_is_exercised() -> None:
     if not seen:
         test_recipe_shapes_agree_with_the_reference()
-    assert seen["consuming"] >= 100 and seen["with matches"] >= 100, seen
+    # Shares, not counts: the CI profile runs half the examples (tests/conftest.py).
+    total = seen["consuming"] + seen["plain"]
+    assert total >= 50 and seen["consuming"] >= 0.3 * total and seen["with matches"] >= 0.3 * total, seen
 
 
 # ------------------------------------------------------------- LIMIT with a projection

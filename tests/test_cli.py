@@ -1,4 +1,4 @@
-"""End-to-end command line tests (subprocess): formats, policies, ordering, user errors."""
+"""End-to-end command line tests (in this process through tests.support.cli.run_cli; a child process where one is needed): formats, policies, ordering, user errors."""
 
 from __future__ import annotations
 

@@ -955,6 +955,7 @@ def instance_holds(frame: Frame, end: str, own: frozenset[str], free: frozenset[
     events = np.flatnonzero(mine & (number < count[segment]))
     pseudo = [first[segment[events]] + number[events]]
     members = [events]
+    borrowed = [np.zeros(len(events), dtype=bool)]  # in the instance only for its free labels
     shared = np.flatnonzero(theirs)
     if len(shared):
         # Every instance of a match reads the match's free-label events.
@@ -964,15 +965,26 @@ def instance_holds(frame: Frame, end: str, own: frozenset[str], free: frozenset[
         offsets_within = np.arange(len(repeated)) - np.repeat(np.cumsum(per) - per, per)
         pseudo.append(starts + offsets_within)
         members.append(repeated)
+        borrowed.append(np.ones(len(repeated), dtype=bool))
     pseudo_all = np.concatenate(pseudo)
     member_all = np.concatenate(members)
-    order = np.lexsort((member_all, pseudo_all))
-    pseudo_all, member_all = pseudo_all[order], member_all[order]
-    if len(pseudo_all) > 1:  # an event both own and free: once
+    borrowed_all = np.concatenate(borrowed)
+    # An event both own and free: once, as an own event (sorted first among its copies).
+    order = np.lexsort((borrowed_all, member_all, pseudo_all))
+    pseudo_all, member_all, borrowed_all = pseudo_all[order], member_all[order], borrowed_all[order]
+    if len(pseudo_all) > 1:
         keep = np.r_[True, (pseudo_all[1:] != pseudo_all[:-1]) | (member_all[1:] != member_all[:-1])]
-        pseudo_all, member_all = pseudo_all[keep], member_all[keep]
+        pseudo_all, member_all, borrowed_all = pseudo_all[keep], member_all[keep], borrowed_all[keep]
     offsets = np.searchsorted(pseudo_all, np.arange(total + 1)).astype(np.int64)
     sub = frame.subframe(offsets, member_all)
+    if sub.label_ids is not None and borrowed_all.any():
+        # An event of another instance, read for a free label, carries only its free labels
+        # here: its own labels (the other iteration's y, A, ...) are not this instance's.
+        width = len(frame.label_sets)
+        sub.label_sets = list(frame.label_sets) + [
+            tuple(label for label in labels if label in free) for labels in frame.label_sets
+        ]
+        sub.label_ids = np.where(borrowed_all, sub.label_ids + width, sub.label_ids)
     result = np.asarray(holds(sub), dtype=bool)
     parent = np.repeat(np.arange(frame.n), count)
     failed = np.bincount(parent[~result], minlength=frame.n)
