@@ -45,7 +45,7 @@ import numpy as np
 from ceql.compile.plan import Plan
 from ceql.compile.predicates import PredicateSet
 from ceql.lang import ast
-from ceql.lang.visit import walk
+from ceql.lang.visit import children, walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
@@ -70,6 +70,8 @@ class PostFilter:
     #: NEXT / LAST chosen by the kernel over its tECS (nothing else is checked per match).
     in_kernel: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
+    #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
+    unless: RightEvent | None = None
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -82,7 +84,21 @@ class PostFilter:
             or bool(self.instances)
             or self.select is not None
             or self.window is not None
+            or self.unless is not None
         )
+
+
+@dataclass(frozen=True)
+class RightEvent:
+    """The right side of a top-level ``f UNLESS g`` where g is one event with conditions
+    (``E AS e FILTER c``, c reading f's labels): a complex event of f is dropped iff some event
+    of g's types in its span (the automaton labels them ``tick``) makes c true on the complex
+    event made of f's events (less g's labels) and that event under g's labels."""
+
+    tick: str  # the compiler's label on the events g reads, from f's first event to its last
+    types: frozenset[str]  # g's event types
+    labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
+    condition: ast.Cond  # g's conditions, ANDed
 
 
 @dataclass
@@ -160,12 +176,19 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # so it can be checked on each enumerated derivation (the automaton's transitions carry
     # the labels it reads: its own labels' private copies, its free labels, its '*').
     registers = plan.registers
+    unless = None
+    inner: set[int] = set()
     if registers.tracked:
-        return "conditions across events inside the right side of UNLESS (registers)"
+        unless = right_event(plan)
+        if isinstance(unless, str):
+            return unless
+        inner = {id(site) for site in registers.tracked[0].sites}
     conditions: list[ast.Cond] = []
     groups: list[tuple[ast.Attr, ...]] = []
     instances: list[Instanced] = []
     for site in registers.all_sites:
+        if id(site) in inner:
+            continue  # g's conditions: checked per complex event and event of g (RightEvent)
         if site.source is None:
             return "a condition site without its source (registers)"  # pragma: no cover
         if any(role.home is not None for role in site.free_roles.values()):
@@ -191,6 +214,8 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
+    if unless is not None:
+        read.append(unless.condition)
     if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
@@ -207,13 +232,59 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         predicates=predicates,
         instances=instances,
         select=select,
+        unless=unless,
     )
-    post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
+    if conditions or groups or instances:
+        post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
+    if unless is not None:
+        post.notes.append(
+            "UNLESS: each complex event of the left side is checked against the events of "
+            f"{', '.join(sorted(unless.types))} in its span (the right side's condition on each pair)"
+        )
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
     if post.distinct:
         post.notes.append("repeats of a complex event dropped per trigger")
     return post
+
+
+def right_event(plan: Plan) -> RightEvent | str:
+    """The UNLESS the registers track, when the kernel checks it per complex event: at the top
+    of the formula, its right side one event (``E``, ``AS``, ``FILTER``), its conditions
+    reading that event's labels and f's, nothing read from every event (``*``, a bare
+    attribute). Else the reason the plan stays on the Python path."""
+    registers = plan.registers
+    assert registers is not None
+    formula = plan.formula
+    if len(registers.tracked) != 1 or not isinstance(formula, ast.Unless):
+        return "conditions across events inside the right side of an UNLESS that is not the whole pattern (registers)"
+    node, labels, conditions = formula.right, set(), []
+    while not isinstance(node, ast.EventType):
+        if isinstance(node, ast.Label):
+            labels.add(node.label)
+            node = node.body
+        elif isinstance(node, ast.Filter):
+            conditions.append(node.cond)
+            node = node.body
+        else:
+            return "conditions across events inside the right side of UNLESS when it is more than one event (registers)"
+    if node.stream is not None:
+        return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
+    labels.add(node.name)
+    if any(_reads_every_event(cond) for cond in conditions):
+        return "a condition inside the right side of UNLESS that reads every event (registers)"
+    tick = registers.tracked[0].labels["tick"]
+    return RightEvent(tick, frozenset({node.name}), frozenset(labels), _and(conditions))
+
+
+def _reads_every_event(cond: ast.Node) -> bool:
+    """Whether a condition reads a bare attribute or ``COUNT(*)`` (every event of the complex
+    event it sees), outside the one-event predicates of ``x[p]``."""
+    if isinstance(cond, ast.LabelCond):
+        return False
+    if isinstance(cond, (ast.Attr, ast.Aggregate)) and cond.label is None:
+        return True
+    return any(_reads_every_event(child) for child in children(cond))
 
 
 def _relabel(cond: ast.Node, roles: dict, star: str | None) -> ast.Node:
@@ -329,3 +400,52 @@ def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.n
     out = np.zeros(len(keep), dtype=bool)
     out[index[rank < limit]] = True
     return out
+
+
+#: Kept values: whether an event is of the types of UNLESS's right side (RightEvent).
+RIGHT = "\x00right"
+
+
+def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
+    """Per complex event of ``frame`` (columns.Frame): whether some event of g in its span makes
+    g's condition true (``holds``: the condition per complex event of a frame), so that UNLESS
+    drops it. Each (complex event, g event) pair is one complex event of a derived frame: the
+    complex event's reported events with g's labels taken off (g reads its own labels from its
+    own complex event, docs/semantics.md 3.4), then the g event under g's labels only."""
+    n = frame.n
+    if n <= 0 or frame.events == 0:
+        return np.zeros(max(n, 0), dtype=bool)
+    sets = list(frame.label_sets)
+    public = np.array([any(label[0] != "\x00" for label in labels) for labels in sets] or [False], dtype=bool)
+    ids = frame.label_ids[frame.base : frame.base + frame.events]
+    right_column = frame.column(RIGHT)
+    candidates = np.flatnonzero(frame.has(right.tick) & right_column.data.astype(bool) & right_column.valid)
+    if not len(candidates):
+        return np.zeros(n, dtype=bool)
+    segment = frame.segment
+    reported = np.flatnonzero(public[ids])
+    per_match = np.bincount(segment[reported], minlength=n)
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_match, out=first[1:])
+    # Each pair: its complex event's reported events, then the g event.
+    match = segment[candidates]
+    sizes = per_match[match] + 1
+    offsets = np.zeros(len(candidates) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    pair = np.repeat(np.arange(len(candidates)), sizes)
+    within = np.arange(int(offsets[-1])) - offsets[pair]
+    last = within == sizes[pair] - 1
+    from_left = np.minimum(first[match[pair]] + within, max(len(reported) - 1, 0))
+    index = np.where(last, candidates[pair], reported[from_left] if len(reported) else 0)
+    # Label sets: f's less g's labels and the compiler's own; g's event: g's labels.
+    stripped = [tuple(label for label in labels if label not in right.labels and label[0] != "\x00") for labels in sets]
+    table = {labels: i for i, labels in enumerate(dict.fromkeys(stripped))}
+    derived = list(table)
+    own = len(derived)
+    derived.append(tuple(sorted(right.labels)))
+    remap = np.array([table[labels] for labels in stripped], dtype=np.int64)
+    sub = frame.subframe(offsets, index)
+    sub.label_sets = derived
+    sub.label_ids = np.where(last, own, remap[ids[index]])
+    hit = holds(sub)
+    return np.bincount(match[hit], minlength=n)[:n] > 0

@@ -62,10 +62,12 @@ from ceql.runtime.kernel.joins import (
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
+    RIGHT,
     PostFilter,
     first_per_trigger,
     local_indexes,
     post_filter,
+    right_event_hits,
     select_matches,
 )
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
@@ -180,6 +182,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
         storages[LOCAL] = "int"
     if post is not None and post.window is not None:
         storages[WINDOW] = "double"
+    if post is not None and post.unless is not None:
+        storages[RIGHT] = "boolean"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -423,12 +427,15 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
+        self.unless: Conditions | None = None  # UNLESS's right side, one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
+            if self.post.unless is not None:
+                self.unless = Conditions(self.post.unless.condition, column)
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
@@ -439,6 +446,8 @@ class PlanKernel:
         attributes = self.measures.attributes() if self.measures is not None else []
         if self.conditions is not None:
             attributes += [a for a in self.conditions.attributes() if a not in attributes]
+        if self.unless is not None:
+            attributes += [a for a in self.unless.attributes() if a not in attributes]
         for keys in self.post.groups if self.post is not None else ():
             attributes += [key.name for key in keys if key.name not in attributes]
         for instanced in self.post.instances if self.post is not None else ():
@@ -671,6 +680,9 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
+        if post.unless is not None:
+            right = np.array([i for i, name in enumerate(self.plan.type_names) if name in post.unless.types], dtype=np.int64)
+            out[RIGHT] = Raw("boolean", np.isin(types, right), np.ones(n, dtype=bool))
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -696,6 +708,8 @@ class PlanKernel:
             keep[some] &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
+        if self.unless is not None and post.unless is not None:
+            keep &= ~right_event_hits(frame, post.unless, self.unless.holds)
         for keys in post.groups:
             keep &= group_holds(frame, keys)
         for check, instanced in zip(self.instance_checks, post.instances):
