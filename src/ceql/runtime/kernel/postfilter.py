@@ -45,6 +45,7 @@ import numpy as np
 from ceql.compile.plan import Plan
 from ceql.compile.predicates import PredicateSet
 from ceql.lang import ast
+from ceql.lang.scopes import defined_labels
 from ceql.lang.visit import children, walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
@@ -90,14 +91,18 @@ class PostFilter:
 
 @dataclass(frozen=True)
 class RightEvent:
-    """The right side of a top-level ``f UNLESS g`` where g is one event with conditions
-    (``E AS e FILTER c``, c reading f's labels): a complex event of f is dropped iff some event
-    of g's types in its span (the automaton labels them ``tick``) makes c true on the complex
-    event made of f's events (less g's labels) and that event under g's labels."""
+    """The right side of ``f UNLESS g`` where g is one event with conditions (``E AS e FILTER
+    c``, c reading other labels): a complex event is dropped iff some event of g's types in the
+    span of f's sub-complex event (the automaton labels them ``tick``) makes c true on the
+    complex event that c reads: f's events (``rep``) less g's labels, the other events less
+    f's and g's labels (labels read from the whole complex event), and that event under g's
+    labels."""
 
     tick: str  # the compiler's label on the events g reads, from f's first event to its last
+    rep: str  # the compiler's label on the events f reports
     types: frozenset[str]  # g's event types
     labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
+    left: frozenset[str]  # the labels f defines (g reads them from f's complex event)
     condition: ast.Cond  # g's conditions, ANDed
 
 
@@ -248,17 +253,38 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     return post
 
 
+#: Formulas above an UNLESS the kernel checks per complex event: each keeps the events and
+#: labels of its operands (no iteration re-choosing labels, no renaming or projection).
+_ABOVE = (ast.Sequence, ast.Union_, ast.Conjunction, ast.AllOf, ast.Filter, ast.Label, ast.PartitionBy, ast.Start)
+
+
 def right_event(plan: Plan) -> RightEvent | str:
-    """The UNLESS the registers track, when the kernel checks it per complex event: at the top
-    of the formula, its right side one event (``E``, ``AS``, ``FILTER``), its conditions
-    reading that event's labels and f's, nothing read from every event (``*``, a bare
-    attribute). Else the reason the plan stays on the Python path."""
+    """The UNLESS the registers track, when the kernel checks it per complex event: one such
+    UNLESS, under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY and START only (not in an
+    iteration, a renaming or a projection), its right side one event (``E``, ``AS``,
+    ``FILTER``), its conditions reading nothing from every event (``*``, a bare attribute).
+    Else the reason the plan stays on the Python path."""
     registers = plan.registers
     assert registers is not None
-    formula = plan.formula
-    if len(registers.tracked) != 1 or not isinstance(formula, ast.Unless):
-        return "conditions across events inside the right side of an UNLESS that is not the whole pattern (registers)"
-    node, labels, conditions = formula.right, set(), []
+    found: list[ast.Unless] = []
+    blocked = False
+    stack: list[tuple[ast.Node, bool]] = [(plan.formula, True)]
+    while stack:
+        node, open_ = stack.pop()
+        if isinstance(node, ast.Unless):
+            if any(isinstance(n, ast.Filter) for n in walk(node.right, formulas_only=True)):
+                found.append(node)
+                blocked |= not open_
+            stack.append((node.left, open_))  # (conditions inside g's own UNLESS: refused by the compiler)
+            continue
+        for child in _children(node):
+            stack.append((child, open_ and isinstance(node, _ABOVE)))
+    if len(registers.tracked) != 1 or len(found) != 1:
+        return "conditions across events inside the right side of UNLESS, with several UNLESS (registers)"
+    if blocked:
+        return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
+    unless = found[0]
+    node, labels, conditions = unless.right, set(), []
     while not isinstance(node, ast.EventType):
         if isinstance(node, ast.Label):
             labels.add(node.label)
@@ -273,8 +299,10 @@ def right_event(plan: Plan) -> RightEvent | str:
     labels.add(node.name)
     if any(_reads_every_event(cond) for cond in conditions):
         return "a condition inside the right side of UNLESS that reads every event (registers)"
-    tick = registers.tracked[0].labels["tick"]
-    return RightEvent(tick, frozenset({node.name}), frozenset(labels), _and(conditions))
+    tracked = registers.tracked[0].labels
+    return RightEvent(
+        tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
+    )
 
 
 def _reads_every_event(cond: ast.Node) -> bool:
@@ -438,7 +466,17 @@ def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
     from_left = np.minimum(first[match[pair]] + within, max(len(reported) - 1, 0))
     index = np.where(last, candidates[pair], reported[from_left] if len(reported) else 0)
     # Label sets: f's less g's labels and the compiler's own; g's event: g's labels.
-    stripped = [tuple(label for label in labels if label not in right.labels and label[0] != "\x00") for labels in sets]
+    # f's events read as f's complex event; the others read as the whole complex event's,
+    # where the labels f or g define are theirs.
+    in_left = [right.rep in labels for labels in sets]
+    stripped = [
+        tuple(
+            label
+            for label in labels
+            if label[0] != "\x00" and label not in right.labels and (left or label not in right.left)
+        )
+        for labels, left in zip(sets, in_left)
+    ]
     table = {labels: i for i, labels in enumerate(dict.fromkeys(stripped))}
     derived = list(table)
     own = len(derived)
