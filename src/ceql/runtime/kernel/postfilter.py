@@ -3,7 +3,7 @@ register values per run: the plan decides at compile time whether they are exact
 
 - **Conditions across events with one instance per derivation.** A FILTER condition (or a
   PARTITION BY over labels, or inside a formula) that is neither under an iteration nor in an
-  OR branch, nor inside UNLESS's right side, is decided once per derivation of a complex
+  OR branch, nor inside UNLESS's right side (below), is decided once per derivation of a complex
   event, on that derivation's events: the automaton's transitions carry the labels it
   reads (private copies of the filtered formula's own labels and of its '*', and its free
   labels). The kernel runs the automaton without registers, so it enumerates every derivation
@@ -26,6 +26,10 @@ register values per run: the plan decides at compile time whether they are exact
   events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
   on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
+- **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
+  d FILTER d.n = a.n)``): the automaton marks f's events and the D events of f's span with the
+  compiler's labels; each (complex event, D event) pair is checked column-wise and a complex
+  event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in

@@ -7,7 +7,8 @@ kernel then does the per-event work and the enumeration; projection and Arrow bu
 vectorised again (output.py).
 
 Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side or on labels of a repeated scope, MAX (and NEXT/LAST
+across events inside UNLESS's right side when it is more than one event (postfilter.py's
+RightEvent), on labels of a repeated scope, MAX (and NEXT/LAST
 with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
 more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
 checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
