@@ -41,6 +41,9 @@ ONE_EVENT_RIGHT = [
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.id = a.id)", [ev("D", id=1), ev("A", id=1), ev("C"), ev("D", id=1)], {2: {(1, 2)}}),
     # g's own label a is read from g's event, f's from f: D.v = 5 > c.v kills only c.v < 5.
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS a FILTER a.v > c.v)", [ev("A", 9), ev("D", 5), ev("C", 7), ev("C", 3)], {2: {(0, 2)}}),
+    # COUNT(*) reads the right side's own complex event: its one event.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D FILTER D.v = a.v AND COUNT(*) = 1)", [ev("A", 5), ev("D", 4), ev("C")], {2: {(0, 2)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D FILTER D.v = a.v AND COUNT(*) = 1)", [ev("A", 5), ev("D", 5), ev("C")], {}),
     # In a sequence: the span is f's (B before it is outside); g reads y from the whole CE.
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("D", 4), ev("A"), ev("C")], {3: {(0, 2, 3)}}),
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("A"), ev("D", 4), ev("C")], {}),

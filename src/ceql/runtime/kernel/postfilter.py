@@ -50,7 +50,7 @@ from ceql.compile.plan import Plan
 from ceql.compile.predicates import PredicateSet
 from ceql.lang import ast
 from ceql.lang.scopes import defined_labels
-from ceql.lang.visit import children, walk
+from ceql.lang.visit import walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
@@ -266,8 +266,7 @@ def right_event(plan: Plan) -> RightEvent | str:
     """The UNLESS the registers track, when the kernel checks it per complex event: one such
     UNLESS, under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY and START only (not in an
     iteration, a renaming or a projection), its right side one event (``E``, ``AS``,
-    ``FILTER``), its conditions reading nothing from every event (``*``, a bare attribute).
-    Else the reason the plan stays on the Python path."""
+    ``FILTER``). Else the reason the plan stays on the Python path."""
     registers = plan.registers
     assert registers is not None
     found: list[ast.Unless] = []
@@ -301,22 +300,31 @@ def right_event(plan: Plan) -> RightEvent | str:
     if node.stream is not None:
         return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
     labels.add(node.name)
-    if any(_reads_every_event(cond) for cond in conditions):
-        return "a condition inside the right side of UNLESS that reads every event (registers)"
+    # '*' and bare attributes read g's complex event: its one event, which alone carries g's
+    # type label in the checked rows.
+    conditions = [_every_event_as(cond, node.name) for cond in conditions]
     tracked = registers.tracked[0].labels
     return RightEvent(
         tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
     )
 
 
-def _reads_every_event(cond: ast.Node) -> bool:
-    """Whether a condition reads a bare attribute or ``COUNT(*)`` (every event of the complex
-    event it sees), outside the one-event predicates of ``x[p]``."""
-    if isinstance(cond, ast.LabelCond):
-        return False
-    if isinstance(cond, (ast.Attr, ast.Aggregate)) and cond.label is None:
-        return True
-    return any(_reads_every_event(child) for child in children(cond))
+def _every_event_as(node: ast.Node, label: str) -> ast.Node:
+    """``node`` with its bare attributes and ``COUNT(*)``-style aggregates (every event of the
+    complex event the condition sees) read from ``label``, outside the one-event predicates of
+    ``x[p]`` (which read the event they test)."""
+    if isinstance(node, ast.LabelCond):
+        return node
+    if isinstance(node, (ast.Attr, ast.Aggregate)) and node.label is None:
+        return dataclasses.replace(node, label=label)
+    changes = {}
+    for item in dataclasses.fields(node):
+        value = getattr(node, item.name)
+        if isinstance(value, ast.Node):
+            changes[item.name] = _every_event_as(value, label)
+        elif isinstance(value, tuple) and any(isinstance(v, ast.Node) for v in value):
+            changes[item.name] = tuple(_every_event_as(v, label) if isinstance(v, ast.Node) else v for v in value)
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def _relabel(cond: ast.Node, roles: dict, star: str | None) -> ast.Node:
