@@ -54,6 +54,8 @@ from ceql.lang.visit import walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
+#: Kept values: whether an event is of the types of an UNLESS's right side (RightEvent), by number.
+RIGHT = "\x00right"
 #: explain's note for patterns without a small bound on their candidates.
 MANY = "many candidates: each trigger's are all enumerated, as the pattern without the check enumerates them"
 
@@ -76,7 +78,7 @@ class PostFilter:
     in_kernel: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
-    unless: RightEvent | None = None
+    unless: tuple[RightEvent, ...] = ()
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -89,7 +91,7 @@ class PostFilter:
             or bool(self.instances)
             or self.select is not None
             or self.window is not None
-            or self.unless is not None
+            or bool(self.unless)
         )
 
 
@@ -108,6 +110,7 @@ class RightEvent:
     labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
     left: frozenset[str]  # the labels f defines (g reads them from f's complex event)
     condition: ast.Cond  # g's conditions, ANDed
+    column: str = ""  # the kept column of whether an event is of g's types
 
 
 @dataclass
@@ -185,13 +188,13 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # so it can be checked on each enumerated derivation (the automaton's transitions carry
     # the labels it reads: its own labels' private copies, its free labels, its '*').
     registers = plan.registers
-    unless = None
-    inner: set[int] = set()
+    unless: tuple[RightEvent, ...] = ()
     if registers.tracked:
-        unless = right_event(plan)
-        if isinstance(unless, str):
-            return unless
-        inner = {id(site) for site in registers.tracked[0].sites}
+        found = right_events(plan)
+        if isinstance(found, str):
+            return found
+        unless = found
+    inner = {id(site) for u in registers.tracked for site in u.sites}
     conditions: list[ast.Cond] = []
     groups: list[tuple[ast.Attr, ...]] = []
     instances: list[Instanced] = []
@@ -223,8 +226,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
-    if unless is not None:
-        read.append(unless.condition)
+    read += [right.condition for right in unless]
     if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
@@ -245,10 +247,10 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     )
     if conditions or groups or instances:
         post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
-    if unless is not None:
+    for right in unless:
         post.notes.append(
             "UNLESS: each complex event of the left side is checked against the events of "
-            f"{', '.join(sorted(unless.types))} in its span (the right side's condition on each pair)"
+            f"{', '.join(sorted(right.types))} in its span (the right side's condition on each pair)"
         )
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
@@ -262,31 +264,42 @@ def _decide(plan: Plan) -> PostFilter | str | None:
 _ABOVE = (ast.Sequence, ast.Union_, ast.Conjunction, ast.AllOf, ast.Filter, ast.Label, ast.PartitionBy, ast.Start)
 
 
-def right_event(plan: Plan) -> RightEvent | str:
-    """The UNLESS the registers track, when the kernel checks it per complex event: one such
-    UNLESS, under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY and START only (not in an
-    iteration, a renaming or a projection), its right side one event (``E``, ``AS``,
-    ``FILTER``). Else the reason the plan stays on the Python path."""
+def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
+    """The UNLESS the registers track, when the kernel checks them per complex event: each
+    under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY, START and UNLESS's left side only
+    (not in an iteration, a renaming or a projection), its right side one event (``E``,
+    ``AS``, ``FILTER``). Else the reason the plan stays on the Python path."""
     registers = plan.registers
     assert registers is not None
-    found: list[ast.Unless] = []
-    blocked = False
+    open_unless: list[ast.Unless] = []  # the UNLESS nodes no blocking scope encloses
     stack: list[tuple[ast.Node, bool]] = [(plan.formula, True)]
     while stack:
         node, open_ = stack.pop()
         if isinstance(node, ast.Unless):
-            if any(isinstance(n, ast.Filter) for n in walk(node.right, formulas_only=True)):
-                found.append(node)
-                blocked |= not open_
+            if open_:
+                open_unless.append(node)
             stack.append((node.left, open_))  # (conditions inside g's own UNLESS: refused by the compiler)
             continue
         for child in _children(node):
             stack.append((child, open_ and isinstance(node, _ABOVE)))
-    if len(registers.tracked) != 1 or len(found) != 1:
-        return "conditions across events inside the right side of UNLESS, with several UNLESS (registers)"
-    if blocked:
-        return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
-    unless = found[0]
+    out = []
+    for u in registers.tracked:
+        # The tracked UNLESS is the one whose right side holds its sites' conditions.
+        # (A site's source is its FILTER's condition, or a conjunct of it, or a copy: compared
+        # by value; the same condition in two right sides leaves the owner unknown.)
+        sources = [site.source for site in u.sites]
+        owner = [node for node in open_unless if any(n in sources for n in walk(node.right) if isinstance(n, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)))]
+        if len(owner) != 1:
+            return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
+        found = _right_event(owner[0], u.labels)
+        if isinstance(found, str):
+            return found
+        out.append(dataclasses.replace(found, column=f"{RIGHT}{len(out)}"))
+    return tuple(out)
+
+
+def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> RightEvent | str:
+    """The check of one UNLESS whose right side is one event, or why there is none."""
     node, labels, conditions = unless.right, set(), []
     while not isinstance(node, ast.EventType):
         if isinstance(node, ast.Label):
@@ -300,10 +313,9 @@ def right_event(plan: Plan) -> RightEvent | str:
     if node.stream is not None:
         return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
     labels.add(node.name)
-    # '*' and bare attributes read g's complex event: its one event, which alone carries g's
-    # type label in the checked rows.
+    # '*' reads g's complex event: its one event, which alone carries g's type label in the
+    # checked rows.
     conditions = [_every_event_as(cond, node.name) for cond in conditions]
-    tracked = registers.tracked[0].labels
     return RightEvent(
         tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
     )
@@ -442,10 +454,6 @@ def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.n
     return out
 
 
-#: Kept values: whether an event is of the types of UNLESS's right side (RightEvent).
-RIGHT = "\x00right"
-
-
 def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
     """Per complex event of ``frame`` (columns.Frame): whether some event of g in its span makes
     g's condition true (``holds``: the condition per complex event of a frame), so that UNLESS
@@ -458,7 +466,7 @@ def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
     sets = list(frame.label_sets)
     public = np.array([any(label[0] != "\x00" for label in labels) for labels in sets] or [False], dtype=bool)
     ids = frame.label_ids[frame.base : frame.base + frame.events]
-    right_column = frame.column(RIGHT)
+    right_column = frame.column(right.column)
     candidates = np.flatnonzero(frame.has(right.tick) & right_column.data.astype(bool) & right_column.valid)
     if not len(candidates):
         return np.zeros(n, dtype=bool)

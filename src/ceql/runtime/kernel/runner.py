@@ -63,7 +63,6 @@ from ceql.runtime.kernel.joins import (
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
-    RIGHT,
     PostFilter,
     first_per_trigger,
     local_indexes,
@@ -183,8 +182,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
         storages[LOCAL] = "int"
     if post is not None and post.window is not None:
         storages[WINDOW] = "double"
-    if post is not None and post.unless is not None:
-        storages[RIGHT] = "boolean"
+    for right in post.unless if post is not None else ():
+        storages[right.column] = "boolean"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -428,15 +427,14 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
-        self.unless: Conditions | None = None  # UNLESS's right side, one event (postfilter.RightEvent)
+        self.unless: list[Conditions] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
-            if self.post.unless is not None:
-                self.unless = Conditions(self.post.unless.condition, column)
+            self.unless = [Conditions(right.condition, column) for right in self.post.unless]
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
@@ -447,8 +445,8 @@ class PlanKernel:
         attributes = self.measures.attributes() if self.measures is not None else []
         if self.conditions is not None:
             attributes += [a for a in self.conditions.attributes() if a not in attributes]
-        if self.unless is not None:
-            attributes += [a for a in self.unless.attributes() if a not in attributes]
+        for unless in self.unless:
+            attributes += [a for a in unless.attributes() if a not in attributes]
         for keys in self.post.groups if self.post is not None else ():
             attributes += [key.name for key in keys if key.name not in attributes]
         for instanced in self.post.instances if self.post is not None else ():
@@ -681,9 +679,9 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
-        if post.unless is not None:
-            right = np.array([i for i, name in enumerate(self.plan.type_names) if name in post.unless.types], dtype=np.int64)
-            out[RIGHT] = Raw("boolean", np.isin(types, right), np.ones(n, dtype=bool))
+        for right in post.unless:
+            chosen = np.array([i for i, name in enumerate(self.plan.type_names) if name in right.types], dtype=np.int64)
+            out[right.column] = Raw("boolean", np.isin(types, chosen), np.ones(n, dtype=bool))
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -709,8 +707,8 @@ class PlanKernel:
             keep[some] &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
-        if self.unless is not None and post.unless is not None:
-            keep &= ~right_event_hits(frame, post.unless, self.unless.holds)
+        for right, unless in zip(post.unless, self.unless):
+            keep &= ~right_event_hits(frame, right, unless.holds)
         for keys in post.groups:
             keep &= group_holds(frame, keys)
         for check, instanced in zip(self.instance_checks, post.instances):
