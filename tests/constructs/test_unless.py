@@ -10,15 +10,52 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
+import ceql
+from ceql.runtime.kernel.runner import unsupported
 from tests.support import golden
 from tests.support.constructs import CONSTRUCT, check, operator_cases
-from tests.support.examples import ev, run, select, supports
+from tests.support.cross_strategies import unless_event_queries
+from tests.support.examples import SCHEMA, ev, run, select, supports
+from tests.support.strategies import cases
 
 
 @CONSTRUCT
 @given(operator_cases("unless"))
 def test_unless_agrees_with_the_reference(case) -> None:
     check(case)
+
+
+@CONSTRUCT
+@given(cases(unless_event_queries(), nulls=True))
+def test_unless_with_conditions_on_one_event_agrees_with_the_reference(case) -> None:
+    """A one-event right side whose condition reads f's labels: the kernel checks each complex
+    event against the events in its span (issue 40), on every path, with a state round trip."""
+    check(case)
+
+
+#: (query, stream, the supports kept): d.id = a.id kills a span holding a D with a's id.
+ONE_EVENT_RIGHT = [
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.id = a.id)", [ev("A", id=1), ev("D", id=2), ev("C")], {2: {(0, 2)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.id = a.id)", [ev("A", id=1), ev("D", id=1), ev("C")], {}),
+    # The D after the span's end does not count; the one before its start neither.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.id = a.id)", [ev("D", id=1), ev("A", id=1), ev("C"), ev("D", id=1)], {2: {(1, 2)}}),
+    # g's own label a is read from g's event, f's from f: D.v = 5 > c.v kills only c.v < 5.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS a FILTER a.v > c.v)", [ev("A", 9), ev("D", 5), ev("C", 7), ev("C", 3)], {2: {(0, 2)}}),
+    # COUNT(*) reads the right side's own complex event: its one event.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D FILTER D.v = a.v AND COUNT(*) = 1)", [ev("A", 5), ev("D", 4), ev("C")], {2: {(0, 2)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D FILTER D.v = a.v AND COUNT(*) = 1)", [ev("A", 5), ev("D", 5), ev("C")], {}),
+    # In a sequence: the span is f's (B before it is outside); g reads y from the whole CE.
+    ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("D", 4), ev("A"), ev("C")], {3: {(0, 2, 3)}}),
+    ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("A"), ev("D", 4), ev("C")], {}),
+]
+
+
+@pytest.mark.parametrize("query, stream, expected", ONE_EVENT_RIGHT)
+def test_unless_one_event_right_side_on_the_kernel(query, stream, expected) -> None:
+    compiled = ceql.compile(query, SCHEMA)
+    assert unsupported(compiled.plan) is None
+    assert supports(run(query, stream)) == expected, "the reference disagrees with the hand result"
+    assert supports(compiled.run(stream, engine="compiled")) == expected
 
 
 @pytest.mark.parametrize("name, strategy, formula, stream, expected", golden.UNLESS_CASES[:-1])

@@ -270,3 +270,34 @@ def _defined(formula: ast.Formula) -> frozenset[str]:
     return scopes.defined_labels(formula)
 
 
+
+
+@st.composite
+def unless_event_queries(draw, depth: int = 2):
+    """``f UNLESS (E AS w FILTER c)`` with c reading w and f's labels (the kernel checks it per
+    complex event: runtime/kernel/postfilter.py's RightEvent), the UNLESS the whole pattern or
+    in a sequence, an OR or under AS; f and the clauses from ``cross_queries``."""
+    base = draw(cross_queries(depth))
+    left = base.formula
+    own = ("w",) if draw(st.booleans()) else ("w", "x")  # g's labels, also one f may define
+    event: ast.Formula = ast.EventType(draw(st.sampled_from(TYPES)))
+    for label in own:
+        event = ast.Label(event, label)
+    free = tuple(sorted(_defined(left) - set(own)))
+    right = ast.Filter(event, draw(cross_conditions(own, free or ("A",))))
+    formula: ast.Formula = ast.Unless(left, right)
+    where = draw(st.sampled_from(["top", "top", "seq", "or", "as"]))
+    if where == "seq":
+        formula = ast.Sequence((ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "y"), formula))
+    elif where == "or":
+        formula = ast.Union_((formula, ast.EventType(draw(st.sampled_from(TYPES)))))
+    elif where == "as":
+        formula = ast.Label(formula, "z")
+    return ast.Query(
+        projection=base.projection,
+        formula=formula,
+        strategy=base.strategy,
+        within=base.within,
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )

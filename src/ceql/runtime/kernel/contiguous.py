@@ -82,6 +82,7 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
         or post.distinct
         or post.instances
         or post.select is not None
+        or post.unless
         or post.predicates is not None and len(post.predicates)
         or post.condition is None
     ):

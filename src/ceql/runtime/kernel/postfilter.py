@@ -3,7 +3,7 @@ register values per run: the plan decides at compile time whether they are exact
 
 - **Conditions across events with one instance per derivation.** A FILTER condition (or a
   PARTITION BY over labels, or inside a formula) that is neither under an iteration nor in an
-  OR branch, nor inside UNLESS's right side, is decided once per derivation of a complex
+  OR branch, nor inside UNLESS's right side (below), is decided once per derivation of a complex
   event, on that derivation's events: the automaton's transitions carry the labels it
   reads (private copies of the filtered formula's own labels and of its '*', and its free
   labels). The kernel runs the automaton without registers, so it enumerates every derivation
@@ -26,6 +26,10 @@ register values per run: the plan decides at compile time whether they are exact
   events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
   on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
+- **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
+  d FILTER d.n = a.n)``): the automaton marks f's events and the D events of f's span with the
+  compiler's labels; each (complex event, D event) pair is checked column-wise and a complex
+  event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
@@ -45,10 +49,13 @@ import numpy as np
 from ceql.compile.plan import Plan
 from ceql.compile.predicates import PredicateSet
 from ceql.lang import ast
+from ceql.lang.scopes import defined_labels
 from ceql.lang.visit import walk
 
 #: Key under which a plan caches its PostFilter (or the reason it has none).
 _CACHE = "_kernel_post_filter"
+#: Kept values: whether an event is of the types of an UNLESS's right side (RightEvent), by number.
+RIGHT = "\x00right"
 #: explain's note for patterns without a small bound on their candidates.
 MANY = "many candidates: each trigger's are all enumerated, as the pattern without the check enumerates them"
 
@@ -70,6 +77,8 @@ class PostFilter:
     #: NEXT / LAST chosen by the kernel over its tECS (nothing else is checked per match).
     in_kernel: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
+    #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
+    unless: tuple[RightEvent, ...] = ()
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -82,7 +91,26 @@ class PostFilter:
             or bool(self.instances)
             or self.select is not None
             or self.window is not None
+            or bool(self.unless)
         )
+
+
+@dataclass(frozen=True)
+class RightEvent:
+    """The right side of ``f UNLESS g`` where g is one event with conditions (``E AS e FILTER
+    c``, c reading other labels): a complex event is dropped iff some event of g's types in the
+    span of f's sub-complex event (the automaton labels them ``tick``) makes c true on the
+    complex event that c reads: f's events (``rep``) less g's labels, the other events less
+    f's and g's labels (labels read from the whole complex event), and that event under g's
+    labels."""
+
+    tick: str  # the compiler's label on the events g reads, from f's first event to its last
+    rep: str  # the compiler's label on the events f reports
+    types: frozenset[str]  # g's event types
+    labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
+    left: frozenset[str]  # the labels f defines (g reads them from f's complex event)
+    condition: ast.Cond  # g's conditions, ANDed
+    column: str = ""  # the kept column of whether an event is of g's types
 
 
 @dataclass
@@ -160,12 +188,19 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # so it can be checked on each enumerated derivation (the automaton's transitions carry
     # the labels it reads: its own labels' private copies, its free labels, its '*').
     registers = plan.registers
+    unless: tuple[RightEvent, ...] = ()
     if registers.tracked:
-        return "conditions across events inside the right side of UNLESS (registers)"
+        found = right_events(plan)
+        if isinstance(found, str):
+            return found
+        unless = found
+    inner = {id(site) for u in registers.tracked for site in u.sites}
     conditions: list[ast.Cond] = []
     groups: list[tuple[ast.Attr, ...]] = []
     instances: list[Instanced] = []
     for site in registers.all_sites:
+        if id(site) in inner:
+            continue  # g's conditions: checked per complex event and event of g (RightEvent)
         if site.source is None:
             return "a condition site without its source (registers)"  # pragma: no cover
         if any(role.home is not None for role in site.free_roles.values()):
@@ -191,6 +226,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
+    read += [right.condition for right in unless]
     if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
@@ -207,13 +243,100 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         predicates=predicates,
         instances=instances,
         select=select,
+        unless=unless,
     )
-    post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
+    if conditions or groups or instances:
+        post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
+    for right in unless:
+        post.notes.append(
+            "UNLESS: each complex event of the left side is checked against the events of "
+            f"{', '.join(sorted(right.types))} in its span (the right side's condition on each pair)"
+        )
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
     if post.distinct:
         post.notes.append("repeats of a complex event dropped per trigger")
     return post
+
+
+#: Formulas above an UNLESS the kernel checks per complex event: each keeps the events and
+#: labels of its operands (no iteration re-choosing labels, no renaming or projection).
+_ABOVE = (ast.Sequence, ast.Union_, ast.Conjunction, ast.AllOf, ast.Filter, ast.Label, ast.PartitionBy, ast.Start)
+
+
+def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
+    """The UNLESS the registers track, when the kernel checks them per complex event: each
+    under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY, START and UNLESS's left side only
+    (not in an iteration, a renaming or a projection), its right side one event (``E``,
+    ``AS``, ``FILTER``). Else the reason the plan stays on the Python path."""
+    registers = plan.registers
+    assert registers is not None
+    open_unless: list[ast.Unless] = []  # the UNLESS nodes no blocking scope encloses
+    stack: list[tuple[ast.Node, bool]] = [(plan.formula, True)]
+    while stack:
+        node, open_ = stack.pop()
+        if isinstance(node, ast.Unless):
+            if open_:
+                open_unless.append(node)
+            stack.append((node.left, open_))  # (conditions inside g's own UNLESS: refused by the compiler)
+            continue
+        for child in _children(node):
+            stack.append((child, open_ and isinstance(node, _ABOVE)))
+    out = []
+    for u in registers.tracked:
+        # The tracked UNLESS is the one whose right side holds its sites' conditions.
+        # (A site's source is its FILTER's condition, or a conjunct of it, or a copy: compared
+        # by value; the same condition in two right sides leaves the owner unknown.)
+        sources = [site.source for site in u.sites]
+        owner = [node for node in open_unless if any(n in sources for n in walk(node.right) if isinstance(n, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)))]
+        if len(owner) != 1:
+            return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
+        found = _right_event(owner[0], u.labels)
+        if isinstance(found, str):
+            return found
+        out.append(dataclasses.replace(found, column=f"{RIGHT}{len(out)}"))
+    return tuple(out)
+
+
+def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> RightEvent | str:
+    """The check of one UNLESS whose right side is one event, or why there is none."""
+    node, labels, conditions = unless.right, set(), []
+    while not isinstance(node, ast.EventType):
+        if isinstance(node, ast.Label):
+            labels.add(node.label)
+            node = node.body
+        elif isinstance(node, ast.Filter):
+            conditions.append(node.cond)
+            node = node.body
+        else:
+            return "conditions across events inside the right side of UNLESS when it is more than one event (registers)"
+    if node.stream is not None:
+        return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
+    labels.add(node.name)
+    # '*' reads g's complex event: its one event, which alone carries g's type label in the
+    # checked rows.
+    conditions = [_every_event_as(cond, node.name) for cond in conditions]
+    return RightEvent(
+        tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
+    )
+
+
+def _every_event_as(node: ast.Node, label: str) -> ast.Node:
+    """``node`` with its bare attributes and ``COUNT(*)``-style aggregates (every event of the
+    complex event the condition sees) read from ``label``, outside the one-event predicates of
+    ``x[p]`` (which read the event they test)."""
+    if isinstance(node, ast.LabelCond):
+        return node
+    if isinstance(node, (ast.Attr, ast.Aggregate)) and node.label is None:
+        return dataclasses.replace(node, label=label)
+    changes = {}
+    for item in dataclasses.fields(node):
+        value = getattr(node, item.name)
+        if isinstance(value, ast.Node):
+            changes[item.name] = _every_event_as(value, label)
+        elif isinstance(value, tuple) and any(isinstance(v, ast.Node) for v in value):
+            changes[item.name] = tuple(_every_event_as(v, label) if isinstance(v, ast.Node) else v for v in value)
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def _relabel(cond: ast.Node, roles: dict, star: str | None) -> ast.Node:
@@ -329,3 +452,58 @@ def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.n
     out = np.zeros(len(keep), dtype=bool)
     out[index[rank < limit]] = True
     return out
+
+
+def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
+    """Per complex event of ``frame`` (columns.Frame): whether some event of g in its span makes
+    g's condition true (``holds``: the condition per complex event of a frame), so that UNLESS
+    drops it. Each (complex event, g event) pair is one complex event of a derived frame: the
+    complex event's reported events with g's labels taken off (g reads its own labels from its
+    own complex event, docs/semantics.md 3.4), then the g event under g's labels only."""
+    n = frame.n
+    if n <= 0 or frame.events == 0:
+        return np.zeros(max(n, 0), dtype=bool)
+    sets = list(frame.label_sets)
+    public = np.array([any(label[0] != "\x00" for label in labels) for labels in sets] or [False], dtype=bool)
+    ids = frame.label_ids[frame.base : frame.base + frame.events]
+    right_column = frame.column(right.column)
+    candidates = np.flatnonzero(frame.has(right.tick) & right_column.data.astype(bool) & right_column.valid)
+    if not len(candidates):
+        return np.zeros(n, dtype=bool)
+    segment = frame.segment
+    reported = np.flatnonzero(public[ids])
+    per_match = np.bincount(segment[reported], minlength=n)
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_match, out=first[1:])
+    # Each pair: its complex event's reported events, then the g event.
+    match = segment[candidates]
+    sizes = per_match[match] + 1
+    offsets = np.zeros(len(candidates) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    pair = np.repeat(np.arange(len(candidates)), sizes)
+    within = np.arange(int(offsets[-1])) - offsets[pair]
+    last = within == sizes[pair] - 1
+    from_left = np.minimum(first[match[pair]] + within, max(len(reported) - 1, 0))
+    index = np.where(last, candidates[pair], reported[from_left] if len(reported) else 0)
+    # Label sets: f's less g's labels and the compiler's own; g's event: g's labels.
+    # f's events read as f's complex event; the others read as the whole complex event's,
+    # where the labels f or g define are theirs.
+    in_left = [right.rep in labels for labels in sets]
+    stripped = [
+        tuple(
+            label
+            for label in labels
+            if label[0] != "\x00" and label not in right.labels and (left or label not in right.left)
+        )
+        for labels, left in zip(sets, in_left)
+    ]
+    table = {labels: i for i, labels in enumerate(dict.fromkeys(stripped))}
+    derived = list(table)
+    own = len(derived)
+    derived.append(tuple(sorted(right.labels)))
+    remap = np.array([table[labels] for labels in stripped], dtype=np.int64)
+    sub = frame.subframe(offsets, index)
+    sub.label_sets = derived
+    sub.label_ids = np.where(last, own, remap[ids[index]])
+    hit = holds(sub)
+    return np.bincount(match[hit], minlength=n)[:n] > 0

@@ -7,7 +7,8 @@ kernel then does the per-event work and the enumeration; projection and Arrow bu
 vectorised again (output.py).
 
 Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side or on labels of a repeated scope, MAX (and NEXT/LAST
+across events inside UNLESS's right side when it is more than one event (postfilter.py's
+RightEvent), on labels of a repeated scope, MAX (and NEXT/LAST
 with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
 more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
 checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
@@ -66,6 +67,7 @@ from ceql.runtime.kernel.postfilter import (
     first_per_trigger,
     local_indexes,
     post_filter,
+    right_event_hits,
     select_matches,
 )
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
@@ -180,6 +182,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
         storages[LOCAL] = "int"
     if post is not None and post.window is not None:
         storages[WINDOW] = "double"
+    for right in post.unless if post is not None else ():
+        storages[right.column] = "boolean"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -423,12 +427,14 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
+        self.unless: list[Conditions] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
+            self.unless = [Conditions(right.condition, column) for right in self.post.unless]
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
@@ -439,6 +445,8 @@ class PlanKernel:
         attributes = self.measures.attributes() if self.measures is not None else []
         if self.conditions is not None:
             attributes += [a for a in self.conditions.attributes() if a not in attributes]
+        for unless in self.unless:
+            attributes += [a for a in unless.attributes() if a not in attributes]
         for keys in self.post.groups if self.post is not None else ():
             attributes += [key.name for key in keys if key.name not in attributes]
         for instanced in self.post.instances if self.post is not None else ():
@@ -671,6 +679,9 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
+        for right in post.unless:
+            chosen = np.array([i for i, name in enumerate(self.plan.type_names) if name in right.types], dtype=np.int64)
+            out[right.column] = Raw("boolean", np.isin(types, chosen), np.ones(n, dtype=bool))
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -696,6 +707,8 @@ class PlanKernel:
             keep[some] &= present & in_window(data[first], data[last], post.window)
         if self.conditions is not None:
             keep &= self.conditions.holds(frame)
+        for right, unless in zip(post.unless, self.unless):
+            keep &= ~right_event_hits(frame, right, unless.holds)
         for keys in post.groups:
             keep &= group_holds(frame, keys)
         for check, instanced in zip(self.instance_checks, post.instances):
