@@ -14,7 +14,8 @@ Two sets of queries:
   size check counts the output as it streams and stops at a bound of matches or CPU seconds,
   so no output is held; a query whose cost, grown from 2,500 to 5,000 events as it grows on
   (confirmed from 5,000 to 20,000), would pass 10 CPU s a run is skipped too (quadratic work
-  behind a linear output).
+  behind a linear output). The check runs in a forked child under a memory (2 GiB) and CPU
+  bound: a query whose state outgrows them with no window is skipped, not the benchmark killed.
 
 Each run is ``Query.run(table, output="arrow")`` with the default engine (``auto``), CPU time
 (``time.process_time``), best of 3. The path is where the evaluator ran (``kernel`` or
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -259,6 +262,34 @@ def outgrows(query: ceql.Query, schema: ceql.Schema, literals: list[str], events
     return confirm > 4 * GROWTH_CAP or _projected(large_s, confirm_s, 4, events / 20_000) > GROWTH_CPU_S
 
 
+#: Memory (bytes, beyond what the process maps already) and CPU seconds the size check's child
+#: process may take: without a window some queries' state grows past any bound within one
+#: input (registers of ``AVG(y.tmp)`` on ``T ; T+ AS y ; H`` on the Python evaluator), where no
+#: count between chunks can stop it.
+CHECK_MEMORY = 2 << 30
+CHECK_CPU_S = 45
+
+
+def outgrows_guarded(query: ceql.Query, schema: ceql.Schema, literals: list[str], events: int = EVENTS) -> bool:
+    """``outgrows`` in a forked child under memory and CPU limits: a child that runs out of
+    either (or fails) counts as outgrowing, and the benchmark itself never holds its state."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        code = 1
+        try:
+            with open("/proc/self/statm") as statm:
+                mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (mapped + CHECK_MEMORY, mapped + CHECK_MEMORY))
+            resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+            code = 1 if outgrows(query, schema, literals, events) else 0
+        except BaseException:  # noqa: BLE001 - MemoryError, or anything: it outgrows
+            code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+
+
 def _projected(before_s: float, after_s: float, grown: float, onward: float) -> float:
     """CPU seconds at ``onward`` times the input, if cost grows on as from ``before_s`` to
     ``after_s`` over ``grown`` times the input (at least linearly)."""
@@ -323,11 +354,11 @@ def main() -> None:
             # Output that outgrows the input (no window, no key: quadratic and more) is not a
             # rate to compare: the output on 2,500 and 5,000 events tells, counted as it streams
             # and cut at a bound (an exponential output, `A+` with no window, never ends).
-            if outgrows(ceql.compile(query, schema), schema, literals, args.events):
-                print(f"docs   skipped (output or cost outgrows the input on generated data)  {where}: {query}")
+            if outgrows_guarded(ceql.compile(query, schema), schema, literals, args.events):
+                print(f"docs   skipped (output, cost or memory outgrows the input on generated data)  {where}: {query}")
                 continue
             twin = docs_twin(query)
-            if twin != query and outgrows(ceql.compile(twin, schema), schema, literals, args.events):
+            if twin != query and outgrows_guarded(ceql.compile(twin, schema), schema, literals, args.events):
                 twin = None  # NEXT/LAST/MAX/STRICT/ANY bound what ALL lets grow: no twin to time
             rows.append(row(f"docs:{where}", query, twin, schema, schema_events(schema, args.events, literals)))
             _print(rows[-1])
