@@ -33,6 +33,7 @@ import math
 import os
 import re
 import resource
+import signal
 import time
 import warnings
 from pathlib import Path
@@ -281,6 +282,7 @@ def outgrows_guarded(query: ceql.Query, schema: ceql.Schema, literals: list[str]
                 mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
             resource.setrlimit(resource.RLIMIT_AS, (mapped + CHECK_MEMORY, mapped + CHECK_MEMORY))
             resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+            signal.alarm(4 * CHECK_CPU_S)  # and in wall time: a lock a thread held at the fork
             code = 1 if outgrows(query, schema, literals, events) else 0
         except BaseException:  # noqa: BLE001 - MemoryError, or anything: it outgrows
             code = 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,3 +70,24 @@ def test_python_arrow_output_is_built_in_chunks_and_unchanged() -> None:
     # The engines agree on the complex events; their order within one trigger may differ.
     assert sorted(map(repr, python.to_pylist())) == sorted(map(repr, compiled.to_pylist()))
     assert chunked.num_rows == sum(1 for _ in ceql.compile(text, schema).run(rows, engine="python"))
+
+
+def test_guarded_check_survives_a_child_out_of_memory(monkeypatch) -> None:
+    """The size check runs in a forked child: one that runs out of its memory bound counts as
+    outgrowing, and this process goes on (the docs run was killed by the OS instead)."""
+    from ceql.runtime.kernel.warm import warm
+
+    warm()  # no compiling thread alive at the fork
+    schema = ceql.declare(nocliff.DECLARATION)
+    query = ceql.compile("SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k] WITHIN 10 EVENTS", schema)
+    assert not nocliff.outgrows(query, schema, [], events=20_000)
+    assert not nocliff.outgrows_guarded(query, schema, [], events=20_000)
+
+    def hungry(*args: object, **kwargs: object) -> bool:
+        """A check whose state takes 256 MiB (as a query's without a window may)."""
+        return bool(np.ones(32 << 20).sum() < 0)
+
+    monkeypatch.setattr(nocliff, "outgrows", hungry)
+    assert not nocliff.outgrows_guarded(query, schema, [], events=20_000)
+    monkeypatch.setattr(nocliff, "CHECK_MEMORY", 64 << 20)
+    assert nocliff.outgrows_guarded(query, schema, [], events=20_000)
