@@ -9,7 +9,13 @@ Two sets of queries:
   of the docs, on ~200k generated events of that declaration; its twin is the same query with
   strategy ALL (``SELECT *``) where it names another strategy, else the query itself. Queries
   whose output on generated data outgrows the input (no window, no key: quadratic and more)
-  are listed as skipped.
+  are listed as skipped; where only the twin's does (``SELECT NEXT * … SELL ; BUY+`` with no
+  window, whose ALL twin is exponential), the query is timed and its twin shown as n/a. The
+  size check counts the output as it streams and stops at a bound of matches or CPU seconds,
+  so no output is held; a query whose cost, grown from 2,500 to 5,000 events as it grows on
+  (confirmed from 5,000 to 20,000), would pass 10 CPU s a run is skipped too (quadratic work
+  behind a linear output). The check runs in a forked child under a memory (2 GiB) and CPU
+  bound: a query whose state outgrows them with no window is skipped, not the benchmark killed.
 
 Each run is ``Query.run(table, output="arrow")`` with the default engine (``auto``), CPU time
 (``time.process_time``), best of 3. The path is where the evaluator ran (``kernel`` or
@@ -23,7 +29,11 @@ no query on the Python evaluator.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
+import resource
+import signal
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +43,7 @@ import pyarrow as pa
 
 import ceql
 from ceql.errors import SlowPathWarning
+from ceql.lang.schema import TIME_UNITS
 
 HERE = Path(__file__).resolve().parent
 EVENTS = 200_000
@@ -191,13 +202,17 @@ def schema_events(schema: ceql.Schema, n: int, literals: list[str], seed: int = 
     types = np.array(names)[rng.integers(0, len(names), n)]
     columns: dict[str, pa.Array] = {"event_type": pa.array(types)}
     kinds: dict[str, str] = {}
+    units: dict[str, int] = {}
     for event in schema.event_types.values():
         for attribute in event.attributes:
             kinds.setdefault(attribute.name, attribute.type)
+            # Times in the declared unit (``ts:primary_time(ms)``): nanoseconds would overflow.
+            units.setdefault(attribute.name, TIME_UNITS.get(attribute.unit or "ns", 1))
     words = np.array((literals or []) + ["a", "b"])
     for name, kind in kinds.items():
         if kind == "primary_time":
-            columns[name] = pa.array(1_700_000_000_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000)
+            nanoseconds = 1_700_000_000_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000
+            columns[name] = pa.array(nanoseconds // units[name])
         elif kind == "int":
             columns[name] = pa.array(rng.integers(0, 50, n), pa.int64())
         elif kind == "double":
@@ -209,6 +224,83 @@ def schema_events(schema: ceql.Schema, n: int, literals: list[str], seed: int = 
     return pa.table(columns)
 
 
+#: The most complex events the size check counts on 5,000 events (20 per event).
+GROWTH_CAP = 20 * 5_000
+#: The CPU seconds the size check gives one query on 5,000 events (MAX on ``SELL ; BUY+`` with
+#: no window takes minutes on the Python evaluator before it has counted the bound).
+GROWTH_CPU_S = 10.0
+
+
+def count_capped(query: ceql.Query, table: pa.Table, cap: int, cpu_s: float = GROWTH_CPU_S) -> tuple[int, float]:
+    """The matches of ``query`` over ``table``, counted chunk by chunk as the evaluator streams
+    them (none held), stopping once past ``cap`` or ``cpu_s`` CPU seconds: the count (``cap +
+    1`` when cut) and the CPU seconds spent."""
+    started, total = time.process_time(), 0
+    # The path the timed run takes (``auto`` leaves a small input to Python when it returns
+    # columns, so ``compiled``: it still runs on Python what the kernel does not evaluate).
+    for chunk in query.evaluator(engine="compiled").columns(table, batch=1_000, finish=True):
+        total += len(chunk)
+        if total > cap or time.process_time() - started > cpu_s:
+            return cap + 1, time.process_time() - started
+    return total, time.process_time() - started
+
+
+def outgrows(query: ceql.Query, schema: ceql.Schema, literals: list[str], events: int = EVENTS) -> bool:
+    """Whether the query's output or cost outgrows its input on generated data: more than 20
+    complex events per event on 5,000 events (or more than ``GROWTH_CPU_S`` to count them),
+    more than 3x the output when the input doubles from 2,500, or a cost that, grown from
+    2,500 to 5,000 events (and confirmed from 5,000 to 20,000) as it grows on to ``events``,
+    passes ``GROWTH_CPU_S`` a run (``SELECT b … SELL AS s; BUY AS b`` with no window:
+    quadratic work, linear output)."""
+    small, small_s = count_capped(query, schema_events(schema, 2_500, literals), GROWTH_CAP)
+    if small > GROWTH_CAP:
+        return True
+    large, large_s = count_capped(query, schema_events(schema, 5_000, literals), GROWTH_CAP)
+    if large > GROWTH_CAP or large > 3 * max(small, 1) and large > 5_000:
+        return True
+    if _projected(small_s, large_s, 2, events / 5_000) <= GROWTH_CPU_S:
+        return False
+    # Times of a few ms on a loaded machine mislead: confirm on 20,000 events.
+    confirm, confirm_s = count_capped(query, schema_events(schema, 20_000, literals), 4 * GROWTH_CAP)
+    return confirm > 4 * GROWTH_CAP or _projected(large_s, confirm_s, 4, events / 20_000) > GROWTH_CPU_S
+
+
+#: Memory (bytes, beyond what the process maps already) and CPU seconds the size check's child
+#: process may take: without a window some queries' state grows past any bound within one
+#: input (registers of ``AVG(y.tmp)`` on ``T ; T+ AS y ; H`` on the Python evaluator), where no
+#: count between chunks can stop it.
+CHECK_MEMORY = 2 << 30
+CHECK_CPU_S = 45
+
+
+def outgrows_guarded(query: ceql.Query, schema: ceql.Schema, literals: list[str], events: int = EVENTS) -> bool:
+    """``outgrows`` in a forked child under memory and CPU limits: a child that runs out of
+    either (or fails) counts as outgrowing, and the benchmark itself never holds its state."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        code = 1
+        try:
+            with open("/proc/self/statm") as statm:
+                mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (mapped + CHECK_MEMORY, mapped + CHECK_MEMORY))
+            resource.setrlimit(resource.RLIMIT_CPU, (CHECK_CPU_S, CHECK_CPU_S))
+            signal.alarm(4 * CHECK_CPU_S)  # and in wall time: a lock a thread held at the fork
+            code = 1 if outgrows(query, schema, literals, events) else 0
+        except BaseException:  # noqa: BLE001 - MemoryError, or anything: it outgrows
+            code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+
+
+def _projected(before_s: float, after_s: float, grown: float, onward: float) -> float:
+    """CPU seconds at ``onward`` times the input, if cost grows on as from ``before_s`` to
+    ``after_s`` over ``grown`` times the input (at least linearly)."""
+    exponent = max(1.0, math.log(max(after_s, 1e-6) / max(before_s, 1e-6), grown))
+    return after_s * onward**exponent
+
+
 def docs_twin(query: str) -> str:
     return re.sub(r"^SELECT (NEXT|LAST|MAX|ANY|STRICT) ", "SELECT ", query)
 
@@ -216,11 +308,15 @@ def docs_twin(query: str) -> str:
 # --------------------------------------------------------------------------------------- main
 
 
-def row(label: str, query: str, twin: str, schema: ceql.Schema, table: pa.Table) -> dict:
-    compiled, twin_compiled = ceql.compile(query, schema), ceql.compile(twin, schema)
-    seconds, path, matches = best(compiled, table)
-    twin_seconds, twin_path, _ = best(twin_compiled, table)
-    rate, twin_rate = table.num_rows / max(seconds, 1e-9), table.num_rows / max(twin_seconds, 1e-9)
+def row(label: str, query: str, twin: str | None, schema: ceql.Schema, table: pa.Table) -> dict:
+    """The query's path, rate and matches beside its twin's rate (None: no twin to time, its
+    ``ratio`` is None)."""
+    seconds, path, matches = best(ceql.compile(query, schema), table)
+    rate = table.num_rows / max(seconds, 1e-9)
+    twin_rate, twin_path = None, "-"
+    if twin is not None:
+        twin_seconds, twin_path, _ = best(ceql.compile(twin, schema), table)
+        twin_rate = table.num_rows / max(twin_seconds, 1e-9)
     return {
         "set": label,
         "query": query,
@@ -228,7 +324,7 @@ def row(label: str, query: str, twin: str, schema: ceql.Schema, table: pa.Table)
         "rate": rate,
         "twin_rate": twin_rate,
         "twin_path": twin_path,
-        "ratio": rate / twin_rate,
+        "ratio": None if twin_rate is None else rate / twin_rate,
         "matches": matches,
     }
 
@@ -260,22 +356,28 @@ def main() -> None:
             schema = ceql.declare(declaration)
             literals = re.findall(r"'([^']*)'", query)
             # Output that outgrows the input (no window, no key: quadratic and more) is not a
-            # rate to compare: the twin's output on 2,500 and 5,000 events tells.
-            twin = ceql.compile(docs_twin(query), schema)
-            sizes = [twin.run(schema_events(schema, n, literals), output="arrow").num_rows for n in (2_500, 5_000)]
-            if sizes[1] > 20 * 5_000 or sizes[1] > 3 * max(sizes[0], 1) and sizes[1] > 5_000:
-                print(f"docs   skipped (output outgrows the input on generated data)  {where}: {query}")
+            # rate to compare: the output on 2,500 and 5,000 events tells, counted as it streams
+            # and cut at a bound (an exponential output, `A+` with no window, never ends).
+            if outgrows_guarded(ceql.compile(query, schema), schema, literals, args.events):
+                print(f"docs   skipped (output, cost or memory outgrows the input on generated data)  {where}: {query}")
                 continue
-            rows.append(row(f"docs:{where}", query, docs_twin(query), schema, schema_events(schema, args.events, literals)))
+            twin = docs_twin(query)
+            if twin != query and outgrows_guarded(ceql.compile(twin, schema), schema, literals, args.events):
+                twin = None  # NEXT/LAST/MAX/STRICT/ANY bound what ALL lets grow: no twin to time
+            rows.append(row(f"docs:{where}", query, twin, schema, schema_events(schema, args.events, literals)))
             _print(rows[-1])
     _summary(rows)
 
 
 def _print(r: dict) -> None:
-    flag = "" if r["path"] == "kernel" and r["ratio"] >= 0.5 else "  <--"
+    flag = "" if r["path"] == "kernel" and (r["ratio"] is None or r["ratio"] >= 0.5) else "  <--"
+    if r["ratio"] is None:
+        beside = "twin    n/a (its output outgrows the input)"
+    else:
+        beside = f"twin {r['twin_rate'] / 1e6:6.2f} M/s ({r['twin_path']})  x{r['ratio']:.2f}"
     print(
-        f"{r['set'][:14]:14} {r['path']:6} {r['rate'] / 1e6:6.2f} M/s  twin {r['twin_rate'] / 1e6:6.2f} M/s "
-        f"({r['twin_path']})  x{r['ratio']:.2f}  {r['matches']:>8} CEs  {r['query']}{flag}",
+        f"{r['set'][:14]:14} {r['path']:6} {r['rate'] / 1e6:6.2f} M/s  {beside}  {r['matches']:>8} CEs  "
+        f"{r['query']}{flag}",
         flush=True,
     )
 
@@ -284,15 +386,18 @@ def _summary(rows: list[dict]) -> None:
     if not rows:
         return
     kernel = sum(r["path"] == "kernel" for r in rows)
-    half = sum(r["ratio"] >= 0.5 for r in rows)
-    ratios = sorted(r["ratio"] for r in rows)
+    twinned = [r for r in rows if r["ratio"] is not None]
+    half = sum(r["ratio"] >= 0.5 for r in twinned)
+    ratios = sorted(r["ratio"] for r in twinned)
     print(
         f"\n{len(rows)} queries: {kernel} on the kernel, {len(rows) - kernel} on the Python evaluator; "
-        f"{half} at least half their twin's rate; ratio min {ratios[0]:.2f}, median {ratios[len(ratios) // 2]:.2f}"
+        f"{half} of {len(twinned)} with a twin at least half their twin's rate; "
+        f"ratio min {ratios[0]:.2f}, median {ratios[len(ratios) // 2]:.2f}"
     )
     for r in rows:
-        if r["path"] != "kernel" or r["ratio"] < 0.5:
-            print(f"  not yet: {r['path']}, x{r['ratio']:.2f}: {r['query']}")
+        if r["path"] != "kernel" or r["ratio"] is not None and r["ratio"] < 0.5:
+            ratio = "no twin" if r["ratio"] is None else f"x{r['ratio']:.2f}"
+            print(f"  not yet: {r['path']}, {ratio}: {r['query']}")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,11 @@ class PythonBackend:
             yield from_matches(part, schema)
 
     def record_batches(self, table: pa.Table, schema: Any) -> Iterator[pa.RecordBatch]:
-        yield record_batch(schema, from_matches(self.evaluator._run(table), schema))
+        # At most ``batch`` Match objects alive at a time: the whole output as Python objects
+        # (hundreds of bytes a match) is what a large output must not cost before it is Arrow.
+        found = self.evaluator._run(table)
+        while part := list(itertools.islice(found, self.batch)):
+            yield record_batch(schema, from_matches(part, schema))
 
 
 class KernelBackend:
