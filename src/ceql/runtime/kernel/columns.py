@@ -185,7 +185,10 @@ class Frame:
         found = self._has.get(label)
         if found is None:
             if label is None:
-                found = np.ones(self.events, dtype=bool)
+                # Every event of the match: not those reported only under the compiler's own
+                # (NUL-prefixed) labels, such as the event a NOT(E FILTER c) reads.
+                private = self._private()
+                found = ~private[self.label_ids] if private is not None and self.events else np.ones(self.events, dtype=bool)
             else:
                 table = np.array([label in labels for labels in self.label_sets] or [False], dtype=bool)
                 ids = self.label_ids if self.label_ids is not None else np.zeros(self.events, np.int64)
@@ -204,15 +207,24 @@ class Frame:
             found = self._cumulative[label] = (cum[self.starts], cum[self.ends], np.flatnonzero(has))
         return found
 
+    def _private(self) -> np.ndarray | None:
+        """Per label set: whether it holds only the compiler's own labels (None: no such set)."""
+        if self.label_ids is None:
+            return None
+        private = np.array(
+            [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in self.label_sets], dtype=bool
+        )
+        return private if private.any() else None
+
     def count(self, label: str | None) -> np.ndarray:
-        if label is None:
+        if label is None and self._private() is None:
             return self.lengths
         lo, hi, _ = self._bounds(label)
         return hi - lo
 
     def first(self, label: str | None) -> np.ndarray:
         """The index of each match's first event carrying ``label`` (-1: none)."""
-        if label is None:
+        if label is None and self._private() is None:
             return np.where(self.lengths > 0, self.starts, -1)
         lo, hi, where = self._bounds(label)
         if len(where) == 0:
@@ -220,7 +232,7 @@ class Frame:
         return np.where(hi > lo, where[np.minimum(lo, len(where) - 1)], -1)
 
     def last(self, label: str | None) -> np.ndarray:
-        if label is None:
+        if label is None and self._private() is None:
             return np.where(self.lengths > 0, self.ends - 1, -1)
         lo, hi, where = self._bounds(label)
         if len(where) == 0:
