@@ -49,6 +49,26 @@ class Prepared:
     deadline_measures: list | None = None
 
 
+
+def measure_column(plan: Plan, table: pa.Table, types: Any = None) -> pa.Array:
+    """Each row's window measure column: with one attribute name, every row's value; with
+    several, each event type's own (``types``: the event_type column, read if not given).
+    The Python path and the kernel (kernel/windows.py) read windows from this one column."""
+    attributes = plan.time_attributes
+    names = set(attributes.values())
+    if len(names) == 1:
+        column = table.column(names.pop())
+    else:
+        types = table.column("event_type") if types is None else types
+        column = None
+        for type_name, attribute in attributes.items():
+            this = table.column(attribute)
+            mask = pc.equal(types, type_name)
+            column = pc.if_else(mask, this, pa.nulls(len(this), this.type) if column is None else column)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column
+
 class Ingest:
     """Prepares batches for one evaluator (keeps what spans batches: symbol relevance, the last
     time seen, per-partition event counts)."""
@@ -96,31 +116,13 @@ class Ingest:
         if plan.window_kind == "events":
             return positions.tolist()
         types = table.column("event_type")
-        column = self._measure_column(table, types)
+        column = measure_column(self.plan, table, types)
         values = column.take(pa.array(rows, pa.int64())).to_pylist() if len(rows) else []
         if plan.ordered_time:
             self._check_order(table, types, column)
         # A missing value (null, NaN) is NaN: a complex event that starts or ends with it is in
         # no window (docs/semantics.md, WITHIN), and NaN compares false with everything.
         return [NAN if v is None or v != v else v for v in values]
-
-    def _measure_column(self, table: pa.Table, types) -> pa.Array:
-        attributes = self.plan.time_attributes
-        names = set(attributes.values())
-        if len(names) == 1:
-            column = table.column(names.pop())
-        else:
-            column = None
-            for type_name, attribute in attributes.items():
-                this = table.column(attribute)
-                mask = pc.equal(types, type_name)
-                if column is None:
-                    column = pc.if_else(mask, this, pa.nulls(len(this), this.type))
-                else:
-                    column = pc.if_else(mask, this, column)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
-        return column
 
     def _check_order(self, table: pa.Table, types, column: pa.Array) -> None:
         """Time windows need events in non-decreasing primary_time order."""

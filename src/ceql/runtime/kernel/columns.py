@@ -148,6 +148,7 @@ class Frame:
         self._objects: dict[str, list] = {}
         self._segment: np.ndarray | None = None
         self._parent: tuple[Frame, np.ndarray] | None = None
+        self._private_sets: np.ndarray | None | bool = False  # False: not computed yet
 
     @property
     def lengths(self) -> np.ndarray:
@@ -208,13 +209,18 @@ class Frame:
         return found
 
     def _private(self) -> np.ndarray | None:
-        """Per label set: whether it holds only the compiler's own labels (None: no such set)."""
-        if self.label_ids is None:
-            return None
-        private = np.array(
-            [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in self.label_sets], dtype=bool
-        )
-        return private if private.any() else None
+        """Per label set: whether it holds only the compiler's own labels (None: no such set,
+        or no labels). Computed once per frame: count, first, last and has(None) ask for it."""
+        if self._private_sets is False:
+            private = None
+            if self.label_ids is not None:
+                private = np.array(
+                    [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in self.label_sets],
+                    dtype=bool,
+                )
+                private = private if private.any() else None
+            self._private_sets = private
+        return self._private_sets
 
     def count(self, label: str | None) -> np.ndarray:
         if label is None and self._private() is None:
@@ -863,16 +869,15 @@ def consecutive(frame: Frame, local: str) -> np.ndarray:
     (NUL-prefixed: the event a ``NOT(E FILTER c)`` reads) are not events of the match (docs/
     semantics.md): they are left out, as the output leaves them out."""
     column = frame.column(local)
-    private = [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in frame.label_sets]
-    if not any(private) or frame.label_ids is None:
+    private = frame._private()
+    if private is None:
         first, last = frame.first(None), frame.last(None)
         lengths = frame.lengths
         some = lengths > 0
         out = np.ones(frame.n, dtype=bool)
         out[some] = column.data[last[some]] - column.data[first[some]] + 1 == lengths[some]
         return out
-    public = ~np.array(private, dtype=bool)[frame.label_ids] if frame.events else np.zeros(0, dtype=bool)
-    events = np.flatnonzero(public)
+    events = np.flatnonzero(frame.has(None))  # (None: the events of the match, not the private ones)
     match = frame.segment[events]
     values = column.data[events].astype(np.int64)
     count = np.bincount(match, minlength=frame.n)

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan
+from ceql.runtime.ingest import measure_column
 from ceql.runtime.kernel.values import Raw
 
 #: Kept values: each event's window measure (double attribute windows), as the Python path reads it.
@@ -38,25 +39,6 @@ def inexact_window(plan: Plan) -> int | None:
     if plan.catalog.arrow_types.get(within.attribute or "") == pa.int64():
         return None
     return int(within.value)
-
-
-def measure_column(plan: Plan, table: pa.Table) -> pa.Array:
-    """Each row's window measure column, as ``Ingest._measure_column`` reads it: with one
-    attribute name, every row's value; with several, each type's own."""
-    attributes = plan.time_attributes
-    names = set(attributes.values())
-    types = table.column("event_type")
-    if len(names) == 1:
-        column = table.column(names.pop())
-    else:
-        column = None
-        for type_name, attribute in attributes.items():
-            this = table.column(attribute)
-            mask = pc.equal(types, type_name)
-            column = pc.if_else(mask, this, pa.nulls(len(this), this.type) if column is None else column)
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return column
 
 
 def measure_values(plan: Plan, table: pa.Table) -> Raw:
