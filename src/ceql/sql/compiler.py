@@ -238,6 +238,8 @@ class _Compiler:
             self.code += [vm.E_CONST_I, len(self.consts_i) - 1]
         elif t.kind == "bool":
             self.const_i(1 if node.value else 0)
+        elif t.kind == "decimal":  # the unscaled integer
+            self.const_i(int(node.value.scaleb(t.scale)))  # type: ignore[union-attr]
         else:
             self.const_i(int(node.value))  # type: ignore[call-overload]
 
@@ -351,6 +353,11 @@ class _Compiler:
                 f"{_STRING_OPS[op]} of a value computed while matching (CLASSIFIER(), an aggregate, a navigation "
                 f"of several rows) is not supported; {_STRING_OPS[op]} of a row's columns is"
             )
+        if op == "/" and node.type.kind == "decimal":
+            self.expr(args[0], row)
+            self.expr(args[1], row)
+            self.code += [vm.E_DDIV, 10 ** ir.dividend_scale(node)]
+            return
         for arg in args if op != "scale" else args[:1]:
             self.expr(arg, row)
         if op == "not":
@@ -369,9 +376,19 @@ class _Compiler:
             self.code.append(vm.E_ABS_F if is_float(node.type) else vm.E_ABS_I)
         elif op == "scale":
             self.code += [vm.E_SCALE, int(args[1].value)]  # type: ignore[attr-defined]
+        elif op == "rescale":
+            k = node.type.scale - args[0].type.scale
+            self.code += [vm.E_RESCALE, 10**k if k >= 0 else -(10**-k)]
+        elif op == "fit":
+            if node.type.precision < 19:  # else every int64 fits
+                self.code += [vm.E_FIT, 10**node.type.precision]
         elif op == "cast":
             source, target = args[0].type.kind, node.type.kind
-            if target == "double" and source != "double":
+            if target == "double" and source == "decimal":
+                self.code.append(vm.E_I2F)
+                self.consts_f.append(float(10 ** args[0].type.scale))
+                self.code += [vm.E_CONST_F, len(self.consts_f) - 1, vm.E_ARITH_F, vm.A_DIV]
+            elif target == "double" and source != "double":
                 self.code.append(vm.E_I2F)
             elif target == "int" and source == "double":
                 self.code.append(vm.E_F2I)

@@ -40,6 +40,7 @@ _OVERFLOW = {
     vm.O_ABS: "ABS",
     vm.O_SUM: "SUM",
     vm.O_SCALE: "timestamp conversion",
+    vm.O_RESCALE: "decimal scaling",
 }
 
 
@@ -301,6 +302,8 @@ class Prepared:
             return EventError(f"integer overflow in {_OVERFLOW.get(detail, 'arithmetic')}", row=original)
         if code == vm.ERR_CAST:
             return EventError(f"CAST of {payload} to BIGINT is out of range", row=original)
+        if code == vm.ERR_FIT:
+            return EventError(vector.MESSAGES[vector.E_FIT], row=original)
         if code == vm.ERR_STEPS:
             from ceql.sql.plan import why_no_memo
 
@@ -372,6 +375,8 @@ class Prepared:
             array = self.dictionary.take(codes)
         elif kind == "bool":
             array = pa.array(np.ascontiguousarray(ints) != 0, type=pa.bool_(), mask=mask)
+        elif kind == "decimal":
+            array = vector.decimal_array(np.ascontiguousarray(ints), ~mask, t.arrow())
         else:
             array = pa.array(np.ascontiguousarray(ints), type=pa.int64(), mask=mask)
         return array if array.type == arrow_type else array.cast(arrow_type)

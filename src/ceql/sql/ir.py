@@ -86,7 +86,11 @@ class MatchNo(Node):
 @dataclass(frozen=True)
 class Op(Node):
     """``op`` in: neg, abs, + - * / %, = <> < <= > >=, and, or, not, isnull, notnull, coalesce,
-    cast (to ``type``), scale (a timestamp or interval times ``args[1]``'s constant factor)."""
+    cast (to ``type``), scale (a timestamp or interval times ``args[1]``'s constant factor),
+    rescale (a decimal to ``type``'s scale: exact when larger, else rounded half away from zero),
+    fit (CAST to DECIMAL(p, s): an error if the value has more than p digits). Decimal + - %
+    and comparisons have operands of one scale; * and / of their own scales (``type``'s scale
+    is the result's)."""
 
     op: str
     args: tuple[Node, ...]
@@ -96,6 +100,12 @@ class Op(Node):
 class Case(Node):
     whens: tuple[tuple[Node, Node], ...]
     otherwise: Node | None
+
+
+def dividend_scale(node: Op) -> int:
+    """Decimal ``a / b``: the power of ten that brings a's unscaled value to the scale whose
+    integer division by b's unscaled value is the quotient's (result scale - a's + b's)."""
+    return node.type.scale - node.args[0].type.scale + node.args[1].type.scale
 
 
 def row_measure(node: Node) -> bool:

@@ -14,6 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -703,6 +704,10 @@ class _Parser(TokenCursor):
             text = str(self.advance().value)
             zoned = timestamp_zone(text.strip()) is not None
             return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset), zoned)
+        if self.is_kw("DECIMAL", "NUMERIC") and self.peek().kind == "STRING":
+            self.advance()
+            text_tok = self.advance()
+            return ast.Literal(tok.offset, self._decimal(str(text_tok.value), text_tok.offset), "decimal")
         if self.is_kw("DATE", "TIME") and self.peek().kind == "STRING":
             raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
         if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
@@ -847,6 +852,23 @@ class _Parser(TokenCursor):
                 self.advance()
                 self.count("a precision")
                 self.expect_op(")")
+        elif word in ("DECIMAL", "NUMERIC", "DEC"):
+            # DECIMAL(p, s), DECIMAL(p) (scale 0) or DECIMAL (Trino's default: precision 38, scale 0)
+            precision, scale = 38, 0
+            if self.is_op("("):
+                self.advance()
+                precision = self.count("a precision")
+                if self.is_op(","):
+                    self.advance()
+                    scale = self.count("a scale")
+                self.expect_op(")")
+            if not 1 <= precision <= 38 or scale > precision:
+                raise QuerySyntaxError(
+                    f"DECIMAL({precision}, {scale}): the precision is 1 to 38 and the scale at most the precision",
+                    self.text,
+                    type_tok.offset,
+                )
+            type_name = f"DECIMAL({precision},{scale})"
         elif word in CAST_TYPES:
             type_name = CAST_TYPES[word]
             if self.is_op("(") and type_name == "VARCHAR":
@@ -855,10 +877,19 @@ class _Parser(TokenCursor):
                 self.expect_op(")")
         else:
             raise self.unsupported(
-                f"CAST to {word}", type_tok.offset, "supported: BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP"
+                f"CAST to {word}", type_tok.offset, "supported: BIGINT, INT, DOUBLE, DECIMAL, VARCHAR, BOOLEAN, TIMESTAMP"
             )
         self.expect_op(")", "')' closing CAST")
         return ast.Cast(start, operand, type_name, type_tok.offset)
+
+    def _decimal(self, text: str, pos: int) -> Decimal:
+        """The value of ``DECIMAL '...'``: digits with an optional sign and point, exact."""
+        try:
+            if not re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)\s*", text):
+                raise InvalidOperation
+            return Decimal(text.strip())
+        except InvalidOperation:
+            raise QuerySyntaxError(f"DECIMAL '{text}' is not a decimal number", self.text, pos) from None
 
     def interval(self) -> ast.IntervalLiteral:
         start = self.advance().offset

@@ -102,6 +102,8 @@ def to_ceql(q: Checked) -> tuple[str | None, str | None, str]:
             t = sql_type(q.schema.field(name).type)
             if t is None:
                 raise _NoEquivalent(f"column {name} has no CEQL type")
+            if t.kind not in _CEQL_TYPES:
+                raise _NoEquivalent(f"column {name} is {t} (CEQL has no exact decimals)")
             fields.append(f"{_name(name)}:{_CEQL_TYPES[t.kind]}")
         declaration = f"CREATE STREAM S {{ EVENT R {{ {', '.join(fields)} }} }}"
         formula = _pattern(q.pattern, top=True)

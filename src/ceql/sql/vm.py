@@ -69,7 +69,10 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_POP,
     E_ROW_ARG,
     E_STRMAP,
-) = range(36)
+    E_RESCALE,
+    E_DDIV,
+    E_FIT,
+) = range(39)
 
 A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
@@ -88,13 +91,24 @@ ERR_SKIP_LOOP = 6
 ERR_STEPS = 7
 ERR_MORE = 8  # streaming: needs rows not seen yet
 ERR_MASK = 9  # a row mask's condition failed on the row (mask value 3); detail: the variable
+ERR_FIT = 10  # CAST to DECIMAL(p, s): more than p digits
 
 # overflow details
-O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE = range(8)
+O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE, O_RESCALE = range(9)
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 TWO63 = 9223372036854775808.0
+
+
+@njit(cache=True, inline="always")
+def _round_div(a, b):
+    """a / b rounded half away from zero (b != 0, not INT64_MIN / -1): decimal division."""
+    q = abs(a) // abs(b)
+    r = abs(a) - q * abs(b)
+    if r >= abs(b) - r:  # 2r >= |b| without overflow
+        q += 1
+    return -q if (a < 0) != (b < 0) else q
 
 
 @njit(cache=True, inline="always")
@@ -391,6 +405,43 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 if bad:
                     return 0, 0.0, True, ERR_OVERFLOW, O_SCALE, 0.0
                 W[sti + sp - 1] = r
+            pc += 2
+        elif op == E_RESCALE:
+            # a decimal to another scale: times 10^k (k > 0: an error past 64 bits), or divided by
+            # 10^-k rounded half away from zero (the immediate is then negative)
+            if not W[stn + sp - 1]:
+                factor = K[code + pc + 1]
+                if factor > 0:
+                    r, bad = _mul_ovf(W[sti + sp - 1], factor)
+                    if bad:
+                        return 0, 0.0, True, ERR_OVERFLOW, O_RESCALE, 0.0
+                    W[sti + sp - 1] = r
+                else:
+                    W[sti + sp - 1] = _round_div(W[sti + sp - 1], -factor)
+            pc += 2
+        elif op == E_DDIV:
+            # decimal a / b: a's unscaled value times the immediate (the scale that makes the
+            # quotient's unscaled value an integer division), then divided rounding half away
+            sp -= 1
+            if W[stn + sp] or W[stn + sp - 1]:
+                W[stn + sp - 1] = 1
+            else:
+                a, bad = _mul_ovf(W[sti + sp - 1], K[code + pc + 1])
+                if bad:
+                    return 0, 0.0, True, ERR_OVERFLOW, O_RESCALE, 0.0
+                b = W[sti + sp]
+                if b == 0:
+                    return 0, 0.0, True, ERR_DIV_ZERO, 0, 0.0
+                if a == INT64_MIN and b == -1:
+                    return 0, 0.0, True, ERR_OVERFLOW, O_DIV, 0.0
+                W[sti + sp - 1] = _round_div(a, b)
+            pc += 2
+        elif op == E_FIT:
+            # CAST to DECIMAL(p, s): the unscaled value must be below the immediate, 10^p
+            if not W[stn + sp - 1]:
+                v = W[sti + sp - 1]
+                if v >= K[code + pc + 1] or v <= -K[code + pc + 1]:
+                    return 0, 0.0, True, ERR_FIT, 0, 0.0
             pc += 2
         elif op == E_I2F:
             WF[stf + sp - 1] = np.float64(W[sti + sp - 1])
