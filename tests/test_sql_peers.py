@@ -16,8 +16,6 @@ KNOWN = {
     "trino_row_pattern_matching.json": {
         "testNavigationFunctions-9": "RUNNING FIRST(value, 2) reads past the current row in Trino; ceql keeps RUNNING "
         "to the rows so far, as the standard does",
-        "testOutputLayout-3": "ORDER BY id ASC, id DESC: Trino's ALL ROWS PER MATCH output has the column twice; "
-        "ceql refuses two result columns of one name",
     },
     "trino_aggregations_in_row_pattern_matching.json": {
         "testSeek-1": "WINDOW ... SEEK (row pattern recognition in a window) is not implemented",

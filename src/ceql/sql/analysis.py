@@ -231,6 +231,8 @@ class _Analyzer:
             ]
         seen: dict[str, OutputColumn] = {}
         for column in out:
+            if column.name in seen and column.source is not None and column.source == seen[column.name].source:
+                continue  # ORDER BY c ASC, c DESC: ALL ROWS PER MATCH shows c twice (as Trino and Oracle do)
             if column.name in seen:
                 measure = column.measure if column.measure is not None else seen[column.name].measure
                 where = self.mr.measures[measure].name.pos if measure is not None else self.mr.pos
@@ -891,7 +893,8 @@ class _Outer:
                 name = f"EXPR${len(columns)}"
             columns.append(SelectColumn(name, node))
         names = [c.name for c in columns]
-        duplicates = {n for n in names if names.count(n) > 1}
+        # one column twice (SELECT * of ORDER BY c ASC, c DESC; SELECT c, c) is SQL; two of one name is not
+        duplicates = {n for n in names if len({c.expr for c in columns if c.name == n}) > 1}
         if duplicates:
             raise self.a.error(
                 f"the SELECT list names {sorted(duplicates)[0]!r} twice (give one of them another name with AS)",
@@ -936,7 +939,7 @@ class _Outer:
             )
         # Everything else binds as in a row expression over the result's columns.
         saved = a.schema, a.columns_read
-        a.schema = pa.schema([pa.field(c.name, c.type) for c in self.output])
+        a.schema = pa.schema([pa.field(c.name, c.type) for c in self.by_name.values()])  # a column shown twice: once
         a.columns_read = set()  # the result's columns, not the input's
         a.context = "outer"
         try:
