@@ -31,6 +31,8 @@ from ceql.sql.analysis import Checked
 from ceql.sql.parser import allows_deep_expressions
 from ceql.sql.types import SqlType
 from ceql.sql.values import arrow_values, python_values
+from ceql.sql.vector import substring_bounds
+from ceql.sql.vm import math_scalar
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -476,6 +478,13 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         return args[0].upper()
     if op == "concat":
         return args[0] + args[1]
+    if op == "length":
+        return len(args[0])
+    if op == "substr":
+        begin, stop, empty = substring_bounds(args[1], args[2] if len(args) > 2 else None)
+        return "" if empty else args[0][begin:stop]
+    if op in ir.MATH_FUNCTIONS:  # the platform's C library, as the engine calls it (vm.math_scalar)
+        return float(math_scalar(ir.MATH_FUNCTIONS.index(op), float(args[0]), float(args[1]) if len(args) > 1 else 0.0))
     if op in ("=", "<>", "<", "<=", ">", ">="):
         a, b = args
         if op == "=":

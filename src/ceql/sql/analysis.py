@@ -424,6 +424,8 @@ class _Analyzer:
                     raise self.error(f"{e.name} takes one argument", e.pos)
                 self._need(args[0], ("string",), e.name, e.pos)
                 return ir.Op(STRING, e.name.lower(), (args[0],))
+            if e.name != "COALESCE":
+                return self._function(e, args, row)
             t = args[0].type
             for a, source in zip(args[1:], e.args[1:]):
                 u = unify(t, a.type)
@@ -432,6 +434,77 @@ class _Analyzer:
                 t = u
             return ir.Op(t, "coalesce", tuple(self._convert(a, t) for a in args))
         raise self.unsupported(f"{type(e).__name__} in an expression", e.pos)
+
+    def _function(self, e: ast.Function, args: list[ir.Node], row: _RowScope | None) -> ir.Node:  # noqa: C901 - one case per function
+        """Trino's and Flink's common scalar functions: of doubles (``ir.MATH_FUNCTIONS``, an
+        integer argument converted), of strings (``ir.STRING_FUNCTIONS``), and those that are
+        other expressions (MOD is %, GREATEST and LEAST a CASE, CONCAT ||)."""
+        name = {"POW": "POWER", "CEILING": "CEIL", "CHAR_LENGTH": "LENGTH", "CHARACTER_LENGTH": "LENGTH", "SUBSTR": "SUBSTRING"}.get(e.name, e.name)
+        arity = {"POWER": (2, 2), "MOD": (2, 2), "ROUND": (1, 2), "SUBSTRING": (2, 3), "GREATEST": (1, 10), "LEAST": (1, 10), "CONCAT": (1, 99)}
+        low, high = arity.get(name, (1, 1))
+        if not low <= len(args) <= high:
+            count = f"{low}" if low == high else f"{low} to {high}" if high < 99 else f"at least {low}"  # noqa: E501
+            raise self.error(f"{e.name} takes {count} argument{'s' if high > 1 else ''}", e.pos)
+        if name == "MOD":
+            return self._binary(ast.Binary(e.pos, "%", e.args[0], e.args[1]), row)
+        if name == "CONCAT":
+            node = args[0]
+            for arg, source in zip(args[1:], e.args[1:]):
+                self._need(node, ("string",), "CONCAT", e.pos)
+                self._need(arg, ("string",), "CONCAT", source.pos)
+                node = ir.Op(STRING, "concat", (node, arg))
+            self._need(node, ("string",), "CONCAT", e.pos)
+            return node
+        if name in ("GREATEST", "LEAST"):
+            # null if any argument is null (Trino), else the largest (smallest) by SQL's comparison
+            t = args[0].type
+            for arg, source in zip(args[1:], e.args[1:]):
+                u = unify(t, arg.type)
+                if u is None:
+                    raise self.error(f"{e.name} mixes {t} and {arg.type}", source.pos)
+                t = u
+            self._need(ir.Const(t, None), ("int", "double", "decimal", "string", "timestamp"), e.name, e.pos)
+            values = [self._convert(a, t) for a in args]
+            best = values[0]
+            for value in values[1:]:
+                pick = ir.Op(BOOL, ">=" if name == "GREATEST" else "<=", (best, value))
+                best = ir.Case(t, ((pick, best),), value)
+            nulls = [ir.Op(BOOL, "isnull", (v,)) for v in values]
+            condition = nulls[0]
+            for more in nulls[1:]:
+                condition = ir.Op(BOOL, "or", (condition, more))
+            return ir.Case(t, ((condition, ir.Const(t, None)),), best)
+        if name == "LENGTH":
+            self._need(args[0], ("string",), e.name, e.pos)
+            return ir.Op(INT, "length", (args[0],))
+        if name == "SUBSTRING":  # SUBSTRING(s, start [, length]): start 1 is the first character
+            self._need(args[0], ("string",), e.name, e.pos)
+            for arg, source in zip(args[1:], e.args[1:]):
+                if not (isinstance(arg, ir.Const) and arg.type.kind in ("int", "null")):
+                    raise self.unsupported(f"{e.name} with a start or length that is not an integer constant", source.pos)
+            return ir.Op(STRING, "substr", tuple(args))
+        for arg, source in zip(args, e.args):
+            self._need(arg, ("int", "double"), e.name, source.pos)
+        if name in ("FLOOR", "CEIL", "ROUND", "SIGN") and args[0].type.kind in ("int", "null"):
+            if name == "SIGN":
+                x = args[0]
+                return ir.Case(
+                    INT,
+                    ((ir.Op(BOOL, ">", (x, ir.Const(INT, 0))), ir.Const(INT, 1)),
+                     (ir.Op(BOOL, "<", (x, ir.Const(INT, 0))), ir.Const(INT, -1)),
+                     (ir.Op(BOOL, "=", (x, ir.Const(INT, 0))), ir.Const(INT, 0))),
+                    None,
+                )  # fmt: skip
+            if name == "ROUND" and len(args) == 2 and not (
+                isinstance(args[1], ir.Const) and args[1].type.kind == "int" and int(args[1].value) >= 0  # type: ignore[arg-type]
+            ):
+                raise self.unsupported("ROUND of an integer with digits that are not a constant >= 0", e.args[1].pos)
+            return args[0]  # an integer is whole already (ROUND(x, d) of an integer: d >= 0 as Trino's is)
+        if name == "ROUND" and len(args) == 2:
+            if not (isinstance(args[1], ir.Const) and args[1].type.kind == "int" and 0 <= int(args[1].value) <= 15):  # type: ignore[arg-type]
+                raise self.unsupported("ROUND with a number of digits that is not a constant from 0 to 15", e.args[1].pos)
+            return ir.Op(DOUBLE, "round", (self._convert(args[0], DOUBLE), ir.Const(DOUBLE, float(args[1].value))))  # type: ignore[arg-type]
+        return ir.Op(DOUBLE, name.lower(), tuple(self._convert(a, DOUBLE) for a in args))
 
     def _class_of(self, var: ast.Name | None) -> str | None:
         if var is None:

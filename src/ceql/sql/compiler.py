@@ -33,11 +33,11 @@ from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
 _ARITH = {"+": vm.A_ADD, "-": vm.A_SUB, "*": vm.A_MUL, "/": vm.A_DIV, "%": vm.A_MOD}
-_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper", "concat"}
+_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", *ir.STRING_FUNCTIONS, *ir.MATH_FUNCTIONS}
 #: String functions: computed column-wise only (the VM holds strings as codes of a dictionary
 #: built before matching), on a row's columns; of a value only the VM has (CLASSIFIER(), an
 #: aggregate) they are refused.
-_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||"}
+_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||", "length": "LENGTH", "substr": "SUBSTRING"}
 STACK_SIZE = 512
 
 
@@ -376,6 +376,8 @@ class _Compiler:
             self.code.append(vm.E_ABS_F if is_float(node.type) else vm.E_ABS_I)
         elif op == "scale":
             self.code += [vm.E_SCALE, int(args[1].value)]  # type: ignore[attr-defined]
+        elif op in ir.MATH_FUNCTIONS:
+            self.code += [vm.E_MATH2 if len(args) == 2 else vm.E_MATH, ir.MATH_FUNCTIONS.index(op)]
         elif op == "rescale":
             k = node.type.scale - args[0].type.scale
             self.code += [vm.E_RESCALE, 10**k if k >= 0 else -(10**-k)]
@@ -452,7 +454,7 @@ def _conjuncts(node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
-_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper", "concat"}
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "rescale", "fit", *ir.STRING_FUNCTIONS, *ir.MATH_FUNCTIONS}
 
 
 def _hoist(node: ir.Node) -> ir.At | None:

@@ -102,6 +102,13 @@ class Case(Node):
     otherwise: Node | None
 
 
+#: Functions of doubles (IEEE 754: SQRT(-1) and LN(-1) are NaN, LN(0) is -infinity; never an
+#: error): Op(DOUBLE, name, (x,)), POWER of two, ROUND of x and a constant number of digits.
+MATH_FUNCTIONS = ("sqrt", "ln", "exp", "floor", "ceil", "round", "sign", "power")
+#: String functions of one string and constants: LENGTH (an integer), SUBSTR (start, length).
+STRING_FUNCTIONS = ("like", "lower", "upper", "concat", "length", "substr")
+
+
 def dividend_scale(node: Op) -> int:
     """Decimal ``a / b``: the power of ten that brings a's unscaled value to the scale whose
     integer division by b's unscaled value is the quotient's (result scale - a's + b's)."""

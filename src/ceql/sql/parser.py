@@ -41,7 +41,12 @@ AGGREGATES = {
 }
 #: aggregates of two arguments: the value, and the key that picks the row
 KEYED_AGGREGATES = {"MAX_BY", "MIN_BY"}
-SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS"}
+SCALARS = {
+    "ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS",
+    # Trino's and Flink's common scalar functions (analysis: the double ones, and rewritten ones)
+    "SQRT", "LN", "EXP", "POWER", "POW", "FLOOR", "CEIL", "CEILING", "ROUND", "SIGN", "MOD",
+    "GREATEST", "LEAST", "CHAR_LENGTH", "CHARACTER_LENGTH", "LENGTH", "SUBSTRING", "SUBSTR", "CONCAT",
+}  # fmt: skip
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -809,7 +814,8 @@ class _Parser(TokenCursor):
                 tok.offset,
                 "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
                 "ARBITRARY, ANY_VALUE, ARRAY_AGG, MAX_BY, MIN_BY, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER, "
-                "CONCAT_WS",
+                "CONCAT_WS, CONCAT, SQRT, LN, EXP, POWER, FLOOR, CEIL, ROUND, SIGN, MOD, GREATEST, LEAST, LENGTH, "
+                "SUBSTRING",
             )
         finally:
             self.leave()

@@ -304,6 +304,8 @@ def _text(node: ir.Node) -> str:  # noqa: C901
             return f"{args[0]} LIKE {args[1]}"
         if node.op == "concat":
             return f"{args[0]} || {args[1]}"
+        if node.op in ir.MATH_FUNCTIONS or node.op in ("length", "substr", "rescale", "fit"):
+            return f"{node.op.upper()}({', '.join(args)})"
         if node.op in ("neg", "abs", "coalesce", "cast", "scale", "lower", "upper"):
             name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE",
                     "lower": "LOWER", "upper": "UPPER"}

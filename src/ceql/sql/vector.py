@@ -281,8 +281,11 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
         return Vec(_compare(op, args[0], args[1], n), valid, err)
-    if op in ("like", "lower", "upper", "concat"):
+    if op in ir.STRING_FUNCTIONS:
         return _string_function(op, node, args, valid, err, n)
+    if op in ir.MATH_FUNCTIONS:
+        values = [np.broadcast_to(np.asarray(a.values, dtype=np.float64), (n,)) for a in args]
+        return Vec(math_function(op, *values), valid, err)
     kind = node.type.kind
     if op == "cast":
         return _cast(args[0], node.args[0].type, node.type, valid, err)
@@ -410,6 +413,15 @@ def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, e
         pattern = str(node.args[1].value)  # type: ignore[attr-defined]
         result = pc.match_like(values, pattern)
         return Vec(np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_), valid, err)
+    if op == "length":
+        return Vec(np.asarray(pc.utf8_length(values).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64), valid, err)
+    if op == "substr":
+        start = int(node.args[1].value)  # type: ignore[attr-defined]
+        length = int(node.args[2].value) if len(node.args) > 2 else None  # type: ignore[attr-defined]
+        begin, stop, empty = substring_bounds(start, length)
+        if empty:
+            return Vec(pa.array([""] * n, pa.string()), valid, err)
+        return Vec(pc.utf8_slice_codeunits(values, begin, stop) if stop is not None else pc.utf8_slice_codeunits(values, begin), valid, err)
     if op == "concat":
         other = args[1].values
         if not isinstance(other, (pa.Array, pa.ChunkedArray, pa.Scalar)):
@@ -419,6 +431,31 @@ def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, e
         return Vec(pc.binary_join_element_wise(values, other, ""), valid, err)
     result = pc.utf8_lower(values) if op == "lower" else pc.utf8_upper(values)
     return Vec(result, valid, err)
+
+
+def substring_bounds(start: int, length: int | None) -> tuple[int, int | None, bool]:
+    """SUBSTRING(s, start [, length]) as a slice [begin, stop) of code points (Trino's: start 1
+    is the first character, a negative start counts from the end, start 0 or a negative length
+    is the empty string; ``stop`` None: to the end); ``empty``: the result is ''."""
+    if start == 0 or (length is not None and length <= 0):
+        return 0, None, True
+    begin = start - 1 if start > 0 else start
+    if length is None:
+        return begin, None, False
+    stop = begin + length
+    if begin < 0 and stop >= 0:
+        return begin, None, False
+    return begin, stop, False
+
+
+def math_function(op: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+    """``ir.MATH_FUNCTIONS`` of doubles, column-wise: ``vm.math_scalar`` of each row (the VM's
+    own function, so that every path gives the same bits)."""
+    from ceql.sql import vm
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.zeros(len(x)) if y is None else np.ascontiguousarray(y, dtype=np.float64)
+    return vm.math_array(ir.MATH_FUNCTIONS.index(op), x, y)
 
 
 def _compare(op: str, left: Vec, right: Vec, n: int) -> np.ndarray:

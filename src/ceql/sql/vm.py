@@ -72,7 +72,13 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_RESCALE,
     E_DDIV,
     E_FIT,
-) = range(39)
+    E_MATH,
+    E_MATH2,
+) = range(41)
+
+# functions of doubles (E_MATH: of the top value, E_MATH2: of the two top values), in the order
+# of ir.MATH_FUNCTIONS
+M_SQRT, M_LN, M_EXP, M_FLOOR, M_CEIL, M_ROUND, M_SIGN, M_POWER = range(8)
 
 A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
@@ -99,6 +105,51 @@ O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE, O_RESCALE = range(9)
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 TWO63 = 9223372036854775808.0
+
+
+@njit(cache=True)
+def math_scalar(f, x, y):
+    """A function of doubles as IEEE 754 and the C library compute it (NaN and infinities, never
+    an error). One implementation for the VM, the column-wise evaluation and the reference, so
+    that the last bit of EXP, LN and POWER is the same on every path. ROUND is half away from
+    zero, to ``y`` digits."""
+    if f == M_SQRT:
+        return math.sqrt(x) if (x >= 0.0 or math.isnan(x)) else np.nan
+    if f == M_LN:
+        if math.isnan(x) or x < 0.0:
+            return np.nan
+        if x == 0.0:
+            return -np.inf
+        return math.log(x)
+    if f == M_EXP:
+        return math.exp(x)
+    if f == M_FLOOR:
+        return np.floor(x)
+    if f == M_CEIL:
+        return np.ceil(x)
+    if f == M_SIGN:
+        if math.isnan(x):
+            return x
+        return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x)
+    if f == M_POWER:
+        return math.pow(x, y)
+    factor = 10.0**y
+    scaled = abs(x) * factor
+    if not math.isfinite(scaled):
+        return x
+    r = np.floor(scaled)
+    if scaled - r >= 0.5:
+        r += 1.0
+    return math.copysign(r / factor, x)
+
+
+@njit(cache=True)
+def math_array(f, x, y):
+    """``math_scalar`` of each pair of values."""
+    out = np.empty(len(x), dtype=np.float64)
+    for i in range(len(x)):
+        out[i] = math_scalar(f, x[i], y[i])
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -442,6 +493,17 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 v = W[sti + sp - 1]
                 if v >= K[code + pc + 1] or v <= -K[code + pc + 1]:
                     return 0, 0.0, True, ERR_FIT, 0, 0.0
+            pc += 2
+        elif op == E_MATH:
+            if not W[stn + sp - 1]:
+                WF[stf + sp - 1] = math_scalar(K[code + pc + 1], WF[stf + sp - 1], 0.0)
+            pc += 2
+        elif op == E_MATH2:
+            sp -= 1
+            if W[stn + sp] or W[stn + sp - 1]:
+                W[stn + sp - 1] = 1
+            else:
+                WF[stf + sp - 1] = math_scalar(K[code + pc + 1], WF[stf + sp - 1], WF[stf + sp])
             pc += 2
         elif op == E_I2F:
             WF[stf + sp - 1] = np.float64(W[sti + sp - 1])
