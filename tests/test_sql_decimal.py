@@ -70,14 +70,14 @@ def test_arithmetic_has_trinos_types_and_exact_values() -> None:
     ]
 
 
+def decimal_table(values: list[str], precision: int, scale: int) -> pa.Table:
+    """Rows ``id`` 1, 2, ... with ``x`` the decimals written in ``values``."""
+    return pa.table({"id": range(1, len(values) + 1), "x": pa.array([D(v) for v in values], pa.decimal128(precision, scale))})
+
+
 def test_division_rounds_half_away_from_zero() -> None:
-    table = pa.table({"id": [1, 2], "x": pa.array([D("1.00"), D("-1.00")], pa.decimal128(5, 2))})
-    rows = run_both(
-        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x / 8 AS eighth, A.x / 3 AS third "
-        "ALL ROWS PER MATCH PATTERN (A))",
-        table,
-    ).to_pylist()
-    assert rows == [
+    text = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x / 8 AS eighth, A.x / 3 AS third ALL ROWS PER MATCH PATTERN (A))"
+    assert run_both(text, decimal_table(["1.00", "-1.00"], 5, 2)).to_pylist() == [
         {"id": 1, "eighth": D("0.13"), "third": D("0.33"), "x": D("1.00")},  # 0.125 -> 0.13
         {"id": 2, "eighth": D("-0.13"), "third": D("-0.33"), "x": D("-1.00")},
     ]
@@ -85,12 +85,8 @@ def test_division_rounds_half_away_from_zero() -> None:
 
 def test_comparisons_are_exact_where_doubles_are_not() -> None:
     # 0.1 + 0.2 = 0.3 exactly as decimals (as doubles it is 0.30000000000000004)
-    table = pa.table({"id": [1, 2], "x": pa.array([D("0.1"), D("0.2")], pa.decimal128(3, 1))})
-    row = one(
-        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x + B.x = 0.3 AS exact, "
-        "CAST(A.x AS DOUBLE) + CAST(B.x AS DOUBLE) = 0.3 AS inexact PATTERN (A B))",
-        table,
-    )
+    exact = "A.x + B.x = 0.3 AS exact, CAST(A.x AS DOUBLE) + CAST(B.x AS DOUBLE) = 0.3 AS inexact"
+    row = one(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES {exact} PATTERN (A B))", decimal_table(["0.1", "0.2"], 3, 1))
     assert row == {"exact": True, "inexact": False}
 
 
@@ -238,21 +234,20 @@ def decimal_expressions(draw, names: tuple[str, ...], depth: int = 2) -> str:
     ]
     if depth <= 0:
         return draw(st.sampled_from(leaves))
-    kind = draw(st.sampled_from(["leaf", "leaf", "arith", "arith", "neg", "abs", "case", "coalesce", "cast"]))
-    sub = decimal_expressions(names, depth - 1)
-    if kind == "leaf":
-        return draw(st.sampled_from(leaves))
-    if kind == "arith":
-        return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*', '/', '%']))} {draw(sub)})"
-    if kind == "neg":
-        return f"-({draw(sub)})"
-    if kind == "abs":
-        return f"ABS({draw(sub)})"
-    if kind == "coalesce":
-        return f"COALESCE({draw(sub)}, {draw(sub)})"
-    if kind == "cast":
-        return f"CAST({draw(sub)} AS DECIMAL({draw(st.sampled_from(['6, 1', '18, 3', '4, 0']))}))"
-    return f"CASE WHEN {draw(decimal_conditions(names, depth - 1))} THEN {draw(sub)} ELSE {draw(sub)} END"
+
+    def sub() -> str:
+        return draw(decimal_expressions(names, depth - 1))
+
+    forms = {
+        "leaf": lambda: draw(st.sampled_from(leaves)),
+        "arith": lambda: f"({sub()} {draw(st.sampled_from(['+', '-', '*', '/', '%']))} {sub()})",
+        "neg": lambda: f"-({sub()})",
+        "abs": lambda: f"ABS({sub()})",
+        "coalesce": lambda: f"COALESCE({sub()}, {sub()})",
+        "cast": lambda: f"CAST({sub()} AS DECIMAL({draw(st.sampled_from(['6, 1', '18, 3', '4, 0']))}))",
+        "case": lambda: f"CASE WHEN {draw(decimal_conditions(names, depth - 1))} THEN {sub()} ELSE {sub()} END",
+    }
+    return forms[draw(st.sampled_from(["leaf", "leaf", "arith", "arith", "neg", "abs", "case", "coalesce", "cast"]))]()
 
 
 @st.composite
@@ -260,15 +255,13 @@ def decimal_conditions(draw, names: tuple[str, ...], depth: int = 1) -> str:
     op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "<>"]))
     kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "double", "between", "in", "null"]))
     left = draw(decimal_expressions(names, depth))
-    if kind == "double":  # a decimal meeting a double column: a double comparison
-        return f"{left} {op} w"
-    if kind == "between":
-        return f"{left} BETWEEN -1 AND 2.5"
-    if kind == "in":
-        return f"{left} IN (0, 1.25, DECIMAL '-0.5')"
-    if kind == "null":
-        return f"{left} IS NULL"
-    return f"{left} {op} {draw(decimal_expressions(names, depth))}"
+    right = {
+        "double": f"{op} w",  # a decimal meeting a double column: a double comparison
+        "between": "BETWEEN -1 AND 2.5",
+        "in": "IN (0, 1.25, DECIMAL '-0.5')",
+        "null": "IS NULL",
+    }
+    return f"{left} {right[kind] if kind in right else op + ' ' + draw(decimal_expressions(names, depth))}"
 
 
 @st.composite

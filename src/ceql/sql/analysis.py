@@ -426,12 +426,7 @@ class _Analyzer:
                 return ir.Op(STRING, e.name.lower(), (args[0],))
             if e.name != "COALESCE":
                 return self._function(e, args, row)
-            t = args[0].type
-            for a, source in zip(args[1:], e.args[1:]):
-                u = unify(t, a.type)
-                if u is None:
-                    raise self.error(f"COALESCE mixes {t} and {a.type}", source.pos)
-                t = u
+            t = self._common_type(e, args)
             return ir.Op(t, "coalesce", tuple(self._convert(a, t) for a in args))
         raise self.unsupported(f"{type(e).__name__} in an expression", e.pos)
 
@@ -457,12 +452,7 @@ class _Analyzer:
             return node
         if name in ("GREATEST", "LEAST"):
             # null if any argument is null (Trino), else the largest (smallest) by SQL's comparison
-            t = args[0].type
-            for arg, source in zip(args[1:], e.args[1:]):
-                u = unify(t, arg.type)
-                if u is None:
-                    raise self.error(f"{e.name} mixes {t} and {arg.type}", source.pos)
-                t = u
+            t = self._common_type(e, args)
             self._need(ir.Const(t, None), ("int", "double", "decimal", "string", "timestamp"), e.name, e.pos)
             values = [self._convert(a, t) for a in args]
             best = values[0]
@@ -505,6 +495,16 @@ class _Analyzer:
                 raise self.unsupported("ROUND with a number of digits that is not a constant from 0 to 15", e.args[1].pos)
             return ir.Op(DOUBLE, "round", (self._convert(args[0], DOUBLE), ir.Const(DOUBLE, float(args[1].value))))  # type: ignore[arg-type]
         return ir.Op(DOUBLE, name.lower(), tuple(self._convert(a, DOUBLE) for a in args))
+
+    def _common_type(self, e: ast.Function, args: list[ir.Node]) -> SqlType:
+        """The type all of a function's arguments convert to (COALESCE, GREATEST, LEAST)."""
+        t = args[0].type
+        for arg, source in zip(args[1:], e.args[1:]):
+            u = unify(t, arg.type)
+            if u is None:
+                raise self.error(f"{e.name} mixes {t} and {arg.type}", source.pos)
+            t = u
+        return t
 
     def _class_of(self, var: ast.Name | None) -> str | None:
         if var is None:

@@ -377,7 +377,8 @@ class _Compiler:
         elif op == "scale":
             self.code += [vm.E_SCALE, int(args[1].value)]  # type: ignore[attr-defined]
         elif op in ir.MATH_FUNCTIONS:
-            self.code += [vm.E_MATH2 if len(args) == 2 else vm.E_MATH, ir.MATH_FUNCTIONS.index(op)]
+            f = ir.MATH_FUNCTIONS.index(op)
+            self.code += [vm.E_ARITH_F, vm.A_MATH + f] if len(args) == 2 else [vm.E_MATH, f]
         elif op == "rescale":
             k = node.type.scale - args[0].type.scale
             self.code += [vm.E_RESCALE, 10**k if k >= 0 else -(10**-k)]

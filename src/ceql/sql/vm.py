@@ -73,14 +73,13 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_DDIV,
     E_FIT,
     E_MATH,
-    E_MATH2,
-) = range(41)
+) = range(40)
 
-# functions of doubles (E_MATH: of the top value, E_MATH2: of the two top values), in the order
-# of ir.MATH_FUNCTIONS
+# functions of doubles (E_MATH: of the top value; of two, ARITH_F's kind A_MATH + the function),
+# in the order of ir.MATH_FUNCTIONS
 M_SQRT, M_LN, M_EXP, M_FLOOR, M_CEIL, M_ROUND, M_SIGN, M_POWER = range(8)
 
-A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
+A_ADD, A_SUB, A_MUL, A_DIV, A_MOD, A_MATH = range(6)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
 
 # aggregate functions
@@ -435,6 +434,8 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                     z = x - y
                 elif kind == A_MUL:
                     z = x * y
+                elif kind >= A_MATH:  # POWER, ROUND(x, digits)
+                    z = math_scalar(kind - A_MATH, x, y)
                 elif kind == A_DIV:
                     if y == 0.0:
                         if x == 0.0 or math.isnan(x):
@@ -497,13 +498,6 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
         elif op == E_MATH:
             if not W[stn + sp - 1]:
                 WF[stf + sp - 1] = math_scalar(K[code + pc + 1], WF[stf + sp - 1], 0.0)
-            pc += 2
-        elif op == E_MATH2:
-            sp -= 1
-            if W[stn + sp] or W[stn + sp - 1]:
-                W[stn + sp - 1] = 1
-            else:
-                WF[stf + sp - 1] = math_scalar(K[code + pc + 1], WF[stf + sp - 1], WF[stf + sp])
             pc += 2
         elif op == E_I2F:
             WF[stf + sp - 1] = np.float64(W[sti + sp - 1])
