@@ -21,8 +21,6 @@ KNOWN = {
         "testSeek-1": "WINDOW ... SEEK (row pattern recognition in a window) is not implemented",
         "testForkingThreads-1": "ARRAY_AGG in DEFINE (ARRAY_AGG is computed once the match is found) and ARRAY[...] "
         "values are not implemented",
-        "testMultipleAggregationArguments-1": "MAX_BY in DEFINE is not implemented (MAX_BY is computed once the "
-        "match is found)",
     },
     "flink_match_recognize_itcase.json": {
         "testLogicalOffsets-1": "Flink's greedy quantifiers do not backtrack (DOWN{2,} UP): ceql, Trino and Oracle "

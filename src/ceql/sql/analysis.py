@@ -604,9 +604,10 @@ class _Analyzer:
         return ir.At(t, ir.Logical("LAST", ir.UNIVERSAL, 0, final), ir.RowCol(t, column))  # type: ignore[arg-type]
 
     def _row_aggregate(self, e: ast.Aggregate, arg: ir.Node, key: ir.Node | None, cls: str | None, final: bool) -> ir.Node:
-        """ARRAY_AGG, MAX_BY, MIN_BY: computed from the match's rows once it is found (engine
-        ``rowagg``), so they are measures, not conditions."""
-        if self.context == "define":
+        """ARRAY_AGG, MAX_BY, MIN_BY: in MEASURES computed from the match's rows once it is found
+        (engine ``MatchRows``); MAX_BY and MIN_BY in DEFINE by the matcher's accumulators (the
+        key's and the value's, compiler), ARRAY_AGG not in DEFINE."""
+        if self.context == "define" and e.func == "ARRAY_AGG":
             raise self.unsupported(f"{e.func} in DEFINE (it is computed once the match is found: use it in MEASURES)", e.pos)
         kinds = VALUE_KINDS
         self._need(arg, kinds, e.func, e.arg.pos)

@@ -402,28 +402,40 @@ class _Compiler:
             raise TypeError(op)
 
     def aggregate(self, node: ir.Agg) -> None:
-        """Register an accumulator: its argument's code is compiled apart (it is run on each
-        row as it is mapped)."""
-        cls = self.classes.index(node.cls)
+        """Register an accumulator (MAX_BY and MIN_BY: the key's, then the value's) and read it."""
         arg_float = node.arg is not None and is_float(node.arg.type)
-        if node.func == "COUNT":
+        if node.func in ("MAX_BY", "MIN_BY"):  # in a condition (a measure's are computed after matching)
+            assert node.key is not None
+            key_float = is_float(node.key.type)
+            if node.func == "MAX_BY":
+                self.accumulator(vm.G_MAXK_F if key_float else vm.G_MAX_I, node.cls, node.key, node.final)
+            else:
+                self.accumulator(vm.G_MINK_F if key_float else vm.G_MIN_I, node.cls, node.key, node.final)
+            func = vm.G_BYVAL_F if arg_float else vm.G_BYVAL_I
+        elif node.func == "COUNT":
             func = vm.G_COUNT_ROWS if node.arg is None else vm.G_COUNT
         else:
             base = {"SUM": vm.G_SUM_I, "AVG": vm.G_AVG_I, "MIN": vm.G_MIN_I, "MAX": vm.G_MAX_I}[node.func]
             func = base + (1 if arg_float else 0)
+        self.accumulator(func, node.cls, node.arg, node.final)
+        self.code += [vm.E_AGG, len(self.aggregates) - 1]
+
+    def accumulator(self, func: int, cls_name: str | None, arg: ir.Node | None, final: bool) -> None:
+        """Register an accumulator: its argument's code is compiled apart (it is run on each
+        row as it is mapped)."""
+        cls = self.classes.index(cls_name)
         # the argument's code is jumped over in place; it runs on each row as it is mapped
         matching, self.matching = self.matching, True
         jump = len(self.code)
         self.code += [vm.E_JUMP, 0]
         lo = len(self.code)
-        if node.arg is not None:
+        if arg is not None:
             self.code.append(vm.E_ROW_ARG)
-            self.expr(node.arg, row=True)
+            self.expr(arg, row=True)
         hi = len(self.code)
         self.code[jump + 1] = hi
         self.matching = matching
-        self.aggregates.append((func, cls, lo, hi, node.final))
-        self.code += [vm.E_AGG, len(self.aggregates) - 1]
+        self.aggregates.append((func, cls, lo, hi, final))
 
 
 #: the computed operand of a string function in ``Compiled.string_maps`` (engine: the dictionary)

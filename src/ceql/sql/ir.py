@@ -66,7 +66,7 @@ class At(Node):
 
 @dataclass(frozen=True)
 class Agg(Node):
-    func: str  # COUNT, SUM, AVG, MIN, MAX; ARRAY_AGG, MAX_BY, MIN_BY (measures only: ROW_AGGREGATES)
+    func: str  # COUNT, SUM, AVG, MIN, MAX; ARRAY_AGG, MAX_BY, MIN_BY (ROW_AGGREGATES; MAX_BY, MIN_BY also in DEFINE)
     cls: str | None
     arg: Node | None  # a row expression; None: COUNT(*) / COUNT(A.*)
     final: bool

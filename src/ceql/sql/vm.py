@@ -84,6 +84,11 @@ C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
 
 # aggregate functions
 G_COUNT_ROWS, G_COUNT, G_SUM_I, G_SUM_F, G_AVG_I, G_AVG_F, G_MIN_I, G_MIN_F, G_MAX_I, G_MAX_F = range(10)
+# MAX_BY/MIN_BY in a condition: two accumulators, the key's (MAX/MIN; of doubles NaN is the
+# largest: MAXK_F, MINK_F) and then the value's (BYVAL), which takes the row's value where the
+# key's accumulator changed (its first row of the largest key); BYVAL's count is 1 when that
+# value is not null
+G_MAXK_F, G_MINK_F, G_BYVAL_I, G_BYVAL_F = range(10, 14)
 
 # error codes (see ceql.sql.engine for the messages)
 ERR_NONE = 0
@@ -149,6 +154,33 @@ def math_array(f, x, y):
     for i in range(len(x)):
         out[i] = math_scalar(f, x[i], y[i])
     return out
+
+
+@njit(cache=True, inline="always")
+def _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, rf, rn):
+    """MAX_BY/MIN_BY's value accumulator ``k`` on a row mapped at ``at``: the key's accumulator
+    (k - 1) has just been updated for the row; where it failed, so does the value (the value is
+    read first, then the key, row by row); where it changed, the row's value is taken."""
+    kat = at - cap1
+    if W[acce + kat + 1] != 0:
+        W[acce + at + 1] = W[acce + kat + 1]
+        return
+    before = W[accc + kat]
+    if W[accc + kat + 1] == before:  # the key is null on this row
+        return
+    kfunc = K[aggoff + (k - 1) * AGG_FIELDS]
+    if kfunc == G_MAXK_F or kfunc == G_MINK_F:
+        old = WF[accf + kat]
+        new = WF[accf + kat + 1]
+        changed = new != old and not (math.isnan(new) and math.isnan(old))
+    else:
+        changed = W[acci + kat + 1] != W[acci + kat]
+    if before == 0 or changed:
+        W[accc + at + 1] = 0 if rn else 1
+        if func == G_BYVAL_I:
+            W[acci + at + 1] = ri
+        else:
+            WF[accf + at + 1] = rf
 
 
 @njit(cache=True, inline="always")
@@ -362,7 +394,7 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 WF[stf + sp] = np.float64(W[acci + at]) / np.float64(cnt)
             elif func == G_AVG_F:
                 WF[stf + sp] = WF[accf + at] / np.float64(cnt)
-            elif func == G_SUM_I or func == G_MIN_I or func == G_MAX_I:
+            elif func == G_SUM_I or func == G_MIN_I or func == G_MAX_I or func == G_BYVAL_I:
                 W[sti + sp] = W[acci + at]
             else:
                 WF[stf + sp] = WF[accf + at]
@@ -783,6 +815,9 @@ def _run(
                                 if e != 0:
                                     W[acce + at + 1] = (e << 8) | ed
                                     continue
+                                if func == G_BYVAL_I or func == G_BYVAL_F:
+                                    _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, rf, rn)
+                                    continue
                                 if rn:
                                     continue
                                 c = W[accc + at]
@@ -805,6 +840,14 @@ def _run(
                                         WF[accf + at + 1] = rf
                                 elif func == G_MAX_F:
                                     if c == 0 or rf > WF[accf + at]:
+                                        WF[accf + at + 1] = rf
+                                elif func == G_MAXK_F:  # NaN is the largest key
+                                    old = WF[accf + at]
+                                    if c == 0 or (math.isnan(rf) and not math.isnan(old)) or rf > old:
+                                        WF[accf + at + 1] = rf
+                                elif func == G_MINK_F:
+                                    old = WF[accf + at]
+                                    if c == 0 or (not math.isnan(rf) and (math.isnan(old) or rf < old)):
                                         WF[accf + at + 1] = rf
                             if status == F_MORE:
                                 break
