@@ -30,6 +30,10 @@ QUERIES = [
     "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES ARRAY_AGG(v) AS a, "
     "FINAL MAX_BY(seq, v) AS m, CONCAT_WS('', ARRAY_AGG(LOWER(CLASSIFIER()))) AS c ALL ROWS PER MATCH "
     "PATTERN (A B+) DEFINE B AS B.v >= PREV(B.v) AND LOWER(PREV(CLASSIFIER())) <> 'x')",
+    # scalar functions, and MAX_BY in a condition (the matcher's accumulators)
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES ROUND(SQRT(SUM(v)), 2) AS r, "
+    "GREATEST(FIRST(v), LAST(v)) AS g, SUBSTRING(CONCAT(B.k, 'xy'), 2) AS s PATTERN (A B+) "
+    "DEFINE B AS MAX_BY(v, CLASSIFIER()) >= POWER(2, 2) AND LENGTH(B.k) = 1)",
 ]
 
 
