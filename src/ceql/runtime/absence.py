@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
-from ceql.match import EMPTY, FrozenMap, Match
+from ceql.match import EMPTY, FrozenMap, Match, partition_order
 from ceql.runtime import nodes
 from ceql.runtime.ingest import Ingest
 from ceql.runtime.runs import PlainRuns, RegisterRuns
@@ -187,9 +187,7 @@ class Absence:
         CONSUME BY, the strategy, projection, measures and LIMIT, as for any trigger."""
         if not items:
             return []
-        groups: dict[Any, list[Waiting]] = {}
-        for item in items:
-            groups.setdefault(item.key, []).append(item)
+        groups = self._groups(items)
         if not detailed and self._plain():
             return self._plain_matches(groups, trigger)
         out: list = []
@@ -219,6 +217,22 @@ class Absence:
                 self.last_by_key[key] = trigger
                 self.evaluator._consume(key, trigger)
         return out
+
+    def _groups(self, items: list[Waiting]) -> dict[Any, list[Waiting]]:
+        """The complex events due at one trigger per partition key, in the order of
+        docs/semantics.md 5.2: keys by value (``partition_order``), then by deadline, then by
+        their events (position and public labels, in order). A key found from an equality
+        (``auto_partition``) is no partition: its complex events form one group."""
+        keyed = self.evaluator.output.partition_reported
+        groups: dict[Any, list[Waiting]] = {}
+        for item in items:
+            groups.setdefault(item.key if keyed else None, []).append(item)
+        for group in groups.values():
+            if len(group) > 1:
+                group.sort(key=_item_order)
+        if len(groups) > 1:
+            groups = dict(sorted(groups.items(), key=lambda pair: partition_order(pair[0])))
+        return groups
 
     def _plain(self) -> bool:
         """Whether every due complex event is reported as it is: strategy ALL, SELECT *, no
@@ -296,7 +310,7 @@ class Absence:
 
     def finish(self, trigger: int, detailed: bool = False) -> list:
         """The end of the input: every waiting complex event is reported."""
-        items = sorted(self.waiting.values(), key=lambda item: (item.deadline, item.first))
+        items = list(self.waiting.values())
         self.waiting.clear()
         self.queue.clear()
         return self.report(items, trigger, detailed)
@@ -586,6 +600,10 @@ def deadline_error(measure: Any, window: Any, position: int) -> EventError:
         "int64 range of deadlines (docs/limits.md)",
         position,
     )
+
+
+def _item_order(item: Waiting) -> tuple:
+    return item.deadline, item.identity
 
 
 def _consecutive(indexes: list) -> bool:
