@@ -224,7 +224,9 @@ class _Reference:
                 labels = {k: tuple(sorted(v)) for k, v in grouped.items()}
             deadline = due.get(ce) if due else None
             seen.setdefault(Match(trigger, positions, labels, key, measures, deadline), None)
-        output = sorted(seen)
+        # (NOT FOLLOWED BY: in the order of its complex events, 5.2; a projection's repeat
+        # keeps the place of its first complex event)
+        output = list(seen) if self.checked.absence is not None else sorted(seen)
         if self.query.limit is not None:
             output = output[: self.query.limit]
         return output
