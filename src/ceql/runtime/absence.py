@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+import operator
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -224,14 +225,20 @@ class Absence:
         their events (position and public labels, in order). A key found from an equality
         (``auto_partition``) is no partition: its complex events form one group."""
         keyed = self.evaluator.output.partition_reported
+        if len(items) == 1:  # (push's common case)
+            return {items[0].key if keyed else None: items}
         groups: dict[Any, list[Waiting]] = {}
         for item in items:
             groups.setdefault(item.key if keyed else None, []).append(item)
         for group in groups.values():
             if len(group) > 1:
-                group.sort(key=_item_order)
+                group.sort(key=_ITEM_ORDER)
         if len(groups) > 1:
-            groups = dict(sorted(groups.items(), key=lambda pair: partition_order(pair[0])))
+            try:  # (keys of numbers or of strings compare as they are, as partition_order does)
+                ordered = sorted(groups)
+            except TypeError:
+                ordered = sorted(groups, key=partition_order)
+            groups = {key: groups[key] for key in ordered}
         return groups
 
     def _plain(self) -> bool:
@@ -602,8 +609,8 @@ def deadline_error(measure: Any, window: Any, position: int) -> EventError:
     )
 
 
-def _item_order(item: Waiting) -> tuple:
-    return item.deadline, item.identity
+#: The order of the complex events of one key due at one trigger: deadline, then events.
+_ITEM_ORDER = operator.attrgetter("deadline", "identity")
 
 
 def _consecutive(indexes: list) -> bool:

@@ -755,7 +755,10 @@ class KernelAbsence:
             shown = self._shown
             keys = self._key_of if self._keyed else None
             if len(items) > 1:  # (the order of _order: partition key, deadline, events)
-                items.sort(key=lambda kv: self._push_order(kv[1], keys))
+                try:  # (keys of numbers or of strings compare as they are, as partition_order does)
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same))
+                except TypeError:
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order))
             for _, (deadline, _, part, ps, ls) in items:
                 kept: list[int] = []
                 labels: dict[str, list[int]] = {}
@@ -775,7 +778,7 @@ class KernelAbsence:
                 out.append(Match(trigger, tuple(kept), {k: tuple(v) for k, v in labels.items()}, partition, {}, deadline))
         return out
 
-    def _push_order(self, item: tuple, keys: dict | None) -> tuple:
+    def _push_order(self, item: tuple, keys: dict | None, order: Any) -> tuple:
         """The sort key of a complex event ``push`` reports (``_order``'s order)."""
         deadline, _, part, ps, ls = item
         sets = self.own.kernel.label_sets
@@ -789,7 +792,7 @@ class KernelAbsence:
         if keys is None:
             return (), deadline, tuple(events)
         value = keys.get(part)
-        return partition_order(value if value is not None else self.own.keys.keys[part]), deadline, tuple(events)
+        return order(value if value is not None else self.own.keys.keys[part]), deadline, tuple(events)
 
     def _measure_of(self, position: int) -> int:
         """The window measure of an earlier event (a complex event's first)."""
@@ -949,6 +952,10 @@ def _code(
             if reverse is not None:
                 reverse[found] = tuple(key)
     return found
+
+
+def _same(key: tuple) -> tuple:
+    return key
 
 
 def _groups(*columns: np.ndarray) -> np.ndarray:
