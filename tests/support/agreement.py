@@ -140,13 +140,8 @@ def reference_matches(query: ast.Query, schema: ceql.Schema, events: list[dict])
 
 
 KNOWN_BUGS: dict = {  # name -> function(query, path, save_at) -> bool
-    # tests/test_known_bugs.py::test_start_in_a_partition_after_consume_by_any
-    "START re-anchored in a partition after CONSUME BY ANY": lambda query, path, save_at: (
-        path == "python"
-        and query.consume == "ANY"
-        and bool(query.partition_by or query.partition_labels)
-        and any(isinstance(node, ast.Start) for node in walk(query.formula, formulas_only=True))
-    ),
+    # (none open; "START re-anchored in a partition after CONSUME BY ANY" was fixed: its tests
+    # stay in tests/test_known_bugs.py as regressions)
 }
 
 

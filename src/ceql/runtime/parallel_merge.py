@@ -85,8 +85,10 @@ def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
     if getattr(parts[0], "rank", None) is None:
         return _take(merged, np.argsort(trigger, kind="stable"))
     # NOT FOLLOWED BY: several workers' matches may share a trigger; one core orders them by
-    # (key rank, deadline, tie), a worker's in its own order (lexsort is stable).
-    rank = np.concatenate([p.rank for p in parts])  # type: ignore[attr-defined]
+    # (key rank, deadline, tie), a worker's in its own order (lexsort is stable). A rank is
+    # a key's value (numbers, or strings): a part without matches has no type to add.
+    ranks = [p.rank for p in parts if len(p.rank)]  # type: ignore[attr-defined]
+    rank = np.concatenate(ranks) if ranks else np.zeros(0, dtype=np.int64)
     tie = np.concatenate([p.tie for p in parts])  # type: ignore[attr-defined]
     merged.rank, merged.tie = rank, tie  # type: ignore[attr-defined]
     return _take(merged, np.lexsort((tie, deadline, rank, trigger)))

@@ -405,7 +405,7 @@ class WindowKeyCodes(KeyCodes):
         value = key[0]
         if len(key) != 1 or type(value) is not int or not -(2**63) <= value < 2**63:
             return -1  # (not an int64: no partition has this key)
-        return int(self.window.encode(np.array([value], dtype=np.int64), None)[0])
+        return self.window.encode_one(value)
 
     cacheable = False  # codes are given back and reused: push's caches must ask every time
 
