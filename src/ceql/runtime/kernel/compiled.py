@@ -1313,6 +1313,7 @@ def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cove
 J_ENTRIES = 0  # entries in use
 J_NMATCH = 1  # complex events in the output buffer
 J_NOW = 2  # the last window measure seen (MISSING before any)
+J_KEYS = 3  # table slots in use, all roles together (the tables are sized by keys, not entries)
 J_SIZE = 4
 
 JOIN_DONE = 0
@@ -1336,7 +1337,8 @@ def _join_head(tables, r, bits, key):
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _join_push(tables, r, bits, key, entry, prev):
-    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to ``prev``."""
+    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to ``prev``.
+    Returns 1 when the key took a new slot, else 0."""
     mask = (1 << bits) - 1
     j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
     while True:
@@ -1345,24 +1347,48 @@ def _join_push(tables, r, bits, key, entry, prev):
             tables[r, 2 * j] = key
             tables[r, 2 * j + 1] = entry
             prev[entry] = -1
-            return
+            return 1
         if tables[r, 2 * j] == key:
             prev[entry] = e
             tables[r, 2 * j + 1] = entry
-            return
+            return 0
         j = (j + 1) & mask
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
+    """Whether entry ``e``, a candidate for role ``r``, satisfies the equalities beyond the key
+    with the roles after it (already chosen in ``cur``; the last role is event ``i``). A link is
+    (role a, attribute of a, role b, attribute of b), a < b; a missing value equals nothing."""
+    for q in range(links.shape[0]):
+        if links[q, 0] != r:
+            continue
+        ia, rb, ib = links[q, 1], links[q, 2], links[q, 3]
+        if not e_vok[e, ia]:
+            return False
+        if rb == last:
+            if not vok[i, ib] or vals[i, ib] != e_val[e, ia]:
+                return False
+        else:
+            o = cur[rb]
+            if not e_vok[o, ib] or e_val[o, ib] != e_val[e, ia]:
+                return False
+    return True
 
 
 @njit(cache=True, nogil=True)
 def join_run(
-    types, poss, meas, keys, valid, start, stop, role_type, window, js, tables, bits, e_pos, e_meas,
-    e_key, e_role, e_prev, cur, out_trigger, out_pos,
+    types, poss, meas, keys, valid, vals, vok, start, stop, role_type, links, window, js, tables, bits,
+    e_pos, e_meas, e_key, e_role, e_prev, e_val, e_vok, cur, out_trigger, out_pos,
 ):  # fmt: skip
     """Process events ``start..stop``; returns (status, event index). ``role_type[r]``: the event
     type of role r (the last role triggers). Complex events go to ``out_trigger`` (the trigger's
     position) and ``out_pos`` (k positions each, ascending). JOIN_OUTPUT_FULL and
     JOIN_ENTRIES_FULL leave the event at the returned index unapplied (its complex events
-    withdrawn), so the call resumes there once Python made room."""
+    withdrawn), so the call resumes there once Python made room. ``links``: the equalities
+    beyond the key (``_links_hold``), over the linked attributes' values ``vals`` (one column
+    each; ``vok``: not missing), which entries keep in ``e_val`` / ``e_vok``."""
+    linked = links.shape[0] > 0
     k = len(role_type)
     last = k - 1
     cap_out = len(out_trigger)
@@ -1376,7 +1402,7 @@ def join_run(
                 plays += 1
         if plays == 0:
             continue
-        if js[J_ENTRIES] + plays > len(e_pos) or 2 * (js[J_ENTRIES] + plays) > (1 << bits):
+        if js[J_ENTRIES] + plays > len(e_pos) or 2 * (js[J_KEYS] + plays) > (1 << bits):
             return JOIN_ENTRIES_FULL, i
         key = keys[i]
         m = meas[i]
@@ -1392,17 +1418,19 @@ def join_run(
             count = 0
             f = e
             while f >= 0 and e_meas[f] >= lowest:
-                count += 1
+                if not linked or _links_hold(links, 0, f, i, last, cur, vals, vok, e_val, e_vok):
+                    count += 1
                 f = e_prev[f]
             if first_match + count > cap_out:
                 return JOIN_OUTPUT_FULL, i
             x = first_match + count - 1
             while x >= first_match:
-                out_trigger[x] = p
-                out_pos[2 * x] = e_pos[e]
-                out_pos[2 * x + 1] = p
+                if not linked or _links_hold(links, 0, e, i, last, cur, vals, vok, e_val, e_vok):
+                    out_trigger[x] = p
+                    out_pos[2 * x] = e_pos[e]
+                    out_pos[2 * x + 1] = p
+                    x -= 1
                 e = e_prev[e]
-                x -= 1
             js[J_NMATCH] = first_match + count
         elif role_type[last] == t:
             first_match = js[J_NMATCH]
@@ -1422,6 +1450,9 @@ def join_run(
                     if r >= last:
                         break
                     cur[r] = e_prev[cur[r]]
+                    continue
+                if linked and not _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
+                    cur[r] = e_prev[e]  # (the equalities beyond the key are checked on probe)
                     continue
                 if r == 0:
                     if n >= cap_out:
@@ -1458,17 +1489,21 @@ def join_run(
                 e_meas[x] = m
                 e_key[x] = key
                 e_role[x] = r
-                _join_push(tables, r, bits, key, x, e_prev)
+                for a in range(vals.shape[1]):
+                    e_val[x, a] = vals[i, a]
+                    e_vok[x, a] = vok[i, a]
+                js[J_KEYS] += _join_push(tables, r, bits, key, x, e_prev)
                 js[J_ENTRIES] = x + 1
         js[J_NOW] = m
     return JOIN_DONE, stop
 
 
 @njit(cache=True, nogil=True)
-def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev):  # pragma: no cover
+def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev, e_val, e_vok):  # pragma: no cover
     """Drop the entries outside the window of the last measure (a prefix: measures never
     decrease) and rebuild the tables (``bits`` may be new) from the rest, oldest first, so
-    that each key's chain is rebuilt in order. Returns the entries kept."""
+    that each key's chain is rebuilt in order (J_KEYS: the slots they fill). Returns the entries
+    kept."""
     n = js[J_ENTRIES]
     cut = 0
     if js[J_NOW] != MISSING:
@@ -1478,14 +1513,19 @@ def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev)
     for r in range(tables.shape[0]):
         for s in range(tables.shape[1] // 2):
             tables[r, 2 * s + 1] = -1
+    keys = 0
     for x in range(cut, n):
         y = x - cut
         e_pos[y] = e_pos[x]
         e_meas[y] = e_meas[x]
         e_key[y] = e_key[x]
         e_role[y] = e_role[x]
-        _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
+        for a in range(e_val.shape[1]):
+            e_val[y, a] = e_val[x, a]
+            e_vok[y, a] = e_vok[x, a]
+        keys += _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
     js[J_ENTRIES] = n - cut
+    js[J_KEYS] = keys
     return n - cut
 
 

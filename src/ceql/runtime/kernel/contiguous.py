@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.lang import ast
 from ceql.runtime.kernel.compiled import chain_starts, group_by_code
-from ceql.runtime.kernel.joins import check_bound, sequence_roles
+from ceql.runtime.kernel.joins import check_bound, label_roles, only_condition, sequence_roles
 
 _OPS: dict[str, Callable] = {
     "<": operator.lt,
@@ -76,16 +76,7 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
         or plan.auto_partition is not None
     ):
         return None
-    if (
-        post.groups
-        or post.strict
-        or post.distinct
-        or post.instances
-        or post.select is not None
-        or post.unless
-        or post.predicates is not None and len(post.predicates)
-        or post.condition is None
-    ):
+    if not only_condition(post, window=True):
         return None
     if plan.window_kind is not None and int(plan.checked.query.within.value) < 1:
         return None
@@ -99,11 +90,7 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     if len(set(labels)) != len(labels):
         return None
     # The checks name the roles by the compiler's own labels: map them back.
-    role_of = {label: r for r, label in enumerate(labels)}
-    for site in source.compiled.sites:
-        for label, role in site.own_roles.items():
-            if label in role_of:
-                role_of[role.event_label] = role_of[label]
+    role_of = label_roles(source, labels)
     catalog = plan.catalog
     cond = post.condition
     compares = []

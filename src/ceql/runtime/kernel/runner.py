@@ -58,6 +58,7 @@ from ceql.runtime.kernel.joins import (
     fixed_columns,
     int_keys,
     join_shape,
+    linked_values,
     role_labels,
 )
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
@@ -117,7 +118,7 @@ def _fast_shapes(
     """The hash join or the column-wise chain that evaluates the plan (issue 34), or neither
     (the automaton): ``source`` is the compiled plan, ``plan`` the one the kernel runs (the
     per-complex-event checks' pattern where ``post`` has checks). The one place that decides."""
-    join = join_shape(plan, post, measures) if plan.checked.query.within is not None else None
+    join = join_shape(source, plan, post, measures) if plan.checked.query.within is not None else None
     return join, (chain_shape(source, plan, post, measures) if join is None else None)
 
 
@@ -134,11 +135,19 @@ def kernel_path(plan: Plan) -> tuple[str, str]:
     if join is not None:
         roles = " ; ".join(f"{plan.type_names[t]} AS {label}" for t, label in zip(join.types, join.labels))
         keys = ", ".join(f"{name}: [{', '.join(key)}]" for name, key in sorted(run.partition_types.items()))
+        linked = ""
+        if join.links:
+            names = join.attributes
+            tests = " AND ".join(
+                f"{join.labels[ra]}.{names[ia]} = {join.labels[rb]}.{names[ib]}" for ra, ia, rb, ib in join.links
+            )
+            linked = f", and equalities beyond the key checked on probe ({tests})"
+        source = "PARTITION BY (each complex event names its key)" if join.reported else "key equalities"
         return "join", (
             f"hash join inside the window (kernel/joins.py): {roles} is one event per role, every "
-            f"role linked by key equalities (the key per event type: {keys}), in WITHIN "
+            f"role linked by {source} (the key per event type: {keys}){linked}, in WITHIN "
             f"{print_within(within)} over a measure that never decreases, with ALL, no CONSUME BY, "
-            "LIMIT, measures or checks per complex event; a hash table per role (key -> its latest "
+            "LIMIT, measures or other checks per complex event; a hash table per role (key -> its latest "
             "event), each trigger walks its key's chains back to the window's edge: no automaton, "
             "no partition per key, memory the events of the window"
         )
@@ -643,6 +652,7 @@ class PlanKernel:
         then the compiled hash join."""
         join, keys = self.join, self.keys
         assert join is not None and keys is not None
+        base = self.position
         types, measures, missing, at = self._columnwise(table, positions, types)
         rows = np.arange(table.num_rows)
         if join.shape.int_keys:
@@ -650,13 +660,19 @@ class PlanKernel:
         else:
             values = keys.encode(table, rows, types)
             valid = values >= 0
+        linked = linked_values(table, join.shape.attributes) if join.shape.attributes else (None, None)
         roles = join.roles
         label_ids = self._role_labels(join.shape.types, join.shape.labels)
-        for triggers, flat in join.process(types, at, measures, values, valid):
+        for triggers, flat in join.process(types, at, measures, values, valid, *linked):
             m = len(triggers)
+            partition = np.zeros(m, dtype=np.int64)
+            if join.shape.reported and m:
+                # The trigger's key names the sub-stream (a code: only reported keys get one).
+                row = triggers - base if positions is None else np.searchsorted(at, triggers)
+                partition = keys._int_codes(values[row]) if join.shape.int_keys else values[row]
             yield KernelMatches(
                 triggers,
-                np.zeros(m, dtype=np.int64),
+                partition,
                 np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
                 flat,
                 role_labels(label_ids, m),
