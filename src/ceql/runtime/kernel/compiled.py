@@ -1577,3 +1577,32 @@ def chain_starts(rows, codes, kinds, measures, gone, role_type, first, window, o
         out[n] = j
         n += 1
     return n
+
+
+# ====================================================================== event type names (issue 34)
+
+
+@njit(cache=True, nogil=True)
+def match_names(offsets, data, names, name_offsets, out):  # pragma: no cover - compiled
+    """Each string's index among ``names`` (-1: none): ``offsets`` / ``data`` are an Arrow
+    string array's buffers (offsets already sliced to the array), ``names`` the known names'
+    bytes end to end, ``name_offsets`` where each starts. A few names: a length check and a
+    byte comparison per name, no hashing (the event types of a stream are few)."""
+    k = len(name_offsets) - 1
+    for i in range(len(out)):
+        lo = offsets[i]
+        size = offsets[i + 1] - lo
+        found = -1
+        for q in range(k):
+            a = name_offsets[q]
+            if name_offsets[q + 1] - a != size:
+                continue
+            same = True
+            for j in range(size):
+                if data[lo + j] != names[a + j]:
+                    same = False
+                    break
+            if same:
+                found = q
+                break
+        out[i] = found

@@ -533,6 +533,9 @@ class PlanKernel:
         self._time_types = np.array(
             [i for i, name in enumerate(plan.type_names) if name in plan.time_attributes], dtype=np.int64
         )
+        # Whether each type index has a time (the last item: -1, no type): a lookup, not isin.
+        self._timed_type = np.zeros(len(plan.type_names) + 1, dtype=bool)
+        self._timed_type[self._time_types] = True
 
     def _chooses(self) -> bool:
         """Whether the per-complex-event checks choose among each trigger's complex events."""
@@ -868,7 +871,9 @@ class PlanKernel:
         names = set(plan.time_attributes.values())
         if len(names) == 1:  # one attribute for every type: whole-column operations
             column = pc.cast(table.column(names.pop()), pa.int64())
-            timed = np.isin(types, self._time_types)
+            timed = self._timed_type[types]
+            if column.null_count == 0 and timed.all():  # the common case: no pass to fill or mask
+                return np.array(column.to_numpy(zero_copy_only=False), dtype=np.int64), np.zeros(n, dtype=bool)
             values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
             nulls = pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool)
             return np.where(timed, values, 0), np.where(timed, nulls, True)
@@ -899,7 +904,7 @@ class PlanKernel:
     ) -> None:
         """Time windows need events in non-decreasing primary_time order."""
         at = (lambda row: base + row) if positions is None else (lambda row: int(positions[row]))
-        rows = np.nonzero(np.isin(types, self._time_types))[0]
+        rows = np.flatnonzero(self._timed_type[types])
         values = measures[rows]
         missing = missing[rows]
         if missing.any():
