@@ -239,7 +239,7 @@ def test_join_memory_is_bounded_by_the_window() -> None:
     kernel = PlanKernel(compiled.plan)
     assert kernel.arrow(table).num_rows == n // 2
     assert kernel.join.compact() <= 100
-    assert len(kernel.join.e_pos) <= 4096
+    assert len(kernel.join.ent) <= 4096
 
 
 def _ids_table(n: int, ids: np.ndarray) -> pa.Table:

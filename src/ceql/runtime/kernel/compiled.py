@@ -1313,6 +1313,14 @@ def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cove
 J_ENTRIES = 0  # entries in use
 J_NMATCH = 1  # complex events in the output buffer
 J_NOW = 2  # the last window measure seen (MISSING before any)
+# The fields of a join entry, one row of ``ent`` each: a chain step reads one cache line, not
+# one per array.
+E_POS = 0  # the event's stream position
+E_MEAS = 1  # its window measure
+E_PREV = 2  # the previous entry of its role and key (-1: none)
+E_KEY = 3
+E_ROLE = 4
+E_FIELDS = 5
 J_KEYS = 3  # table slots in use, all roles together (the tables are sized by keys, not entries)
 J_SIZE = 4
 
@@ -1336,8 +1344,8 @@ def _join_head(tables, r, bits, key):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _join_push(tables, r, bits, key, entry, prev):
-    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to ``prev``.
+def _join_push(tables, r, bits, key, entry, ent):
+    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to its E_PREV.
     Returns 1 when the key took a new slot, else 0."""
     mask = (1 << bits) - 1
     j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
@@ -1346,10 +1354,10 @@ def _join_push(tables, r, bits, key, entry, prev):
         if e < 0:
             tables[r, 2 * j] = key
             tables[r, 2 * j + 1] = entry
-            prev[entry] = -1
+            ent[entry, E_PREV] = -1
             return 1
         if tables[r, 2 * j] == key:
-            prev[entry] = e
+            ent[entry, E_PREV] = e
             tables[r, 2 * j + 1] = entry
             return 0
         j = (j + 1) & mask
@@ -1379,7 +1387,7 @@ def _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
 @njit(cache=True, nogil=True)
 def join_run(
     types, poss, meas, keys, valid, vals, vok, start, stop, role_type, links, window, js, tables, bits,
-    e_pos, e_meas, e_key, e_role, e_prev, e_val, e_vok, cur, out_trigger, out_pos,
+    ent, e_val, e_vok, cur, out_trigger, out_pos,
 ):  # fmt: skip
     """Process events ``start..stop``; returns (status, event index). ``role_type[r]``: the event
     type of role r (the last role triggers). Complex events go to ``out_trigger`` (the trigger's
@@ -1402,7 +1410,7 @@ def join_run(
                 plays += 1
         if plays == 0:
             continue
-        if js[J_ENTRIES] + plays > len(e_pos) or 2 * (js[J_KEYS] + plays) > (1 << bits):
+        if js[J_ENTRIES] + plays > ent.shape[0] or 2 * (js[J_KEYS] + plays) > (1 << bits):
             return JOIN_ENTRIES_FULL, i
         key = keys[i]
         m = meas[i]
@@ -1413,24 +1421,24 @@ def join_run(
             # them oldest first from the end (no depth-first walk, no reversal).
             first_match = js[J_NMATCH]
             e = _join_head(tables, 0, bits, key)
-            while e >= 0 and e_pos[e] >= p:
-                e = e_prev[e]
+            while e >= 0 and ent[e, E_POS] >= p:
+                e = ent[e, E_PREV]
             count = 0
             f = e
-            while f >= 0 and e_meas[f] >= lowest:
+            while f >= 0 and ent[f, E_MEAS] >= lowest:
                 if not linked or _links_hold(links, 0, f, i, last, cur, vals, vok, e_val, e_vok):
                     count += 1
-                f = e_prev[f]
+                f = ent[f, E_PREV]
             if first_match + count > cap_out:
                 return JOIN_OUTPUT_FULL, i
             x = first_match + count - 1
             while x >= first_match:
                 if not linked or _links_hold(links, 0, e, i, last, cur, vals, vok, e_val, e_vok):
                     out_trigger[x] = p
-                    out_pos[2 * x] = e_pos[e]
+                    out_pos[2 * x] = ent[e, E_POS]
                     out_pos[2 * x + 1] = p
                     x -= 1
-                e = e_prev[e]
+                e = ent[e, E_PREV]
             js[J_NMATCH] = first_match + count
         elif role_type[last] == t:
             first_match = js[J_NMATCH]
@@ -1440,19 +1448,19 @@ def join_run(
             r = last - 1
             bound = p
             e = _join_head(tables, r, bits, key)
-            while e >= 0 and e_pos[e] >= bound:
-                e = e_prev[e]
+            while e >= 0 and ent[e, E_POS] >= bound:
+                e = ent[e, E_PREV]
             cur[r] = e
             while True:
                 e = cur[r]
-                if e < 0 or e_meas[e] < lowest:
+                if e < 0 or ent[e, E_MEAS] < lowest:
                     r += 1
                     if r >= last:
                         break
-                    cur[r] = e_prev[cur[r]]
+                    cur[r] = ent[cur[r], E_PREV]
                     continue
                 if linked and not _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
-                    cur[r] = e_prev[e]  # (the equalities beyond the key are checked on probe)
+                    cur[r] = ent[e, E_PREV]  # (the equalities beyond the key are checked on probe)
                     continue
                 if r == 0:
                     if n >= cap_out:
@@ -1460,16 +1468,16 @@ def join_run(
                         return JOIN_OUTPUT_FULL, i
                     out_trigger[n] = p
                     for q in range(last):
-                        out_pos[n * k + q] = e_pos[cur[q]]
+                        out_pos[n * k + q] = ent[cur[q], E_POS]
                     out_pos[n * k + last] = p
                     n += 1
-                    cur[0] = e_prev[e]
+                    cur[0] = ent[e, E_PREV]
                     continue
                 r -= 1
-                bound = e_pos[e]
+                bound = ent[e, E_POS]
                 f = _join_head(tables, r, bits, key)
-                while f >= 0 and e_pos[f] >= bound:
-                    f = e_prev[f]
+                while f >= 0 and ent[f, E_POS] >= bound:
+                    f = ent[f, E_PREV]
                 cur[r] = f
             # Oldest first, as the automaton's enumeration gives them (the walk is newest first).
             lo, hi = first_match, n - 1
@@ -1485,21 +1493,21 @@ def join_run(
         for r in range(last):
             if role_type[r] == t:
                 x = js[J_ENTRIES]
-                e_pos[x] = p
-                e_meas[x] = m
-                e_key[x] = key
-                e_role[x] = r
+                ent[x, E_POS] = p
+                ent[x, E_MEAS] = m
+                ent[x, E_KEY] = key
+                ent[x, E_ROLE] = r
                 for a in range(vals.shape[1]):
                     e_val[x, a] = vals[i, a]
                     e_vok[x, a] = vok[i, a]
-                js[J_KEYS] += _join_push(tables, r, bits, key, x, e_prev)
+                js[J_KEYS] += _join_push(tables, r, bits, key, x, ent)
                 js[J_ENTRIES] = x + 1
         js[J_NOW] = m
     return JOIN_DONE, stop
 
 
 @njit(cache=True, nogil=True)
-def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev, e_val, e_vok):  # pragma: no cover
+def join_compact(js, window, tables, bits, ent, e_val, e_vok):  # pragma: no cover
     """Drop the entries outside the window of the last measure (a prefix: measures never
     decrease) and rebuild the tables (``bits`` may be new) from the rest, oldest first, so
     that each key's chain is rebuilt in order (J_KEYS: the slots they fill). Returns the entries
@@ -1508,7 +1516,7 @@ def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev,
     cut = 0
     if js[J_NOW] != MISSING:
         lowest = _lowest_first(js[J_NOW], window)
-        while cut < n and e_meas[cut] < lowest:
+        while cut < n and ent[cut, E_MEAS] < lowest:
             cut += 1
     for r in range(tables.shape[0]):
         for s in range(tables.shape[1] // 2):
@@ -1516,14 +1524,14 @@ def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev,
     keys = 0
     for x in range(cut, n):
         y = x - cut
-        e_pos[y] = e_pos[x]
-        e_meas[y] = e_meas[x]
-        e_key[y] = e_key[x]
-        e_role[y] = e_role[x]
+        ent[y, E_POS] = ent[x, E_POS]
+        ent[y, E_MEAS] = ent[x, E_MEAS]
+        ent[y, E_KEY] = ent[x, E_KEY]
+        ent[y, E_ROLE] = ent[x, E_ROLE]
         for a in range(e_val.shape[1]):
             e_val[y, a] = e_val[x, a]
             e_vok[y, a] = e_vok[x, a]
-        keys += _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
+        keys += _join_push(tables, ent[y, E_ROLE], bits, ent[y, E_KEY], y, ent)
     js[J_ENTRIES] = n - cut
     js[J_KEYS] = keys
     return n - cut

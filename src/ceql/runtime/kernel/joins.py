@@ -203,17 +203,14 @@ class EqualityJoin:
     def _allocate(self, capacity: int, keep: int = 0) -> None:
         """Entry arrays of ``capacity`` (the first ``keep`` entries copied) and tables of as
         many slots per role (rebuilt by ``join_compact``; ``_make_room`` sizes them by keys)."""
-        old = getattr(self, "e_pos", None)
-        arrays = []
-        for name in ("e_pos", "e_meas", "e_key", "e_role", "e_prev"):
-            array = np.zeros(capacity, dtype=np.int64)
-            if old is not None and keep:
-                array[:keep] = getattr(self, name)[:keep]
-            arrays.append(array)
-        self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev = arrays
+        old = getattr(self, "ent", None)
+        ent = np.zeros((capacity, k.E_FIELDS), dtype=np.int64)  # an entry per row (compiled.E_POS ...)
+        if old is not None and keep:
+            ent[:keep] = old[:keep]
+        self.ent = ent
         e_val = np.zeros((capacity, self.width), dtype=np.int64)
         e_vok = np.zeros((capacity, self.width), dtype=np.bool_)
-        if old is not None and keep:
+        if keep:
             e_val[:keep] = self.e_val[:keep]
             e_vok[:keep] = self.e_vok[:keep]
         self.e_val, self.e_vok = e_val, e_vok
@@ -261,8 +258,8 @@ class EqualityJoin:
         while status != k.JOIN_DONE:  # resumed at ``index`` once Python made room
             status, index = k.join_run(
                 types, positions, measures, keys, valid, values, present, index, n, self.role_type, self.links,
-                self.window, self.js, self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role,
-                self.e_prev, self.e_val, self.e_vok, self.cur, self.out_trigger, self.out_pos,
+                self.window, self.js, self.tables, self.bits, self.ent, self.e_val, self.e_vok, self.cur,
+                self.out_trigger, self.out_pos,
             )  # fmt: skip
             if status == k.JOIN_ENTRIES_FULL:
                 self._make_room()
@@ -289,16 +286,18 @@ class EqualityJoin:
         self.out_trigger, self.out_pos = trigger, pos
 
     def _make_room(self) -> None:
-        """Drop the expired entries; grow the entries when the live ones fill more than a
-        quarter, and the tables when their keys do (each compaction clears the tables: at most
-        a quarter live, it runs once per 3/4 of the capacity appended or of the slots filled,
-        so its cost per entry stays small; memory is 4 windows at most). The tables are sized
-        by the keys of the window, not its entries: a few keys with many events each (users
-        and their clicks) keep small tables that stay in cache."""
+        """Drop the expired entries; grow the entries when the live ones fill more than half,
+        and the tables when their keys fill more than a quarter (each compaction clears the
+        tables and moves the live entries: it runs once per half of the capacity appended or a
+        quarter of the slots filled, so its cost per entry stays small; memory is 4 windows at
+        most). Compacting at half rather than a quarter keeps a large window's entries and
+        tables half as large, so more of them stay in cache (the window's own cost). The
+        tables are sized by the keys of the window, not its entries: a few keys with many
+        events each (users and their clicks) keep small tables."""
         live = self.compact()
         check_bound(live, self.max_nodes)
-        capacity = len(self.e_pos)
-        if 4 * (live + self.roles) > capacity:
+        capacity = len(self.ent)
+        if 2 * (live + self.roles) > capacity:
             self._allocate(2 * capacity, keep=live)
             self.compact()  # (the tables are rebuilt below if they need to grow)
         keys = int(self.js[k.J_KEYS])
@@ -313,8 +312,7 @@ class EqualityJoin:
         """Drop the entries outside the window; returns the entries kept."""
         return int(
             k.join_compact(
-                self.js, self.window, self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role,
-                self.e_prev, self.e_val, self.e_vok,
+                self.js, self.window, self.tables, self.bits, self.ent, self.e_val, self.e_vok,
             )
         )  # fmt: skip
 
@@ -324,10 +322,10 @@ class EqualityJoin:
         """The live entries (oldest first) and the last measure."""
         n = self.compact()
         state = {
-            f"{STATE_PREFIX}position": self.e_pos[:n].copy(),
-            f"{STATE_PREFIX}measure": self.e_meas[:n].copy(),
-            f"{STATE_PREFIX}key": self.e_key[:n].copy(),
-            f"{STATE_PREFIX}role": self.e_role[:n].copy(),
+            f"{STATE_PREFIX}position": self.ent[:n, k.E_POS].copy(),
+            f"{STATE_PREFIX}measure": self.ent[:n, k.E_MEAS].copy(),
+            f"{STATE_PREFIX}key": self.ent[:n, k.E_KEY].copy(),
+            f"{STATE_PREFIX}role": self.ent[:n, k.E_ROLE].copy(),
             f"{STATE_PREFIX}now": np.array([self.js[k.J_NOW]], dtype=np.int64),
         }
         for a in range(self.width):
@@ -344,8 +342,8 @@ class EqualityJoin:
         self.js[:] = 0
         self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
         self._allocate(capacity)
-        for name, array in (("position", self.e_pos), ("measure", self.e_meas), ("key", self.e_key), ("role", self.e_role)):
-            array[:n] = state[f"{STATE_PREFIX}{name}"]
+        for name, field in (("position", k.E_POS), ("measure", k.E_MEAS), ("key", k.E_KEY), ("role", k.E_ROLE)):
+            self.ent[:n, field] = state[f"{STATE_PREFIX}{name}"]
         for a in range(self.width):
             self.e_val[:n, a] = state[f"{STATE_PREFIX}value.{a}"]
             self.e_vok[:n, a] = state[f"{STATE_PREFIX}valid.{a}"] != 0
