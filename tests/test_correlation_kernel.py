@@ -154,6 +154,7 @@ def test_join_with_smallest_arrays(monkeypatch) -> None:
     events give each query 200 to 300 matches, a hundred times the chunk; 400 cost the
     reference 30 s of CPU on the three-event join.)"""
     monkeypatch.setattr(joins, "INITIAL_ENTRIES", 1)
+    monkeypatch.setattr(joins, "INITIAL_BITS", 1)
     monkeypatch.setattr(joins, "INITIAL_MATCHES", 1)
     monkeypatch.setattr(joins, "MAX_CHUNK_MATCHES", 2)
     rng = np.random.default_rng(3)

@@ -167,7 +167,9 @@ def type_rows(
         if column.is_time and not seen_kind.startswith("integer") and (needs & ~bad).any():
             catalog.note_time_input(name, _time_kind(raw, targets))
         keep = needs & ~bad
-        if not keep.all():
+        # (Rows to blank that hold no value already need no pass: a type that does not
+        # declare the column and gives it nulls, as Arrow input does.)
+        if not keep.all() and (~keep & ~missing).any():
             values = pc.if_else(pa.array(keep), values, pa.nulls(n, column.arrow_type))
         arrays.append(values)
     table = pa.Table.from_arrays(arrays, schema=catalog.arrow_schema())
@@ -199,8 +201,12 @@ def _type_indexes(values: pa.Array, known: tuple[str, ...] | list[str]) -> np.nd
         encoded = [name.encode() for name in known]
         names = np.frombuffer(b"".join(encoded), dtype=np.uint8) if any(encoded) else np.zeros(0, dtype=np.uint8)
         starts = np.cumsum([0] + [len(name) for name in encoded]).astype(np.int64)
+        by_first = np.full(256, -1, dtype=np.int64)
+        for q, name in enumerate(encoded):
+            if name:
+                by_first[name[0]] = q if by_first[name[0]] == -1 else -2
         out = np.empty(len(values), dtype=np.int64)
-        compiled.match_names(offsets, data, names, starts, out)
+        compiled.match_names(offsets, data, names, starts, by_first, out)
         if values.null_count:  # (a null's bytes are unspecified)
             out[~values.is_valid().to_numpy(zero_copy_only=False)] = -1
         return out

@@ -1321,7 +1321,8 @@ E_PREV = 2  # the previous entry of its role and key (-1: none)
 E_KEY = 3
 E_ROLE = 4
 E_FIELDS = 5
-J_KEYS = 3  # table slots in use, all roles together (the tables are sized by keys, not entries)
+J_KEYS = 3  # the most slots in use in one role's table (the tables are sized by keys, not entries)
+# js[J_SIZE + r]: the slots in use in role r's table.
 J_SIZE = 4
 
 JOIN_DONE = 0
@@ -1500,7 +1501,9 @@ def join_run(
                 for a in range(vals.shape[1]):
                     e_val[x, a] = vals[i, a]
                     e_vok[x, a] = vok[i, a]
-                js[J_KEYS] += _join_push(tables, r, bits, key, x, ent)
+                if _join_push(tables, r, bits, key, x, ent):
+                    js[J_SIZE + r] += 1
+                    js[J_KEYS] = max(js[J_KEYS], js[J_SIZE + r])
                 js[J_ENTRIES] = x + 1
         js[J_NOW] = m
     return JOIN_DONE, stop
@@ -1521,7 +1524,8 @@ def join_compact(js, window, tables, bits, ent, e_val, e_vok):  # pragma: no cov
     for r in range(tables.shape[0]):
         for s in range(tables.shape[1] // 2):
             tables[r, 2 * s + 1] = -1
-    keys = 0
+    for r in range(tables.shape[0]):
+        js[J_SIZE + r] = 0
     for x in range(cut, n):
         y = x - cut
         ent[y, E_POS] = ent[x, E_POS]
@@ -1531,9 +1535,11 @@ def join_compact(js, window, tables, bits, ent, e_val, e_vok):  # pragma: no cov
         for a in range(e_val.shape[1]):
             e_val[y, a] = e_val[x, a]
             e_vok[y, a] = e_vok[x, a]
-        keys += _join_push(tables, ent[y, E_ROLE], bits, ent[y, E_KEY], y, ent)
+        js[J_SIZE + ent[y, E_ROLE]] += _join_push(tables, ent[y, E_ROLE], bits, ent[y, E_KEY], y, ent)
     js[J_ENTRIES] = n - cut
-    js[J_KEYS] = keys
+    js[J_KEYS] = 0
+    for r in range(tables.shape[0]):
+        js[J_KEYS] = max(js[J_KEYS], js[J_SIZE + r])
     return n - cut
 
 
@@ -1591,26 +1597,38 @@ def chain_starts(rows, codes, kinds, measures, gone, role_type, first, window, o
 
 
 @njit(cache=True, nogil=True)
-def match_names(offsets, data, names, name_offsets, out):  # pragma: no cover - compiled
+def match_names(offsets, data, names, name_offsets, by_first, out):  # pragma: no cover - compiled
     """Each string's index among ``names`` (-1: none): ``offsets`` / ``data`` are an Arrow
     string array's buffers (offsets already sliced to the array), ``names`` the known names'
-    bytes end to end, ``name_offsets`` where each starts. A few names: a length check and a
-    byte comparison per name, no hashing (the event types of a stream are few)."""
+    bytes end to end, ``name_offsets`` where each starts. ``by_first[b]``: the one name whose
+    first byte is b (-1: none, -2: several, then each is tried). The first byte picks the name
+    without a branch on the (random) type of each row; its bytes are then compared."""
     k = len(name_offsets) - 1
     for i in range(len(out)):
         lo = offsets[i]
         size = offsets[i + 1] - lo
         found = -1
-        for q in range(k):
-            a = name_offsets[q]
-            if name_offsets[q + 1] - a != size:
-                continue
-            same = True
-            for j in range(size):
-                if data[lo + j] != names[a + j]:
-                    same = False
-                    break
-            if same:
-                found = q
-                break
+        if size > 0:
+            q = by_first[data[lo]]
+            if q >= 0:
+                a = name_offsets[q]
+                if name_offsets[q + 1] - a == size:
+                    found = q
+                    for j in range(1, size):
+                        if data[lo + j] != names[a + j]:
+                            found = -1
+                            break
+            elif q == -2:
+                for q in range(k):
+                    a = name_offsets[q]
+                    if name_offsets[q + 1] - a != size:
+                        continue
+                    same = True
+                    for j in range(size):
+                        if data[lo + j] != names[a + j]:
+                            same = False
+                            break
+                    if same:
+                        found = q
+                        break
         out[i] = found

@@ -32,6 +32,7 @@ from ceql.lang import ast
 from ceql.runtime.kernel import compiled as k
 
 INITIAL_ENTRIES = 1 << 12
+INITIAL_BITS = 10  # slots per role's table at first: 2**10
 INITIAL_MATCHES = 1 << 12
 MAX_CHUNK_MATCHES = 1 << 18  # complex events per output chunk
 STATE_PREFIX = "join."  # saved state: the live entries (saved.py validates them)
@@ -192,7 +193,7 @@ class EqualityJoin:
         self.roles = len(shape.types)
         self.links = np.array(shape.links, dtype=np.int64).reshape(len(shape.links), 4)
         self.width = len(shape.attributes)  # linked attribute values per entry
-        self.js = np.zeros(k.J_SIZE, dtype=np.int64)
+        self.js = np.zeros(k.J_SIZE + max(self.roles - 1, 1), dtype=np.int64)  # (slots in use per role)
         self.js[k.J_NOW] = k.MISSING
         self._allocate(INITIAL_ENTRIES)
         self.out_trigger = np.zeros(INITIAL_MATCHES, dtype=np.int64)
@@ -201,8 +202,8 @@ class EqualityJoin:
         self.compact_at = INITIAL_ENTRIES
 
     def _allocate(self, capacity: int, keep: int = 0) -> None:
-        """Entry arrays of ``capacity`` (the first ``keep`` entries copied) and tables of as
-        many slots per role (rebuilt by ``join_compact``; ``_make_room`` sizes them by keys)."""
+        """Entry arrays of ``capacity`` (the first ``keep`` entries copied); the first time,
+        tables of INITIAL_SLOTS (``_make_room`` sizes them by keys, ``compact`` fills them)."""
         old = getattr(self, "ent", None)
         ent = np.zeros((capacity, k.E_FIELDS), dtype=np.int64)  # an entry per row (compiled.E_POS ...)
         if old is not None and keep:
@@ -214,7 +215,8 @@ class EqualityJoin:
             e_val[:keep] = self.e_val[:keep]
             e_vok[:keep] = self.e_vok[:keep]
         self.e_val, self.e_vok = e_val, e_vok
-        self._tables(max(4, int(capacity - 1).bit_length()))
+        if not hasattr(self, "tables"):
+            self._tables(INITIAL_BITS)
 
     def _tables(self, bits: int) -> None:
         """Empty tables of 2**bits slots per role (``compact`` fills them)."""
@@ -286,20 +288,23 @@ class EqualityJoin:
         self.out_trigger, self.out_pos = trigger, pos
 
     def _make_room(self) -> None:
-        """Drop the expired entries; grow the entries when the live ones fill more than half,
-        and the tables when their keys fill more than a quarter (each compaction clears the
+        """Drop the expired entries; grow the entries when the live ones fill more than half
+        (or the room left is less than half the slots a compaction clears), and the tables
+        when their keys fill more than a quarter of a role's slots (each compaction clears the
         tables and moves the live entries: it runs once per half of the capacity appended or a
-        quarter of the slots filled, so its cost per entry stays small; memory is 4 windows at
-        most). Compacting at half rather than a quarter keeps a large window's entries and
+        quarter of the slots filled, so its cost per entry stays small; memory is a few
+        windows at most). Compacting at half rather than a quarter keeps a large window's entries and
         tables half as large, so more of them stay in cache (the window's own cost). The
         tables are sized by the keys of the window, not its entries: a few keys with many
         events each (users and their clicks) keep small tables."""
         live = self.compact()
         check_bound(live, self.max_nodes)
         capacity = len(self.ent)
-        if 2 * (live + self.roles) > capacity:
-            self._allocate(2 * capacity, keep=live)
-            self.compact()  # (the tables are rebuilt below if they need to grow)
+        cleared = self.tables.size // 2  # slots each compaction clears
+        if 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
+            while 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
+                capacity *= 2
+            self._allocate(capacity, keep=live)
         keys = int(self.js[k.J_KEYS])
         if 4 * (keys + self.roles) > (1 << self.bits):
             bits = self.bits + 1
@@ -342,6 +347,7 @@ class EqualityJoin:
         self.js[:] = 0
         self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
         self._allocate(capacity)
+        self._tables(max(INITIAL_BITS, int(4 * (n + self.roles)).bit_length()))
         for name, field in (("position", k.E_POS), ("measure", k.E_MEAS), ("key", k.E_KEY), ("role", k.E_ROLE)):
             self.ent[:n, field] = state[f"{STATE_PREFIX}{name}"]
         for a in range(self.width):

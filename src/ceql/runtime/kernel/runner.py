@@ -236,19 +236,22 @@ class KeyCodes:
         self.count = 0  # codes given so far
         self._ints = IntCodes()  # int key -> code, filled by compiled code
         self._keys: list[tuple] | None = []
+        self._built = 0  # the segments ``_keys`` lists
 
     @property
     def keys(self) -> list[tuple]:
         """code -> key tuple (built when asked: only reported partitions and saved states
         need them)."""
         if self._keys is None or len(self._keys) != self.count:
-            keys: list[tuple] = []
-            for segment in self._segments:
+            # Only the segments added since the last time (a run asks once per chunk).
+            keys: list[tuple] = self._keys if self._keys is not None else []
+            done = self._built if self._keys is not None else 0
+            for segment in self._segments[done:]:
                 if isinstance(segment, tuple):
                     keys.append(segment)
                 else:
                     keys.extend((value,) for value in segment.tolist())
-            self._keys = keys
+            self._keys, self._built = keys, len(self._segments)
         return self._keys
 
     @keys.setter
@@ -256,6 +259,7 @@ class KeyCodes:
         self._segments = list(keys)
         self.count = len(keys)
         self._keys = list(keys)
+        self._built = len(self._segments)
         self.codes = {}
         self._ints = IntCodes()
         for code, key in enumerate(keys):
