@@ -1388,7 +1388,7 @@ def _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
 @njit(cache=True, nogil=True)
 def join_run(
     types, poss, meas, keys, valid, vals, vok, start, stop, role_type, links, window, js, tables, bits,
-    ent, e_val, e_vok, cur, out_trigger, out_pos,
+    ent, e_val, e_vok, cur, out_trigger, out_pos, max_live,
 ):  # fmt: skip
     """Process events ``start..stop``; returns (status, event index). ``role_type[r]``: the event
     type of role r (the last role triggers). Complex events go to ``out_trigger`` (the trigger's
@@ -1396,7 +1396,10 @@ def join_run(
     JOIN_ENTRIES_FULL leave the event at the returned index unapplied (its complex events
     withdrawn), so the call resumes there once Python made room. ``links``: the equalities
     beyond the key (``_links_hold``), over the linked attributes' values ``vals`` (one column
-    each; ``vok``: not missing), which entries keep in ``e_val`` / ``e_vok``."""
+    each; ``vok``: not missing), which entries keep in ``e_val`` / ``e_vok``. Full entries or
+    tables are compacted here (``join_compact``); only when that leaves too little room (or
+    more than ``max_live`` entries, 0: no bound) does the call return JOIN_ENTRIES_FULL, for
+    Python to grow them (``EqualityJoin._make_room``, the same thresholds)."""
     linked = links.shape[0] > 0
     k = len(role_type)
     last = k - 1
@@ -1412,7 +1415,14 @@ def join_run(
         if plays == 0:
             continue
         if js[J_ENTRIES] + plays > ent.shape[0] or 2 * (js[J_KEYS] + plays) > (1 << bits):
-            return JOIN_ENTRIES_FULL, i
+            live = join_compact(js, window, tables, bits, ent, e_val, e_vok)
+            if (
+                (max_live > 0 and live > max_live)
+                or 2 * (live + k) > ent.shape[0]
+                or tables.size // 2 > 2 * (ent.shape[0] - live)
+                or 4 * (js[J_KEYS] + k) > (1 << bits)
+            ):
+                return JOIN_ENTRIES_FULL, i
         key = keys[i]
         m = meas[i]
         p = poss[i]
@@ -1521,9 +1531,7 @@ def join_compact(js, window, tables, bits, ent, e_val, e_vok):  # pragma: no cov
         lowest = _lowest_first(js[J_NOW], window)
         while cut < n and ent[cut, E_MEAS] < lowest:
             cut += 1
-    for r in range(tables.shape[0]):
-        for s in range(tables.shape[1] // 2):
-            tables[r, 2 * s + 1] = -1
+    tables[:] = -1  # (keys too: one sequential fill, faster than every other slot)
     for r in range(tables.shape[0]):
         js[J_SIZE + r] = 0
     for x in range(cut, n):

@@ -261,7 +261,7 @@ class EqualityJoin:
             status, index = k.join_run(
                 types, positions, measures, keys, valid, values, present, index, n, self.role_type, self.links,
                 self.window, self.js, self.tables, self.bits, self.ent, self.e_val, self.e_vok, self.cur,
-                self.out_trigger, self.out_pos,
+                self.out_trigger, self.out_pos, self.max_nodes or 0,
             )  # fmt: skip
             if status == k.JOIN_ENTRIES_FULL:
                 self._make_room()
