@@ -406,3 +406,29 @@ def test_push_and_batches_mixed_on_a_joined_plan_agree_with_the_reference() -> N
     second = query.evaluator(engine="compiled")
     got = [m.positions for e in events[:200] for m in second.push(e)] + [m.positions for m in second.process(events[200:])]
     assert sorted(got) == expected
+
+
+@pytest.mark.parametrize("text", [LINKED_JOINS[1], LINKED_JOINS[2]])
+def test_linked_joins_through_push_and_workers_agree_with_the_reference(text) -> None:
+    """The funnel (a reported PARTITION BY key, an equality beyond it) and a routed key with
+    a second equality: pushed one event at a time after a batch, and split over workers,
+    the matches (partition included) are the reference's."""
+    import random
+
+    query = ceql.compile(text.format(w=20), LINKED)
+    assert PlanKernel(query.plan).join is not None
+    rng = random.Random(7)
+    events, t = [], 0
+    for _ in range(300):
+        t += rng.choice([0, SECOND])
+        kind = rng.choice("TTRRU")
+        event = {"event_type": kind, "id": rng.choice([None, 0, 1, 2, 3]), "v": 0.0, "t": t}
+        if kind != "U":
+            event["p"] = rng.choice([None, 0, 1])
+        events.append(event)
+    expected = by_trigger(ceql.reference.run(query, events))
+    assert sum(sum(c.values()) for c in expected.values()) > 20  # (many, across the split)
+    mixed = query.evaluator(engine="compiled")
+    got = list(mixed.process(events[:150])) + [m for e in events[150:] for m in mixed.push(e)]
+    assert by_trigger(got) == expected
+    assert by_trigger(query.run(events, engine="compiled", workers=2)) == expected
