@@ -20,6 +20,7 @@ the int it equals and give a null or NaN no code.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,13 +129,14 @@ def only_condition(post: Any, window: bool = False) -> bool:
     )
 
 
-def equality_links(
-    source: Plan, plan: Plan, post: Any, types: list[int], labels: list[str]
-) -> list[tuple[tuple[int, str], tuple[int, str]]] | None:
-    """The checks as equalities between integer attributes of two different roles, each
-    ((role, attribute), (role, attribute)) with the earlier role first; None for anything else
-    (a comparison but ``=``, a double, an attribute some role's type does not declare)."""
-    if not only_condition(post) or len(set(labels)) != len(labels):
+def attribute_compares(
+    source: Plan, plan: Plan, post: Any, types: list[int], labels: list[str], ops: Container[str], kinds: Container[str]
+) -> list[tuple[str, tuple[int, str], tuple[int, str]]] | None:
+    """The checks as comparisons (an operator of ``ops``) of one role's attribute with
+    another's, each (operator, (role, attribute), (role, attribute)), attributes of a storage
+    in ``kinds`` that every role's type declares and that no type declares otherwise; None
+    for anything else (the checks name the roles by the compiler's own labels: mapped back)."""
+    if len(set(labels)) != len(labels):
         return None
     role_of = label_roles(source, labels)
     catalog = plan.catalog
@@ -143,7 +145,7 @@ def equality_links(
     for part in cond.parts if isinstance(cond, ast.And) else (cond,):
         if not (
             isinstance(part, ast.Compare)
-            and part.op in ("=", "==")
+            and part.op in ops
             and isinstance(part.left, ast.Attr)
             and isinstance(part.right, ast.Attr)
         ):
@@ -152,15 +154,35 @@ def equality_links(
         for attr in (part.left, part.right):
             role = role_of.get(attr.label or "")
             column = catalog.columns.get(attr.name)
-            if role is None or column is None or catalog.arrow_types.get(attr.name) != pa.int64():
+            if role is None or column is None or column.storage not in kinds:
                 return None
-            if attr.name in catalog.int_types or plan.type_names[types[role]] not in column.declared:
+            if attr.name in catalog.int_types:
+                return None  # ints in some event types, doubles in others: exact rules per value
+            if plan.type_names[types[role]] not in column.declared:
                 return None
             sides.append((role, attr.name))
-        if sides[0][0] == sides[1][0]:
+        found.append((part.op, sides[0], sides[1]))
+    return found
+
+
+def equality_links(
+    source: Plan, plan: Plan, post: Any, types: list[int], labels: list[str]
+) -> list[tuple[tuple[int, str], tuple[int, str]]] | None:
+    """The checks as equalities between int64 attributes of two different roles, each
+    ((role, attribute), (role, attribute)) with the earlier role first; None for anything else
+    (a comparison but ``=``, a double, an attribute some role's type does not declare)."""
+    if not only_condition(post):
+        return None
+    found = attribute_compares(source, plan, post, types, labels, ("=", "=="), ("int",))
+    if found is None:
+        return None
+    arrow_types = plan.catalog.arrow_types
+    links = []
+    for _, a, b in found:
+        if a[0] == b[0] or any(arrow_types.get(side[1]) != pa.int64() for side in (a, b)):
             return None  # (one event's two attributes: not a link)
-        found.append(tuple(sorted(sides)))
-    return found  # type: ignore[return-value]
+        links.append((a, b) if a[0] < b[0] else (b, a))
+    return links
 
 
 def sequence_roles(plan: Plan, formula: ast.Formula, contiguous: bool) -> tuple[list[int], list[str]] | None:
