@@ -298,7 +298,12 @@ class EqualityJoin:
     def _take(self) -> tuple[np.ndarray, np.ndarray]:
         m = int(self.js[k.J_NMATCH])
         self.js[k.J_NMATCH] = 0
-        return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
+        if 2 * m < len(self.out_trigger):  # (a copy: a view would keep the whole buffer alive)
+            return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
+        # Mostly full: hand the buffers over and write the next chunk into fresh ones.
+        trigger, pos = self.out_trigger[:m], self.out_pos[: m * self.roles]
+        self.out_trigger, self.out_pos = np.empty_like(self.out_trigger), np.empty_like(self.out_pos)
+        return trigger, pos
 
     def _grow_output(self) -> None:
         size = 2 * len(self.out_trigger)
