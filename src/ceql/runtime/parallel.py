@@ -11,7 +11,8 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
 
 1. **prepare** (a job per piece, spread over the workers): type the piece (the one-core
    typing), find its event types, window measures and time-order facts, and for a keyed plan
-   the worker of each event (``parallel_keys.shares``: a hash of its key, of any type).
+   the worker of each event (``parallel_keys.split_rows``: a hash of its key, of any type, then a
+   counting sort of the rows by worker: the piece is split once, column-wise).
 2. the calling thread combines the pieces' facts (O(1) per piece): the first piece with an
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
@@ -79,13 +80,13 @@ from ceql.compile.plan import Plan, build_plan
 from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
+from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables, typed_indexes
 from ceql.runtime.kernel.absence import own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
-from ceql.runtime.parallel_keys import shares
+from ceql.runtime.parallel_keys import split_rows
 from ceql.runtime.parallel_merge import END, KWayMerge, before, error_row, from_trigger, merge
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
@@ -342,6 +343,7 @@ class ParallelKernel:
         within = kernel_plan.checked.query.within
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
+        self.type_list = tuple(kernel_plan.type_names)
         self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
         if plan.absence is not None:  # the routing of compile.plan.split_keys
             routing, _ = absence_split(plan)
@@ -483,8 +485,10 @@ class ParallelKernel:
             piece.error = error
             return piece
         piece.table = table
-        kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
-        types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        types = typed_indexes(table, self.type_list)  # (this thread typed it: no string match)
+        if types is None:
+            kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
+            types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         piece.types = types
         if self.window_kind not in (None, "events"):
             measures, missing = self.checker._measures(table, types, first)
@@ -505,9 +509,7 @@ class ParallelKernel:
         elif self.absence is not None:  # n EVENTS: every event passes deadlines
             piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
-            owner = shares(table, types, self.key_groups, self.count)
-            piece.owners = np.argsort(owner, kind="stable")  # a radix sort of small integers
-            piece.bounds = np.searchsorted(owner[piece.owners], np.arange(self.count + 1), side="left")
+            piece.owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
         return piece
 
     def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
