@@ -437,3 +437,42 @@ def test_a_key_column_with_nulls_in_some_pieces_gives_the_one_core_result() -> N
     assert one.num_rows > 0
     for count in (2, 3):
         assert workers(query, table, arrow=True, count=count, batch=200).equals(one)
+
+
+MIXED_INT = (
+    "CREATE STREAM S { EVENT A { v:int, k:int, u:primary_time }, EVENT B { v:double, k:int, w:primary_time }, "
+    "EVENT C { v:int, k:int, u:primary_time }, EVENT D { v:int, k:int, u:primary_time } }"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # v is int in A and C, double in B: the predicate reads each row's event type
+        "SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a[v / 2 = 1] AND b[v / 2 > 1] PARTITION BY [k] WITHIN 40 EVENTS",
+        # a window over a different attribute per type, checked per match: read by event type
+        "SELECT * FROM S WHERE (A AS a ; B AS b) FILTER a.v < b.v PARTITION BY [k] WITHIN 6 NANOSECONDS",
+    ],
+)
+@pytest.mark.filterwarnings("ignore::ceql.errors.InputWarning")
+def test_a_worker_reads_event_types_where_the_kernel_does(text) -> None:
+    """A worker's rows come with event_type rebuilt from the type indexes (parallel._share):
+    predicates over an attribute of mixed types, windows of several attributes and events of
+    types the query does not name read it as one core does."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    table = pa.table(
+        {
+            "event_type": pa.array(np.array(["A", "B", "C", "D"])[rng.integers(0, 4, size=n)]),
+            "v": pa.array(rng.integers(0, 8, size=n)),
+            "k": pa.array(rng.integers(0, 5, size=n)),
+            "u": pa.array(np.arange(n) * 2),
+            "w": pa.array(np.arange(n) * 2 + 1),
+        }
+    )
+    query = ceql.compile(text, ceql.declare(MIXED_INT))
+    assert split_of(query.plan) == "keys"
+    one = one_core(query, table, arrow=True)
+    assert one.num_rows > 0
+    for count in (2, 3):
+        assert workers(query, table, arrow=True, count=count, batch=300).equals(one)

@@ -612,8 +612,19 @@ class ParallelKernel:
             if len(rows) == piece.rows:
                 parts.append((piece.table, rows + piece.first, piece.types))
             elif len(rows):  # (the types come along: the kernel need not find them again)
-                parts.append((piece.table.take(pa.array(rows)), rows + piece.first, piece.types[rows]))
+                types = piece.types[rows]
+                parts.append((self._share(piece.table, rows, types), rows + piece.first, types))
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _share(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> pa.Table:
+        """A worker's ``rows`` of a typed table. Its event_type column is rebuilt from the rows'
+        type indexes as a dictionary column (the kernel, given the types, reads it only in rare
+        cases; taking the strings cost as much as every other column): an unknown type is null."""
+        taken = table.drop_columns("event_type").take(pa.array(rows))
+        unknown = types < 0
+        codes = pa.array(types.astype(np.int32), mask=unknown if unknown.any() else None)
+        kinds = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
+        return taken.add_column(table.schema.get_field_index("event_type"), "event_type", kinds)
 
     def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
         """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines

@@ -123,14 +123,16 @@ def key_hashes(
 def _group(hashed: np.ndarray, keyed: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """A stable counting sort of the rows by worker: (rows grouped by worker, ascending in
     each; bounds: worker w's rows are rows[bounds[w]:bounds[w + 1]]). The worker of a row is
-    its hash's high bits, mixed once more (rows without a key: worker 0)."""
+    its hash mixed once more, its high 32 bits scaled to ``workers`` (rows without a key:
+    worker 0)."""
     n = len(hashed)
-    owner = np.zeros(n, dtype=np.int64)
+    owner = np.empty(n, dtype=np.int32)
     bounds = np.zeros(workers + 1, dtype=np.int64)
     for i in range(n):
         w = 0
         if keyed[i]:
-            w = np.int64(((hashed[i] * _GOLDEN) >> np.uint64(32)) % np.uint64(workers))
+            # (multiply-shift, not %: a division per row cost as much as the rest)
+            w = np.int64((((hashed[i] * _GOLDEN) >> np.uint64(32)) * np.uint64(workers)) >> np.uint64(32))
         owner[i] = w
         bounds[w + 1] += 1
     for w in range(workers):
@@ -154,6 +156,22 @@ def split_rows(
     worker w's rows are rows[bounds[w]:bounds[w + 1]]). A row goes to the worker its partition
     key hashes to (rows without a key go to worker 0, whose kernel skips them as the one-core
     kernel does)."""
+    if len(groups) == 1 and len(groups[0][0]) == 1:
+        column = table.column(groups[0][0][0])
+        if pa.types.is_integer(column.type) and not column.null_count:  # the common case, fused
+            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+            return _group(_single_int_hashes(values.view(np.uint64)), np.ones(len(values), dtype=bool), workers)
     hashed, keyed = key_hashes(table, types, groups)
     return _group(hashed, keyed, workers)
 
+
+@njit(nogil=True, cache=True)
+def _single_int_hashes(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``key_hashes`` of a single integer attribute without nulls (``values``: the int64 values
+    viewed as uint64): ``(0 ^ value * _GOLDEN) * _SALT + _GOLDEN``, in one pass. (Its own
+    function: inlined into ``_group``, the two loops ran four times slower.)"""
+    hashed = np.empty(len(values), dtype=np.uint64)
+    for i in range(len(values)):
+        hashed[i] = (values[i] * _GOLDEN) * _SALT + _GOLDEN
+    return hashed
