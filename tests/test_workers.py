@@ -476,3 +476,25 @@ def test_a_worker_reads_event_types_where_the_kernel_does(text) -> None:
     assert one.num_rows > 0
     for count in (2, 3):
         assert workers(query, table, arrow=True, count=count, batch=300).equals(one)
+
+
+def test_merged_parts_read_each_workers_keys_by_its_own_codes() -> None:
+    """The merge shifts each worker's partition codes to its key list in a chain (no key
+    copied): every complex event keeps its own key, parts sharing a list share its codes."""
+    from ceql.runtime.arrow import MatchColumns
+    from ceql.runtime.parallel_merge import ChainedKeys, merge
+
+    def part(triggers: list[int], codes: list[int], keys: list[tuple]) -> MatchColumns:
+        n = len(triggers)
+        return MatchColumns(
+            np.array(triggers), np.arange(n + 1), np.array(triggers), {}, np.array(codes), keys
+        )
+
+    first, second = [("a",), ("b",)], [("c",), ("d",), ("e",)]
+    parts = [part([1, 4], [1, -1], first), part([2, 3], [2, 0], second), part([6], [0], first), part([5], [1], [("f",), ("g",)])]
+    merged = merge(parts)
+    assert merged.trigger.tolist() == [1, 2, 3, 4, 5, 6]
+    assert isinstance(merged.keys, ChainedKeys)
+    got = [None if c < 0 else merged.keys[int(c)] for c in merged.partition]
+    assert got == [("b",), ("e",), ("c",), None, ("g",), ("a",)]
+    assert len(merged.keys) == 7  # each list once: the parts of ``first`` share it
