@@ -56,7 +56,8 @@ def one_core(query: ceql.Query, events, arrow: bool):
 
 
 def workers(query: ceql.Query, events, arrow: bool, count: int = 2, batch: int = 64):
-    runner = ParallelKernel(query.plan, count, batch_size=batch)
+    # (several pieces to a batch: a keyed worker runs its rows of a whole batch in one call)
+    runner = ParallelKernel(query.plan, count, batch_size=batch, piece=max(1, batch // 3))
     return runner.arrow(events) if arrow else list(runner.matches(events))
 
 

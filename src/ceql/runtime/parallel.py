@@ -300,11 +300,16 @@ class ParallelKernel:
     """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring).
 
     ``batch_size``: events per batch (default: ``PIECES_PER_WORKER`` one-core batches per
-    worker); pieces are the one-core batch size or ``batch_size`` if smaller (tests make it
-    small)."""
+    worker); pieces are the one-core batch size or ``batch_size`` if smaller, or ``piece``
+    (tests make them small, several pieces to a batch)."""
 
     def __init__(
-        self, plan: Plan, workers: int, batch_size: int | None = None, evaluator: Any = None
+        self,
+        plan: Plan,
+        workers: int,
+        batch_size: int | None = None,
+        evaluator: Any = None,
+        piece: int | None = None,
     ) -> None:
         split, why = plan_split(plan)
         if split is None:
@@ -313,7 +318,7 @@ class ParallelKernel:
         self.plan = plan
         self.count = workers
         self.batch_size = batch_size or PIECES_PER_WORKER * workers * DEFAULT_BATCH
-        self.piece = min(DEFAULT_BATCH, self.batch_size)
+        self.piece = piece or min(DEFAULT_BATCH, self.batch_size)
         self.absence = plan.absence  # (``ceql run`` asks for ``finish`` at the end when set)
         self.kernels: list[Any] = []
         for _ in range(workers):
@@ -336,6 +341,9 @@ class ParallelKernel:
             names = list(self.own_checker.plan.type_names)
             self.own_types = np.array([names.index(t) if t in names else -1 for t in self.checker.plan.type_names] + [-1])
             self.own_timed = np.flatnonzero(np.isin(self.own_types[:-1], self.own_checker._time_types))
+            # The workers' cancelling kernels index types their own way (-1: none; the last item)
+            theirs = list(self.kernels[0].cancelling.plan.type_names)
+            self.cancel_types = np.array([theirs.index(t) if t in theirs else -1 for t in self.checker.plan.type_names] + [-1])
         else:
             self.checker = PlanKernel(copied)
         self.own_last: int | None = None  # NOT FOLLOWED BY: the last time of f's types so far
@@ -604,9 +612,28 @@ class ParallelKernel:
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """Worker ``w``'s events of the batch, at their stream positions, in one table (one
-        kernel call per batch: a call's fixed cost, paid by every worker for every piece, was
-        most of the workers' extra CPU)."""
+        """Worker ``w``'s events of the batch, at their stream positions, in one kernel call (a
+        call's fixed cost, paid by every worker for every piece, was most of the workers'
+        extra CPU)."""
+        table, positions, types = self._batch_share(w, valid)
+        parts = [] if table is None else [(table, positions, types)]
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
+        """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines
+        the piece's clock passes (``SplitAbsence.process_part``). Piece by piece, not one call
+        per batch: an error a worker raises (a deadline beyond int64) comes after the complex
+        events due in the pieces before, as on one core."""
+        parts = []
+        for piece in valid:
+            table, positions, types = self._batch_share(w, [piece])
+            kinds = None if types is None else self.cancel_types[types]
+            parts.append((table, positions, piece.clock_pos, piece.clock_m, piece.first + piece.rows, kinds))
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _batch_share(self, w: int, valid: list[_Piece]) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:
+        """Worker ``w``'s rows of a batch's pieces as one table, with their stream positions
+        and type indexes (None: it has none)."""
         rows, positions, types, offset = [], [], [], 0
         for piece in valid:
             assert piece.table is not None and piece.owners is not None and piece.bounds is not None
@@ -616,13 +643,11 @@ class ParallelKernel:
             positions.append(mine + piece.first)
             types.append(piece.types[mine])  # (the kernel need not find them again)
             offset += piece.rows
-        parts = []
-        if sum(len(r) for r in rows):
-            share = np.concatenate(rows)
-            table = pa.concat_tables([piece.table for piece in valid])
-            kinds = np.concatenate(types)
-            parts.append((self._share(table, share, kinds), np.concatenate(positions), kinds))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+        if not sum(len(r) for r in rows):
+            return None, None, None
+        table = pa.concat_tables([piece.table for piece in valid])
+        kinds = np.concatenate(types)
+        return self._share(table, np.concatenate(rows), kinds), np.concatenate(positions), kinds
 
     def _share(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> pa.Table:
         """A worker's ``rows`` of a typed table. Its event_type column is rebuilt from the rows'
@@ -633,21 +658,6 @@ class ParallelKernel:
         codes = pa.array(types.astype(np.int32), mask=unknown if unknown.any() else None)
         kinds = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
         return taken.add_column(table.schema.get_field_index("event_type"), "event_type", kinds)
-
-    def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines
-        the piece's clock passes (``SplitAbsence.process_part``)."""
-        parts = []
-        for piece in valid:
-            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
-            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
-            table, positions = None, None
-            if len(rows) == piece.rows:
-                table, positions = piece.table, np.arange(piece.first, piece.first + piece.rows, dtype=np.int64)
-            elif len(rows):
-                table, positions = piece.table.take(pa.array(rows)), rows.astype(np.int64) + piece.first
-            parts.append((table, positions, piece.clock_pos, piece.clock_m, piece.first + piece.rows))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
         """The keyed batch's outputs merged by trigger in the workers (each a range of

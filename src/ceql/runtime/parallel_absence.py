@@ -91,19 +91,30 @@ class SplitAbsence(KernelAbsence):
             keys.encode = recording  # type: ignore[method-assign]
 
     def process_part(
-        self, table: pa.Table | None, positions: np.ndarray | None, clock_pos: np.ndarray, clock_m: np.ndarray, end: int
+        self,
+        table: pa.Table | None,
+        positions: np.ndarray | None,
+        clock_pos: np.ndarray,
+        clock_m: np.ndarray,
+        end: int,
+        types: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
         """This worker's rows of one piece (``table`` at ``positions``; None: none), then the
         complex events whose deadline the piece's clock passes (``clock_pos``/``clock_m``: the
         positions and window measures of the events of the whole piece that pass deadlines);
-        ``end``: the position after the piece."""
+        ``end``: the position after the piece; ``types``: the rows' type indexes in the
+        cancelling plan's, when known (neither kernel then matches type names again)."""
         self._flush()
         if table is not None and table.num_rows:
             assert positions is not None
             own, cancelling = self.own, self.cancelling
             self._part_positions = positions
-            found = list(own.process_table(table, positions))
-            cancels = list(cancelling.process_table(table, positions))
+            if types is not None and self._own_types is not None:
+                found = list(own.process_table(table, positions, self._own_types[types]))
+                cancels = list(cancelling.process_table(table, positions, types))
+            else:
+                found = list(own.process_table(table, positions))
+                cancels = list(cancelling.process_table(table, positions))
             self._part_positions = None
             types, measures, missing = cancelling.clock
             if self.events_window:
