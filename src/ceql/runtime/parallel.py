@@ -17,9 +17,10 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
    only to raise the one-core error itself.
-3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece and
-   runs them at their stream positions; a sharded plan's worker runs its run of rows (see
-   below). Each worker projects its complex events (``PlanKernel.columns``) and, for
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece (one
+   take; event_type rebuilt from the type indexes) and runs them at their stream positions in
+   one kernel call (NOT FOLLOWED BY: piece by piece); a sharded plan's worker runs its run of
+   rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
    the kernel's order, so the result is the one-core result in the same order): ``arrow``

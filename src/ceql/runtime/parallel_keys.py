@@ -126,23 +126,20 @@ def _group(hashed: np.ndarray, keyed: np.ndarray, workers: int) -> tuple[np.ndar
     its hash mixed once more, its high 32 bits scaled to ``workers`` (rows without a key:
     worker 0)."""
     n = len(hashed)
-    owner = np.empty(n, dtype=np.int32)
-    bounds = np.zeros(workers + 1, dtype=np.int64)
+    owner = np.zeros(n, dtype=np.int32)
+    counts = np.zeros(workers, dtype=np.int64)
     for i in range(n):
-        w = 0
         if keyed[i]:
             # (multiply-shift, not %: a division per row cost as much as the rest)
-            w = np.int64((((hashed[i] * _GOLDEN) >> np.uint64(32)) * np.uint64(workers)) >> np.uint64(32))
-        owner[i] = w
-        bounds[w + 1] += 1
-    for w in range(workers):
-        bounds[w + 1] += bounds[w]
-    fill = bounds[:-1].copy()
+            owner[i] = np.int32((((hashed[i] * _GOLDEN) >> np.uint64(32)) * np.uint64(workers)) >> np.uint64(32))
+        counts[owner[i]] += 1
+    bounds = np.zeros(workers + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum(counts)
+    fill = bounds[:-1].copy()  # the next slot of each worker
     rows = np.empty(n, dtype=np.int64)
     for i in range(n):
-        w = owner[i]
-        rows[fill[w]] = i
-        fill[w] += 1
+        rows[fill[owner[i]]] = i
+        fill[owner[i]] += 1
     return rows, bounds
 
 
