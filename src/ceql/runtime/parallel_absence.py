@@ -89,6 +89,22 @@ class SplitAbsence(KernelAbsence):
                 return codes
 
             keys.encode = recording  # type: ignore[method-assign]
+        if self.own.clock_of is not None:  # f's measures: the cancelling kernel's, as on one core
+            self.own._measures = self._own_measures  # type: ignore[method-assign]
+        self._measured = type(self.own)._measures.__get__(self.own)  # (f's own computation)
+        self._sharing = False  # within ``process_part``: the cancelling kernel ran first
+
+    def _own_measures(
+        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """f's window measures of a worker's rows: those the cancelling kernel read of the same
+        rows, for f's timed types (``KernelAbsence._share`` found both read one time attribute;
+        one core shares them so, but only where it gives no positions)."""
+        clock = self.cancelling.clock
+        if self._sharing and clock is not None and len(clock[1]) == table.num_rows:
+            timed = np.isin(types, self.own._time_types, kind="sort")
+            return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
+        return self._measured(table, types, base, positions)
 
     def process_part(
         self,
@@ -110,8 +126,13 @@ class SplitAbsence(KernelAbsence):
             own, cancelling = self.own, self.cancelling
             self._part_positions = positions
             if types is not None and self._own_types is not None:
-                found = list(own.process_table(table, positions, self._own_types[types]))
+                # The cancelling kernel first, as on one core: f's kernel reads its measures.
                 cancels = list(cancelling.process_table(table, positions, types))
+                self._sharing = True
+                try:
+                    found = list(own.process_table(table, positions, self._own_types[types]))
+                finally:
+                    self._sharing = False
             else:
                 found = list(own.process_table(table, positions))
                 cancels = list(cancelling.process_table(table, positions))
