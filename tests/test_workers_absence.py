@@ -250,3 +250,6 @@ def test_a_deadline_beyond_int64_is_the_one_core_error(seed) -> None:
         assert one[1] is not None and "int64" in one[1][2]
         for count in (2, 3, 4):
             assert collect(workers(query, late, count, batch, piece=batch)) == one, (batch, count)
+        # Several pieces to a batch: a batch whose deadlines may overflow runs piece by piece
+        one = collect(one_core(query, late, batch // 2))
+        assert collect(workers(query, late, 2, batch, piece=batch // 2)) == one, batch

@@ -19,8 +19,8 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
    only to raise the one-core error itself.
 3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece (one
    take; event_type rebuilt from the type indexes) and runs them at their stream positions in
-   one kernel call (NOT FOLLOWED BY: piece by piece); a sharded plan's worker runs its run of
-   rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
+   one kernel call (NOT FOLLOWED BY: piece by piece where a deadline may overflow); a sharded
+   plan's worker runs its run of rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
    the kernel's order, so the result is the one-core result in the same order): ``arrow``
@@ -82,7 +82,7 @@ from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables, typed_indexes
-from ceql.runtime.kernel.absence import own_plan
+from ceql.runtime.kernel.absence import INT64_MAX, own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
@@ -282,6 +282,7 @@ class _Piece:
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
     own_last_time: int | None = None  # NOT FOLLOWED BY: the last time of f's types
+    late: bool = False  # NOT FOLLOWED BY: a deadline may lie beyond int64 (an error, per piece)
     clock_pos: np.ndarray | None = None  # NOT FOLLOWED BY: where deadlines may pass (positions
     clock_m: np.ndarray | None = None  # and window measures of the piece's events)
 
@@ -525,6 +526,8 @@ class ParallelKernel:
                     piece.own_last_time = int(own[-1]) if len(own) else None
             if self.absence is not None:
                 piece.clock_pos, piece.clock_m = clock_of(types, measures, missing, first)
+                assert self.window is not None
+                piece.late = bool(len(piece.clock_m)) and int(piece.clock_m.max()) > INT64_MAX - self.window
         elif self.absence is not None:  # n EVENTS: every event passes deadlines
             piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
@@ -629,15 +632,18 @@ class ParallelKernel:
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines
-        the piece's clock passes (``SplitAbsence.process_part``). Piece by piece, not one call
-        per batch: an error a worker raises (a deadline beyond int64) comes after the complex
-        events due in the pieces before, as on one core."""
+        """NOT FOLLOWED BY: worker ``w``'s events of the batch (or none), then the deadlines the
+        batch's clock passes (``SplitAbsence.process_part``), in one call; piece by piece where
+        a deadline may lie beyond int64: that error a worker raises comes after the complex
+        events due in the pieces before it, as on one core."""
+        groups = [[piece] for piece in valid] if any(piece.late for piece in valid) else [valid]
         parts = []
-        for piece in valid:
-            table, positions, types = self._batch_share(w, [piece])
+        for group in groups:
+            table, positions, types = self._batch_share(w, group)
             kinds = None if types is None else self.cancel_types[types]
-            parts.append((table, positions, piece.clock_pos, piece.clock_m, piece.first + piece.rows, kinds))
+            clock_pos = np.concatenate([piece.clock_pos for piece in group])  # type: ignore[misc]
+            clock_m = np.concatenate([piece.clock_m for piece in group])  # type: ignore[misc]
+            parts.append((table, positions, clock_pos, clock_m, group[-1].first + group[-1].rows, kinds))
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _batch_share(self, w: int, valid: list[_Piece]) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:

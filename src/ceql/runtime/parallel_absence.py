@@ -115,10 +115,10 @@ class SplitAbsence(KernelAbsence):
         end: int,
         types: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
-        """This worker's rows of one piece (``table`` at ``positions``; None: none), then the
-        complex events whose deadline the piece's clock passes (``clock_pos``/``clock_m``: the
-        positions and window measures of the events of the whole piece that pass deadlines);
-        ``end``: the position after the piece; ``types``: the rows' type indexes in the
+        """This worker's rows of a batch or piece (``table`` at ``positions``; None: none), then
+        the complex events whose deadline its clock passes (``clock_pos``/``clock_m``: the
+        positions and window measures of the events of the whole batch or piece that pass
+        deadlines); ``end``: the position after it; ``types``: the rows' type indexes in the
         cancelling plan's, when known (neither kernel then matches type names again)."""
         self._flush()
         if table is not None and table.num_rows:
