@@ -16,6 +16,7 @@ first bad row.
 
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -216,19 +217,19 @@ def _type_indexes(values: pa.Array, known: tuple[str, ...] | list[str]) -> np.nd
 
 # The type index of the table typed last (weakly held, with the names it indexes): the kernel's
 # join and chain paths read it instead of matching every row's type name again (issue 34:
-# the second string match cost a third of a small join's run).
-_last_typed: tuple[Any, tuple[str, ...], np.ndarray] | None = None
+# the second string match cost a third of a small join's run). Per thread: the workers of
+# runtime/parallel.py type pieces side by side.
+_last_typed = threading.local()
 
 
 def _remember_types(table: pa.Table, known: tuple[str, ...], types: np.ndarray | None) -> None:
-    global _last_typed
-    _last_typed = None if types is None else (weakref.ref(table), known, types)
+    _last_typed.last = None if types is None else (weakref.ref(table), known, types)
 
 
 def typed_indexes(table: pa.Table, names: tuple[str, ...] | list[str]) -> np.ndarray | None:
     """Each row's index in ``names`` (-1: none), when ``table`` is the table typed last (the
     same object); else None."""
-    last = _last_typed
+    last = getattr(_last_typed, "last", None)
     if last is None or last[0]() is not table:
         return None
     _, known, types = last

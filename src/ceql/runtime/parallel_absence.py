@@ -68,20 +68,52 @@ class SplitAbsence(KernelAbsence):
     def __init__(self, plan: Plan) -> None:
         super().__init__(plan)
         self._values: np.ndarray = np.zeros(0)  # own key code -> the key's value (one attribute)
+        if self.own.clock_of is not None:  # f's measures: the cancelling kernel's, as on one core
+            self.own._measures = self._own_measures  # type: ignore[method-assign]
+        self._measured = type(self.own)._measures.__get__(self.own)  # (f's own computation)
+        self._sharing = False  # within ``process_part``: the cancelling kernel ran first
+
+    def _own_measures(
+        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """f's window measures of a worker's rows: those the cancelling kernel read of the same
+        rows, for f's timed types (``KernelAbsence._share`` found both read one time attribute;
+        one core shares them so, but only where it gives no positions)."""
+        clock = self.cancelling.clock
+        if self._sharing and clock is not None and len(clock[1]) == table.num_rows:
+            timed = np.isin(types, self.own._time_types, kind="sort")
+            return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
+        return self._measured(table, types, base, positions)
 
     def process_part(
-        self, table: pa.Table | None, positions: np.ndarray | None, clock_pos: np.ndarray, clock_m: np.ndarray, end: int
+        self,
+        table: pa.Table | None,
+        positions: np.ndarray | None,
+        clock_pos: np.ndarray,
+        clock_m: np.ndarray,
+        end: int,
+        types: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
-        """This worker's rows of one piece (``table`` at ``positions``; None: none), then the
-        complex events whose deadline the piece's clock passes (``clock_pos``/``clock_m``: the
-        positions and window measures of the events of the whole piece that pass deadlines);
-        ``end``: the position after the piece."""
+        """This worker's rows of a batch or piece (``table`` at ``positions``; None: none), then
+        the complex events whose deadline its clock passes (``clock_pos``/``clock_m``: the
+        positions and window measures of the events of the whole batch or piece that pass
+        deadlines); ``end``: the position after it; ``types``: the rows' type indexes in the
+        cancelling plan's, when known (neither kernel then matches type names again)."""
         self._flush()
         if table is not None and table.num_rows:
             assert positions is not None
             own, cancelling = self.own, self.cancelling
-            found = list(own.process_table(table, positions))
-            cancels = list(cancelling.process_table(table, positions))
+            if types is not None and self._own_types is not None:
+                # The cancelling kernel first, as on one core: f's kernel reads its measures.
+                cancels = list(cancelling.process_table(table, positions, types))
+                self._sharing = True
+                try:
+                    found = list(own.process_table(table, positions, self._own_types[types]))
+                finally:
+                    self._sharing = False
+            else:
+                found = list(own.process_table(table, positions))
+                cancels = list(cancelling.process_table(table, positions))
             types, measures, missing = cancelling.clock
             if self.events_window:
                 local_pos = local_m = positions.astype(np.int64)
