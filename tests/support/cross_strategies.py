@@ -301,3 +301,39 @@ def unless_event_queries(draw, depth: int = 2):
         partition_labels=base.partition_labels,
         limit=base.limit,
     )
+
+
+@st.composite
+def project_window_queries(draw, depth: int = 2):
+    """Conditions across events inside ``PROJECT[...]`` under a window (issue 40): ``f`` from
+    ``cross_queries``, projected on all its labels (the kernel's enumerated complex event then
+    has the reported one's events) or on some (events PROJECT drops: the Python path), the
+    PROJECT the whole pattern or next to one more event, sometimes filtered outside."""
+    base = draw(cross_queries(depth))
+    labels = tuple(sorted(_defined(base.formula)))
+    if not labels:
+        labels = ("A",)
+    kept = labels if draw(st.booleans()) else tuple(draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True)))
+    formula: ast.Formula = ast.Project(base.formula, kept)
+    where = draw(st.sampled_from(["top", "top", "before", "after", "filter"]))
+    other = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "y")
+    if where == "before":
+        formula = ast.Sequence((other, formula))
+    elif where == "after":
+        formula = ast.Sequence((formula, other))
+    elif where == "filter":
+        formula = ast.Filter(formula, draw(cross_conditions(kept, ())))
+    within = draw(
+        st.one_of(
+            st.builds(ast.Within, st.just("events"), st.integers(2, 6)),
+            st.builds(ast.Within, st.just("time"), st.integers(2, 8)),
+        )
+    )
+    return ast.Query(
+        projection=ast.Projection("star"),
+        formula=formula,
+        strategy=base.strategy,
+        within=within,
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )
