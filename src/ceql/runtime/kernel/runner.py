@@ -93,7 +93,7 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
         checked = isinstance(post, PostFilter) and (post.condition is not None or post.groups or post.instances or post.unless)
-        if checked and drops_events(plan.formula):
+        if checked and drops_events(plan.formula, plan.checked.query.partition_labels):
             # The events the checks read stay in the enumerated complex event, so the kernel's
             # window would also span the events PROJECT drops (the reference measures the
             # projected complex event): tests/test_known_bugs.py. Where PROJECT drops none,
