@@ -2,8 +2,8 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
-START in a partition after CONSUME BY ANY.
+it meanwhile); when it is fixed, both go and the test stays as a regression. Two are open:
+START in a partition after CONSUME BY ANY; plain PARTITION BY keys inside UNLESS's right side.
 """
 
 from __future__ import annotations
@@ -225,6 +225,19 @@ def test_start_in_a_partition_after_consume_by_any() -> None:
     of issue 27; also on main before it."""
     text = "SELECT * FROM S WHERE START(A AS x) PARTITION BY [A.id] CONSUME BY ANY"
     events = events_of([("A", 0, 0)] * 4)
+    assert engine(text, events) == reference(text, events)
+
+
+@pytest.mark.xfail(strict=True, reason="open: plain PARTITION BY keys inside UNLESS's right side compared as one set (Python path)")
+def test_plain_keys_inside_the_right_side_of_unless_form_one_tuple_per_event() -> None:
+    """``PARTITION BY [v, id]`` (keys without a label) keys each event by the tuple (v, id)
+    (docs/semantics.md): one D event always agrees with itself, so D.v = a.v alone decides and
+    the D kills (0, 2). The Python evaluator compared v with id (3 != 2) and kept it; the kernel
+    is exact (runtime/kernel/postfilter.py's RightEvent groups). Found at issue 40's part B."""
+    text = "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])"
+    events = events_of([("A", 0, 3), ("D", 2, 3), ("C", 0, 0)])
+    assert reference(text, events) == []
+    assert engine(text, events, "compiled") == []
     assert engine(text, events) == reference(text, events)
 
 

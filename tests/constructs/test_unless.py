@@ -47,6 +47,14 @@ ONE_EVENT_RIGHT = [
     # In a sequence: the span is f's (B before it is outside); g reads y from the whole CE.
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("D", 4), ev("A"), ev("C")], {3: {(0, 2, 3)}}),
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("A"), ev("D", 4), ev("C")], {}),
+    # PARTITION BY over the one event of g: its designated values agree (v = id kills) ...
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d PARTITION BY [d.v, D.id])", [ev("A"), ev("D", 2, id=1), ev("C")], {2: {(0, 2)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d PARTITION BY [d.v, D.id])", [ev("A"), ev("D", 1, id=1), ev("C")], {}),
+    # ... and with a condition reading f: both must hold on one D.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 3), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {3: {(0, 3)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 2), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {}),
+    # Keys without a label: one tuple per event, so one event always agrees with itself.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])", [ev("A", 3), ev("D", 3, id=2), ev("C")], {}),
 ]
 
 

@@ -264,6 +264,14 @@ def extended_matching_queries(draw, depth: int = 3):
     )
 
 
+def event_type_name(node: ast.Formula) -> str:
+    """The event type under labels (``E AS x AS y``)."""
+    while isinstance(node, ast.Label):
+        node = node.body
+    assert isinstance(node, ast.EventType)
+    return node.name
+
+
 def _defined(formula: ast.Formula) -> frozenset[str]:
     from ceql.lang import scopes
 
@@ -275,8 +283,9 @@ def _defined(formula: ast.Formula) -> frozenset[str]:
 @st.composite
 def unless_event_queries(draw, depth: int = 2):
     """``f UNLESS (E AS w FILTER c)`` with c reading w and f's labels (the kernel checks it per
-    complex event: runtime/kernel/postfilter.py's RightEvent), the UNLESS the whole pattern or
-    in a sequence, an OR or under AS; f and the clauses from ``cross_queries``."""
+    complex event: runtime/kernel/postfilter.py's RightEvent), sometimes with a PARTITION BY
+    over the right side's own event (on c, or alone), the UNLESS the whole pattern or in a
+    sequence, an OR or under AS; f and the clauses from ``cross_queries``."""
     base = draw(cross_queries(depth))
     left = base.formula
     own = ("w",) if draw(st.booleans()) else ("w", "x")  # g's labels, also one f may define
@@ -285,6 +294,16 @@ def unless_event_queries(draw, depth: int = 2):
         event = ast.Label(event, label)
     free = tuple(sorted(_defined(left) - set(own)))
     right = ast.Filter(event, draw(cross_conditions(own, free or ("A",))))
+    keyed = draw(st.sampled_from(["none", "none", "none", "labels", "plain", "only"]))
+    if keyed != "none":
+        # PARTITION BY inside the one-event right side: over its own labels (or every event),
+        # on its condition or alone.
+        body = event if keyed == "only" else right
+        if keyed == "plain":
+            keys = tuple(dict.fromkeys(ast.Attr(name) for name in draw(st.lists(st.sampled_from(("id", "v")), min_size=1, max_size=2))))
+        else:
+            keys = draw(label_keys(own + (event_type_name(event),)))
+        right = ast.PartitionBy(body, keys)
     formula: ast.Formula = ast.Unless(left, right)
     where = draw(st.sampled_from(["top", "top", "seq", "or", "as"]))
     if where == "seq":

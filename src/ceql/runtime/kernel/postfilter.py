@@ -109,8 +109,35 @@ class RightEvent:
     types: frozenset[str]  # g's event types
     labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
     left: frozenset[str]  # the labels f defines (g reads them from f's complex event)
-    condition: ast.Cond  # g's conditions, ANDed
+    condition: ast.Cond | None  # g's conditions, ANDed (None: only PARTITION BY keys)
     column: str = ""  # the kept column of whether an event is of g's types
+    #: PARTITION BY keys inside g, over g's one event (those of its labels): one common value.
+    groups: tuple[tuple[ast.Attr, ...], ...] = ()
+
+
+class RightCheck:
+    """g's checks on the derived batch of (complex event, g event) pairs (``right_event_hits``):
+    its conditions and its PARTITION BY keys, per pair."""
+
+    def __init__(self, right: RightEvent, predicate=None) -> None:
+        from ceql.runtime.kernel.columns import Conditions
+
+        self.right = right
+        self.conditions = Conditions(right.condition, predicate) if right.condition is not None else None
+
+    def attributes(self) -> list[str]:
+        names = self.conditions.attributes() if self.conditions is not None else []
+        for keys in self.right.groups:
+            names += [key.name for key in keys if key.name not in names]
+        return names
+
+    def holds(self, frame) -> np.ndarray:
+        from ceql.runtime.kernel.columns import group_holds
+
+        out = self.conditions.holds(frame) if self.conditions is not None else np.ones(frame.n, dtype=bool)
+        for keys in self.right.groups:
+            out &= group_holds(frame, keys)
+        return out
 
 
 @dataclass
@@ -226,7 +253,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
-    read += [right.condition for right in unless]
+    read += [right.condition for right in unless if right.condition is not None]
     if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
@@ -288,7 +315,7 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
         # (A site's source is its FILTER's condition, or a conjunct of it, or a copy: compared
         # by value; the same condition in two right sides leaves the owner unknown.)
         sources = [site.source for site in u.sites]
-        owner = [node for node in open_unless if any(n in sources for n in walk(node.right) if isinstance(n, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)))]
+        owner = [node for node in open_unless if any(_source_of(n) in sources for n in walk(node.right))]
         if len(owner) != 1:
             return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
         found = _right_event(owner[0], u.labels)
@@ -298,15 +325,26 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
     return tuple(out)
 
 
+def _source_of(node: ast.Node) -> object:
+    """What a register site inside a right side reads as its source: a condition node, or a
+    PARTITION BY's keys (None for other nodes)."""
+    if isinstance(node, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)):
+        return node
+    return node.keys if isinstance(node, ast.PartitionBy) else None
+
+
 def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> RightEvent | str:
     """The check of one UNLESS whose right side is one event, or why there is none."""
-    node, labels, conditions = unless.right, set(), []
+    node, labels, conditions, keyed = unless.right, set(), [], []
     while not isinstance(node, ast.EventType):
         if isinstance(node, ast.Label):
             labels.add(node.label)
             node = node.body
         elif isinstance(node, ast.Filter):
             conditions.append(node.cond)
+            node = node.body
+        elif isinstance(node, ast.PartitionBy):
+            keyed.append(node.keys)
             node = node.body
         else:
             return "conditions across events inside the right side of UNLESS when it is more than one event (registers)"
@@ -316,8 +354,24 @@ def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> RightEvent | st
     # '*' reads g's complex event: its one event, which alone carries g's type label in the
     # checked rows.
     conditions = [_every_event_as(cond, node.name) for cond in conditions]
+    # PARTITION BY keys designate events of g's own complex event (the checker allows no
+    # other label). Keys over labels: every designated value one common value. Keys without a
+    # label: one tuple per event, so on g's one event each value need only be present (one
+    # group per key, over the event's type label).
+    groups: list[tuple[ast.Attr, ...]] = []
+    for keys in keyed:
+        if keys[0].label is None:
+            groups.extend((ast.Attr(key.name, node.name),) for key in keys)
+        else:
+            groups.append(tuple(key for key in keys if key.label in labels))
     return RightEvent(
-        tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
+        tracked["tick"],
+        tracked["rep"],
+        frozenset({node.name}),
+        frozenset(labels),
+        defined_labels(unless.left),
+        _and(conditions) if conditions else None,
+        groups=tuple(groups),
     )
 
 

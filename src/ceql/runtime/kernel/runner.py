@@ -64,6 +64,7 @@ from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
+    RightCheck,
     first_per_trigger,
     local_indexes,
     post_filter,
@@ -435,14 +436,14 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
-        self.unless: list[Conditions] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
+        self.unless: list[RightCheck] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
-            self.unless = [Conditions(right.condition, column) for right in self.post.unless]
+            self.unless = [RightCheck(right, column) for right in self.post.unless]
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
