@@ -14,7 +14,7 @@ import ceql
 from ceql.runtime.kernel.runner import unsupported
 from tests.support import golden
 from tests.support.constructs import CONSTRUCT, check, operator_cases
-from tests.support.cross_strategies import unless_event_queries
+from tests.support.cross_strategies import twin_unless_queries, unless_event_queries
 from tests.support.examples import SCHEMA, ev, run, select, supports
 from tests.support.strategies import cases
 
@@ -30,6 +30,14 @@ def test_unless_agrees_with_the_reference(case) -> None:
 def test_unless_with_conditions_on_one_event_agrees_with_the_reference(case) -> None:
     """A one-event right side whose condition reads f's labels: the kernel checks each complex
     event against the events in its span (issue 40), on every path, with a state round trip."""
+    check(case)
+
+
+@CONSTRUCT
+@given(cases(twin_unless_queries(), nulls=True))
+def test_equal_unless_twice_agrees_with_the_reference(case) -> None:
+    """The same UNLESS with conditions twice (``(f UNLESS g) AND (f UNLESS g)``): the kernel
+    checks each copy under its own labels; a copy under an iteration stays on the Python path."""
     check(case)
 
 

@@ -356,3 +356,29 @@ def project_window_queries(draw, depth: int = 2):
         partition_labels=base.partition_labels,
         limit=base.limit,
     )
+
+
+@st.composite
+def twin_unless_queries(draw, depth: int = 2):
+    """Two equal copies of ``unless_event_queries``' formula (the same condition in two right
+    sides: the kernel checks each under its own compiler labels), joined by AND, ALL or a
+    sequence, sometimes the second copy under an iteration (then on the Python path)."""
+    base = draw(unless_event_queries(depth))
+    formula = base.formula
+    kind = draw(st.sampled_from(["and", "all", "seq", "seq-iter"]))
+    if kind == "and":
+        joined: ast.Formula = ast.Conjunction((formula, formula))
+    elif kind == "all":
+        joined = ast.AllOf((formula, formula))
+    elif kind == "seq":
+        joined = ast.Sequence((formula, formula))
+    else:
+        joined = ast.Sequence((formula, ast.Iteration(formula)))
+    return ast.Query(
+        projection=base.projection,
+        formula=joined,
+        strategy=base.strategy,
+        within=base.within or ast.Within("events", 8),
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )

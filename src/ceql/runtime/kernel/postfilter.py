@@ -298,13 +298,12 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
     ``AS``, ``FILTER``). Else the reason the plan stays on the Python path."""
     registers = plan.registers
     assert registers is not None
-    open_unless: list[ast.Unless] = []  # the UNLESS nodes no blocking scope encloses
+    every: list[tuple[ast.Unless, bool]] = []  # each UNLESS, and whether no blocking scope encloses it
     stack: list[tuple[ast.Node, bool]] = [(plan.formula, True)]
     while stack:
         node, open_ = stack.pop()
         if isinstance(node, ast.Unless):
-            if open_:
-                open_unless.append(node)
+            every.append((node, open_))
             stack.append((node.left, open_))  # (conditions inside g's own UNLESS: refused by the compiler)
             continue
         for child in _children(node):
@@ -313,12 +312,14 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
     for u in registers.tracked:
         # The tracked UNLESS is the one whose right side holds its sites' conditions.
         # (A site's source is its FILTER's condition, or a conjunct of it, or a copy: compared
-        # by value; the same condition in two right sides leaves the owner unknown.)
+        # by value. The same condition in several right sides leaves the owner unknown, unless
+        # those UNLESS are equal and all open: each then has the same check, under its own
+        # compiler labels. One of them under a blocking scope would be checked as if open.)
         sources = [site.source for site in u.sites]
-        owner = [node for node in open_unless if any(_source_of(n) in sources for n in walk(node.right))]
-        if len(owner) != 1:
+        owner = [(node, open_) for node, open_ in every if any(_source_of(n) in sources for n in walk(node.right))]
+        if not owner or not all(open_ and node == owner[0][0] for node, open_ in owner):
             return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
-        found = _right_event(owner[0], u.labels)
+        found = _right_event(owner[0][0], u.labels)
         if isinstance(found, str):
             return found
         out.append(dataclasses.replace(found, column=f"{RIGHT}{len(out)}"))
