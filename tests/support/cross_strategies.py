@@ -304,6 +304,16 @@ def unless_event_queries(draw, depth: int = 2):
         else:
             keys = draw(label_keys(own + (event_type_name(event),)))
         right = ast.PartitionBy(body, keys)
+    combine = draw(st.sampled_from(["none", "none", "none", "or", "and", "and-other"]))
+    if combine != "none":
+        # Still one event: an OR of two (one per branch), or an AND of two on one event (of
+        # one type; of two types it never matches).
+        kind = event_type_name(event) if combine == "and" else draw(st.sampled_from(TYPES))
+        other: ast.Formula = ast.EventType(kind)
+        if draw(st.booleans()):
+            other = ast.Label(other, draw(st.sampled_from(("w", "v2"))))
+        other = ast.Filter(other, draw(cross_conditions(tuple(sorted(_defined(other))), free or ("A",))))
+        right = ast.Union_((right, other)) if combine == "or" else ast.Conjunction((right, other))
     formula: ast.Formula = ast.Unless(left, right)
     where = draw(st.sampled_from(["top", "top", "seq", "or", "as"]))
     if where == "seq":
