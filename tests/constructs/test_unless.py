@@ -61,6 +61,12 @@ ONE_EVENT_RIGHT = [
     # ... and with a condition reading f: both must hold on one D.
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 3), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {3: {(0, 3)}}),
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 2), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {}),
+    # An OR of one-event right sides: either branch's event kills.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) OR (B FILTER B.v = a.v))", [ev("A", 3), ev("B", 3), ev("C")], {}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) OR (B FILTER B.v = a.v))", [ev("A", 3), ev("B", 2), ev("D", 2), ev("C")], {3: {(0, 3)}}),
+    # An AND of one-event right sides: one event satisfies both.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) AND (D FILTER D.id = 1))", [ev("A", 3), ev("D", 3), ev("D", 2, id=1), ev("C")], {3: {(0, 3)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) AND (D FILTER D.id = 1))", [ev("A", 3), ev("D", 3, id=1), ev("C")], {}),
     # Keys without a label: one tuple per event, so one event always agrees with itself.
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])", [ev("A", 3), ev("D", 3, id=2), ev("C")], {}),
 ]
