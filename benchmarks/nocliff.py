@@ -126,6 +126,14 @@ USERS: list[tuple[str, str]] = [
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.n = a.n AND d.v > c.v) {W}",
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
     ),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.n = a.n) OR (B AS b FILTER b.v > c.v)) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d OR B AS b) {W}",
+    ),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v > a.v PARTITION BY [d.n, d.k]) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
+    ),
 ]
 
 
