@@ -65,12 +65,14 @@ from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
+    RightCheck,
     first_per_trigger,
     local_indexes,
     post_filter,
     right_event_hits,
     select_matches,
 )
+from ceql.runtime.kernel.projected import drops_events
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
 from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
@@ -93,11 +95,12 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
         checked = isinstance(post, PostFilter) and (post.condition is not None or post.groups or post.instances or post.unless)
-        if checked and any(isinstance(node, ast.Project) for node in walk(plan.formula, formulas_only=True)):
+        if checked and drops_events(plan.formula, plan.checked.query.partition_labels):
             # The events the checks read stay in the enumerated complex event, so the kernel's
             # window would also span the events PROJECT drops (the reference measures the
-            # projected complex event): tests/test_known_bugs.py.
-            return "conditions across events inside PROJECT under a window"
+            # projected complex event): tests/test_known_bugs.py. Where PROJECT drops none,
+            # both have the same events (projected.py).
+            return "conditions across events on events PROJECT drops, under a window"
     return None
 
 
@@ -446,14 +449,14 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
-        self.unless: list[Conditions] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
+        self.unless: list[RightCheck] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
-            self.unless = [Conditions(right.condition, column) for right in self.post.unless]
+            self.unless = [RightCheck(right, column) for right in self.post.unless]
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
