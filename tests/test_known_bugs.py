@@ -2,8 +2,7 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
-plain PARTITION BY keys inside UNLESS's right side.
+it meanwhile); when it is fixed, both go and the test stays as a regression. None is open.
 """
 
 from __future__ import annotations
@@ -240,17 +239,29 @@ def test_start_in_a_partition_after_consume_by_any(text: str, save_at: int | Non
         assert engine(text, events, path, save_at) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="open: plain PARTITION BY keys inside UNLESS's right side compared as one set (Python path)")
-def test_plain_keys_inside_the_right_side_of_unless_form_one_tuple_per_event() -> None:
-    """``PARTITION BY [v, id]`` (keys without a label) keys each event by the tuple (v, id)
-    (docs/semantics.md): one D event always agrees with itself, so D.v = a.v alone decides and
-    the D kills (0, 2). The Python evaluator compared v with id (3 != 2) and kept it; the kernel
-    is exact (runtime/kernel/postfilter.py's RightEvent groups). Found at issue 40's part B."""
-    text = "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])"
-    events = events_of([("A", 0, 3), ("D", 2, 3), ("C", 0, 0)])
-    assert reference(text, events) == []
-    assert engine(text, events, "compiled") == []
-    assert engine(text, events) == reference(text, events)
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        (
+            "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])",
+            [("A", 0, 3), ("D", 2, 3), ("C", 0, 0)],
+        ),
+        ("SELECT * WHERE (A ; B PARTITION BY [v, id])", [("A", 1, 2), ("B", 1, 2), ("B", 2, 1)]),
+        ("SELECT * WHERE (A ; B PARTITION BY [id, v]) ; C", [("A", 1, 2), ("B", 1, 2), ("B", 2, 1), ("C", 0, 0)]),
+    ],
+)
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_plain_keys_of_a_nested_partition_by_form_one_tuple_per_event(text: str, spec: list, path: str) -> None:
+    """``(f PARTITION BY [v, id])`` (keys without a label) keeps a complex event iff its events
+    have one common v and one common id (docs/semantics.md 5.1). Both engines compiled the keys
+    into one group, one value shared by v and id (so an event with v != id never passed, and a D
+    with v != id never cancelled). Found at issue 40's part B (the UNLESS form); the plain nested
+    form had the same fault on both paths."""
+    events = events_of(spec)
+    expected = reference(text, events)
+    assert expected or "UNLESS" in text
+    assert engine(text, events, path) == expected
+    assert engine(text, events, path, save_at=2) == expected
 
 
 @pytest.mark.parametrize("strategy", ["NEXT", "LAST"])
@@ -385,3 +396,23 @@ def test_count_star_inside_not_counts_the_one_event_read(text: str, path: str, s
     expected = reference(text, events)
     assert expected and all(trigger >= 3 for trigger, _, _ in expected)
     assert engine(text, events, path, save_at) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * WHERE A ; A ; B FILTER B.s != A.s",
+        "SELECT * WHERE A AS x ; A ; (B AS x FILTER B.s != A.s)",
+    ],
+)
+def test_unequal_strings_against_several_events_of_a_label(text: str) -> None:
+    """``B.s != A.s`` holds iff every (B, A) pair differs (docs/semantics.md section 3). The
+    Python evaluator keeps each side's set of values for ``!=`` and took a second string joining
+    the set for a mix of strings and numbers, so two A events with s = 'a' failed the check.
+    Found by tests/test_cross_conditions.py with the CI profile once issue 40's generators grew."""
+    events = [{"event_type": t, "id": 0, "v": 0, "s": s, "t": 0} for t, s in (("A", "a"), ("A", "a"), ("B", "b"))]
+    expected = reference(text, events)
+    assert [trigger for trigger, _, _ in expected] == [2]
+    for path in ("python", "compiled"):
+        assert engine(text, events, path) == expected
+        assert engine(text, events, path, save_at=1) == expected

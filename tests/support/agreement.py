@@ -140,18 +140,8 @@ def reference_matches(query: ast.Query, schema: ceql.Schema, events: list[dict])
 
 
 KNOWN_BUGS: dict = {  # name -> function(query, path, save_at) -> bool
-    # ("START re-anchored in a partition after CONSUME BY ANY" was fixed: its tests stay in
-    # tests/test_known_bugs.py as regressions)
-    # tests/test_known_bugs.py::test_plain_keys_inside_the_right_side_of_unless_form_one_tuple_per_event
-    "plain PARTITION BY keys inside UNLESS's right side compared as one set": lambda query, path, save_at: (
-        path == "python"
-        and any(
-            isinstance(inner, ast.PartitionBy) and len(inner.keys) > 1 and inner.keys[0].label is None
-            for node in walk(query.formula, formulas_only=True)
-            if isinstance(node, ast.Unless)
-            for inner in walk(node.right, formulas_only=True)
-        )
-    ),
+    # (none open: "START re-anchored in a partition after CONSUME BY ANY" and "plain PARTITION BY
+    # keys compared as one set" were fixed; their tests stay in tests/test_known_bugs.py)
 }
 
 

@@ -578,7 +578,15 @@ class _Compiler(Visitor):
         top: bool,
         text: str | None,
     ) -> automata.Machine:
-        """``f PARTITION BY [a]`` / ``[x.a, y.b]``: one common value over the designated events."""
+        """``f PARTITION BY [a]`` / ``[x.a, y.b]``: one common value over the designated events.
+        Plain keys ``[a, b]`` are one common value of a and one of b (docs/semantics.md 5.1), not
+        one value shared by a and b: one site per plain key."""
+        plain = [key for key in keys if key.label is None]
+        if len(plain) > 1 or (plain and len(plain) < len(keys)):
+            labelled = tuple(key for key in keys if key.label is not None)
+            for key in plain:
+                machine = self.partition_site(machine, body, (key,), top, text)
+            return self.partition_site(machine, body, labelled, top, text) if labelled else machine
         index = self._new_site_index()
         own = defined_labels(body)
         star = private(index, "*")

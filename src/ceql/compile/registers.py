@@ -228,8 +228,8 @@ class PairAtom(Atom):
             kind = self.kinds[side]
             if current is UNSET:
                 v[slot] = frozenset((value,)) if kind == "set" else value
-            elif isinstance(current, str) != isinstance(value, str):
-                v[slot] = POISON
+            elif isinstance(next(iter(current)) if kind == "set" else current, str) != isinstance(value, str):
+                v[slot] = POISON  # (a set's kind is its members': a second string is no mix)
             elif kind == "max":
                 if value > current:
                     v[slot] = value
