@@ -283,3 +283,31 @@ def test_ceql_sql_on_spark_equals_local_and_fails_in_one_line(spark, tmp_path, c
     assert "Traceback" not in err and "\tat " not in err
     assert main([*spark_run, "--conf", "novalue"]) == 2
     assert "--conf takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_ceql_sql_on_spark_ticks_while_spark_starts(spark, tmp_path, capsys, monkeypatch) -> None:
+    """``ceql sql --engine spark`` is not silent while the JVM starts: its ``ceql sql:`` ticker
+    lines come while the session is being made (here a slow start: the shared session, late),
+    and none after."""
+    import functools
+    import sys
+    import time
+
+    import ceql.spark.progress as progress
+
+    spark_session = sys.modules["ceql.spark.session"]  # (ceql.spark.session is also the function)
+
+    real_session = spark_session.session
+
+    def slow_session(*args, **kwargs):
+        time.sleep(0.3)
+        return real_session(*args, **kwargs)
+
+    monkeypatch.setattr(spark_session, "session", slow_session)
+    monkeypatch.setattr(progress, "ticking", functools.partial(progress.ticking, every=0.05))
+    pa.csv.write_csv(pa.Table.from_pylist([{"p": 1, "t": 1, "k": "a", "v": 1, "seq": 0}]), tmp_path / "ev.csv")
+    capsys.readouterr()
+    assert main(["sql", SQL_QUERY, "-i", str(tmp_path / "ev.csv"), "--engine", "spark", "-o", str(tmp_path / "o.jsonl")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert 3 <= len(lines) <= 8, lines
+    assert all(line.startswith("ceql sql: [") and line.endswith("] starting Spark: still running") for line in lines)
