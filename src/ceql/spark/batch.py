@@ -3,7 +3,7 @@
 Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them):
 - **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): keys go to
   buckets by a hash, and each bucket's rows are sorted and evaluated by one evaluator, which
-  keeps each key's sub-stream apart as the local engine does (``repartition(n, keys)`` then
+  keeps each key's sub-stream apart as the local engine does (``repartition(keys)`` then
   ``mapInArrow``: one Python call per bucket, not per key, and no sort in the JVM). NOT FOLLOWED BY too when that is exact
   (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
   of its rows, and the trigger the whole stream would give is found afterwards
@@ -355,8 +355,9 @@ def plan_batch(
         # of a key is in its bucket), with a Python call and a sort per bucket rather than per
         # key. mapInArrow over the exchange, not groupBy(bucket).applyInArrow: that would also
         # sort every row by its bucket in the JVM, which the task's own sort makes needless.
-        buckets = _buckets(df)
-        spread = grouped.repartition(buckets, *[F.col(f"`{c}`") for c in key_columns])
+        # No number of partitions: the shuffle partitions, which adaptive execution may merge
+        # for small inputs (a merged partition still holds whole keys).
+        spread = grouped.repartition(*[F.col(f"`{c}`") for c in key_columns])
         found = spread.mapInArrow(evaluate_partition, task_schema)
         if fix_triggers:
             return _global_triggers(found, timeline, compiled, counted, out_schema)

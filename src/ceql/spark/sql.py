@@ -1,7 +1,7 @@
 """MATCH_RECOGNIZE on Spark DataFrames: ``ceql.spark.sql(text, t=df)`` returns a lazy DataFrame.
 
 Batch. The partitioned plan of ``ceql.spark.batch``: partitions go to buckets by a hash of the
-PARTITION BY columns (``repartition(n, keys)``) and each bucket is matched in its own task by
+PARTITION BY columns (``repartition(keys)``) and each bucket is matched in its own task by
 the local engine (docs/sql.md), which keeps its partitions apart (``mapInArrow``: a Python call
 per task, not per partition); without PARTITION BY the whole input is one task. Spark
 has no row order of its own, so the input order that breaks ORDER BY ties is
@@ -161,9 +161,9 @@ def _batch(text: str, checked, df):
     # Partitions hashed into buckets (the exchange's partitions, one task each), each bucket
     # matched at once by the local engine, which keeps its partitions apart: a Python call per
     # task, not per partition (groupBy(keys).applyInArrow made one per key, and a JVM sort).
-    buckets = max(1, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8))
+    # (No number: the shuffle partitions, which adaptive execution may merge for small inputs.)
     kinds = dict(df.dtypes)
-    return numbered.repartition(buckets, *[_hashed(key, kinds[key]) for key in keys]).mapInArrow(evaluate, out_schema)
+    return numbered.repartition(*[_hashed(key, kinds[key]) for key in keys]).mapInArrow(evaluate, out_schema)
 
 
 def _hashed(column: str, kind: str):
