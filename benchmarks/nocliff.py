@@ -119,6 +119,21 @@ USERS: list[tuple[str, str]] = [
     ("SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k] WITHIN 40 EVENTS", f"SELECT * FROM S WHERE A AS a ; B AS b {W}"),
     (f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v > a.v AND COUNT(b) <= 4 {W}", f"SELECT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
     (f"SELECT * FROM S WHERE A AS a ; (B AS b ; C AS c FILTER c.v > b.v)+ {W}", f"SELECT * FROM S WHERE A AS a ; (B AS b ; C AS c)+ {W}"),
+    # conditions across events inside PROJECT under a window (issue 40, part B)
+    (f"SELECT * FROM S WHERE PROJECT[a, c](A AS a ; B ; C AS c) FILTER c.v > a.v {W}", f"SELECT * FROM S WHERE PROJECT[a, c](A AS a ; B ; C AS c) {W}"),
+    (f"SELECT * FROM S WHERE PROJECT[a, b](A AS a ; B AS b FILTER b.v > a.v) ; C {W}", f"SELECT * FROM S WHERE PROJECT[a, b](A AS a ; B AS b) ; C {W}"),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.n = a.n AND d.v > c.v) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
+    ),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.n = a.n) OR (B AS b FILTER b.v > c.v)) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d OR B AS b) {W}",
+    ),
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v > a.v PARTITION BY [d.n, d.k]) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
+    ),
 ]
 
 

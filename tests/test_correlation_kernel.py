@@ -27,6 +27,11 @@ MIXED_KEYS = ceql.declare(
     "CREATE STREAM S { EVENT T { id:int, v:double, t:primary_time }, EVENT R { id:double, v:double, t:primary_time },"
     " EVENT U { id:int, v:double, t:primary_time } }"
 )
+# p: a second integer attribute (a product), compared between labels beyond the key.
+LINKED = ceql.declare(
+    "CREATE STREAM S { EVENT T { id:int, p:int, v:double, t:primary_time }, EVENT R { id:int, p:int, v:double,"
+    " t:primary_time }, EVENT U { id:int, v:double, t:primary_time } }"
+)
 SECOND = 1_000_000_000
 
 JOINS = [
@@ -35,6 +40,18 @@ JOINS = [
     "SELECT * FROM S WHERE T AS x ; T AS y FILTER x.id = y.id WITHIN {w} EVENTS",
     "SELECT * FROM S WHERE T AS x ; R AS y ; T AS z FILTER x.id = y.id AND z.id = y.id WITHIN {w} EVENTS",
     "SELECT * FROM S WHERE T AS x ; R AS y FILTER x.id = y.id WITHIN {w} SECONDS",
+]
+# Joins keyed by a reported PARTITION BY, or with equalities beyond the key (checked on probe):
+# the web shop's funnel (a view, an add-to-cart of the same product, a purchase, per user).
+LINKED_JOINS = [
+    "SELECT * FROM S WHERE (T AS x ; R AS y) PARTITION BY [id] WITHIN {w} EVENTS",
+    "SELECT * FROM S WHERE (T AS v ; R AS c ; U AS b) FILTER v.p = c.p PARTITION BY [id] WITHIN {w} SECONDS",
+    "SELECT * FROM S WHERE T AS x ; R AS y FILTER x.id = y.id AND x.p = y.p WITHIN {w} EVENTS",
+    "SELECT * FROM S WHERE (T AS x ; T AS y ; R AS z) FILTER x.p = z.p AND y.p = x.p PARTITION BY [id] "
+    "WITHIN {w} EVENTS",
+    "SELECT * FROM S WHERE (T AS x ; R AS y ; T AS z) FILTER y.p = x.id PARTITION BY [id] WITHIN {w} EVENTS",
+    "SELECT * FROM S WHERE (T AS x ; R AS y ; U AS z) FILTER x.p = y.p AND x.id = z.id AND y.id = z.id "
+    "WITHIN {w} EVENTS",
 ]
 CHAINS = [
     "SELECT * FROM S WHERE (T AS a : T AS b : T AS c) FILTER b.v < a.v AND c.v > b.v PARTITION BY [id]",
@@ -47,10 +64,11 @@ CASES = settings(max_examples=60, deadline=None, suppress_health_check=list(Heal
 
 
 @st.composite
-def streams(draw, mixed: bool = False, max_size: int = 30) -> list[dict]:
+def streams(draw, mixed: bool = False, max_size: int = 30, linked: bool = False) -> list[dict]:
     """Events of T, R and U with ids from a few values (repeats), some null; R's ids are
     doubles with ``mixed`` (some equal to an int, some not, NaN); values with ties, nulls and
-    NaN; times that never decrease, with ties."""
+    NaN; times that never decrease, with ties; with ``linked``, T and R have a product ``p``
+    (a few values, some null)."""
     n = draw(st.integers(0, max_size))
     events, t = [], 0
     for _ in range(n):
@@ -61,6 +79,8 @@ def streams(draw, mixed: bool = False, max_size: int = 30) -> list[dict]:
         value = draw(st.one_of(st.none(), st.just(float("nan")), st.integers(0, 3).map(float)))
         t += draw(st.sampled_from([0, 0, SECOND, 2 * SECOND]))
         events.append({"event_type": kind, "id": key, "v": value, "t": t})
+        if linked and kind != "U":
+            events[-1]["p"] = draw(st.one_of(st.none(), st.integers(0, 2)))
     return events
 
 
@@ -110,6 +130,13 @@ def test_joins_agree_with_the_reference(query, window, events, cut) -> None:
 
 
 @CASES
+@given(st.sampled_from(LINKED_JOINS), st.integers(1, 6), streams(linked=True), cuts)
+def test_partitioned_and_linked_joins_agree_with_the_reference(query, window, events, cut) -> None:
+    """A reported PARTITION BY key and equalities beyond the key (nulls equal nothing)."""
+    check(query.format(w=window), LINKED, events, cut, "join")
+
+
+@CASES
 @given(st.sampled_from(JOINS[:2]), st.integers(1, 6), streams(mixed=True), cuts)
 def test_joins_equate_double_and_int_keys(query, window, events, cut) -> None:
     """A double key equal to an int key is that key (dense codes), NaN and 2.5 are no int."""
@@ -127,6 +154,7 @@ def test_join_with_smallest_arrays(monkeypatch) -> None:
     events give each query 200 to 300 matches, a hundred times the chunk; 400 cost the
     reference 30 s of CPU on the three-event join.)"""
     monkeypatch.setattr(joins, "INITIAL_ENTRIES", 1)
+    monkeypatch.setattr(joins, "INITIAL_BITS", 1)
     monkeypatch.setattr(joins, "INITIAL_MATCHES", 1)
     monkeypatch.setattr(joins, "MAX_CHUNK_MATCHES", 2)
     rng = np.random.default_rng(3)
@@ -136,6 +164,10 @@ def test_join_with_smallest_arrays(monkeypatch) -> None:
     ]
     for text in JOINS[:4]:
         check(text.format(w=30), INT_KEYS, events, [57, 120], "join")
+    for event in events:
+        event["p"] = int(rng.integers(0, 2))
+    for text in LINKED_JOINS[2:4]:
+        check(text.format(w=30), LINKED, events, [57, 120], "join")
 
 
 def test_paths_are_chosen_only_where_exact() -> None:
@@ -149,6 +181,18 @@ def test_paths_are_chosen_only_where_exact() -> None:
     for text in automaton:
         kernel = PlanKernel(ceql.compile(text, INT_KEYS).plan)
         assert kernel.join is None and kernel.chain is None, text
+    not_linked = [
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.p < y.p PARTITION BY [id] WITHIN 5 EVENTS",  # not =
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.v = y.v PARTITION BY [id] WITHIN 5 EVENTS",  # doubles
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.p = x.id PARTITION BY [id] WITHIN 5 EVENTS",  # one event
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.p = y.p OR x.id = 1 PARTITION BY [id] WITHIN 5 EVENTS",
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.p = y.p AND x[v > 1] PARTITION BY [id] WITHIN 5 EVENTS",
+        "SELECT LAST * FROM S WHERE (T AS x ; R AS y) FILTER x.p = y.p PARTITION BY [id] WITHIN 5 EVENTS",
+        "SELECT * FROM S WHERE (T AS x ; R AS y) FILTER x.p = y.p PARTITION BY [id] WITHIN 5 EVENTS LIMIT 1",
+    ]
+    for text in not_linked:
+        kernel = PlanKernel(ceql.compile(text, LINKED).plan)
+        assert kernel.join is None, text
     chains_not = [
         "SELECT * FROM S WHERE (T AS a : T AS b) FILTER b.v < a.v + 1 PARTITION BY [id]",  # arithmetic
         "SELECT * FROM S WHERE (T AS a ; T AS b) FILTER b.v < a.v PARTITION BY [id]",  # not contiguous
@@ -196,7 +240,7 @@ def test_join_memory_is_bounded_by_the_window() -> None:
     kernel = PlanKernel(compiled.plan)
     assert kernel.arrow(table).num_rows == n // 2
     assert kernel.join.compact() <= 100
-    assert len(kernel.join.e_pos) <= 4096
+    assert len(kernel.join.ent) <= 4096
 
 
 def _ids_table(n: int, ids: np.ndarray) -> pa.Table:
@@ -362,3 +406,29 @@ def test_push_and_batches_mixed_on_a_joined_plan_agree_with_the_reference() -> N
     second = query.evaluator(engine="compiled")
     got = [m.positions for e in events[:200] for m in second.push(e)] + [m.positions for m in second.process(events[200:])]
     assert sorted(got) == expected
+
+
+@pytest.mark.parametrize("text", [LINKED_JOINS[1], LINKED_JOINS[2]])
+def test_linked_joins_through_push_and_workers_agree_with_the_reference(text) -> None:
+    """The funnel (a reported PARTITION BY key, an equality beyond it) and a routed key with
+    a second equality: pushed one event at a time after a batch, and split over workers,
+    the matches (partition included) are the reference's."""
+    import random
+
+    query = ceql.compile(text.format(w=20), LINKED)
+    assert PlanKernel(query.plan).join is not None
+    rng = random.Random(7)
+    events, t = [], 0
+    for _ in range(300):
+        t += rng.choice([0, SECOND])
+        kind = rng.choice("TTRRU")
+        event = {"event_type": kind, "id": rng.choice([None, 0, 1, 2, 3]), "v": 0.0, "t": t}
+        if kind != "U":
+            event["p"] = rng.choice([None, 0, 1])
+        events.append(event)
+    expected = by_trigger(ceql.reference.run(query, events))
+    assert sum(sum(c.values()) for c in expected.values()) > 20  # (many, across the split)
+    mixed = query.evaluator(engine="compiled")
+    got = list(mixed.process(events[:150])) + [m for e in events[150:] for m in mixed.push(e)]
+    assert by_trigger(got) == expected
+    assert by_trigger(query.run(events, engine="compiled", workers=2)) == expected

@@ -119,3 +119,25 @@ def test_next_classifier_in_define_sees_only_the_match_so_far() -> None:
         PATTERN (A B+) DEFINE B AS NEXT(CLASSIFIER()) IS NULL)"""
     engine, oracle = both(text, table)
     assert engine == oracle == [{"n": 3}]
+
+
+def test_an_order_by_column_written_twice_is_shown_twice() -> None:
+    # Trino's testOutputLayout: ORDER BY id ASC, id DESC with ALL ROWS PER MATCH gives PARTITION BY,
+    # both ORDER BY columns, the measures, the rest (ceql refused two result columns named id)
+    table = pa.table({"id": [3, 1, 2], "part": ["p", "p", "q"], "value": [90, 80, 70]})
+    text = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY id ASC, id DESC MEASURES CLASSIFIER() AS c "
+        "ALL ROWS PER MATCH PATTERN (A) DEFINE A AS true) AS m"
+    )
+    got = ceql.sql(text, t=table)
+    expected = reference.run(ceql.sql.check(text, table), table)
+    assert got.column_names == ["part", "id", "id", "c", "value"] and got.schema == expected.schema
+    assert list(zip(*(c.to_pylist() for c in got.columns))) == [("p", 1, 1, "A", 80), ("p", 3, 3, "A", 90), ("q", 2, 2, "A", 70)]
+    assert got.columns == expected.columns
+    # the outer query reads it by name (both are the same column); a measure of an input column's name stays an error
+    assert ceql.sql(text.replace("SELECT *", "SELECT m.id, c") + " WHERE m.id > 1", t=table).to_pylist() == [
+        {"id": 3, "c": "A"},
+        {"id": 2, "c": "A"},
+    ]
+    with pytest.raises(ceql.QueryError, match="two columns named 'value'"):
+        ceql.sql(text.replace("CLASSIFIER() AS c", "CLASSIFIER() AS value"), t=table)

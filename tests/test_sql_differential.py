@@ -4,6 +4,7 @@ order), or the same error."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import pyarrow as pa
@@ -25,6 +26,17 @@ def outcome(run):
         return "error", getattr(exc, "reason", str(exc))
 
 
+def _nan_equal(value):
+    """``value`` with every NaN as a marker, so that NaN results compare equal (SQRT(-1), LN(-1))."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, list):
+        return [_nan_equal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _nan_equal(v) for k, v in value.items()}
+    return value
+
+
 def check_agrees(text: str, table: pa.Table) -> None:
     try:
         checked = ceql.sql.check(text, table)
@@ -36,7 +48,7 @@ def check_agrees(text: str, table: pa.Table) -> None:
     got = outcome(lambda: ceql.sql(text, data=table))
     if expected[0] == "ok" and got[0] == "ok":
         assert got[1].schema == expected[1].schema, text
-        assert got[1].to_pylist() == expected[1].to_pylist(), text
+        assert _nan_equal(got[1].to_pylist()) == _nan_equal(expected[1].to_pylist()), text
     else:
         assert got == expected, text
 

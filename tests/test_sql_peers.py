@@ -16,15 +16,11 @@ KNOWN = {
     "trino_row_pattern_matching.json": {
         "testNavigationFunctions-9": "RUNNING FIRST(value, 2) reads past the current row in Trino; ceql keeps RUNNING "
         "to the rows so far, as the standard does",
-        "testOutputLayout-3": "ORDER BY id ASC, id DESC: Trino's ALL ROWS PER MATCH output has the column twice; "
-        "ceql refuses two result columns of one name",
     },
     "trino_aggregations_in_row_pattern_matching.json": {
         "testSeek-1": "WINDOW ... SEEK (row pattern recognition in a window) is not implemented",
         "testForkingThreads-1": "ARRAY_AGG in DEFINE (ARRAY_AGG is computed once the match is found) and ARRAY[...] "
         "values are not implemented",
-        "testMultipleAggregationArguments-1": "MAX_BY in DEFINE is not implemented (MAX_BY is computed once the "
-        "match is found)",
     },
     "flink_match_recognize_itcase.json": {
         "testLogicalOffsets-1": "Flink's greedy quantifiers do not backtrack (DOWN{2,} UP): ceql, Trino and Oracle "

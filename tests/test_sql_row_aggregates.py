@@ -1,15 +1,23 @@
 """ARRAY_AGG, MAX_BY, MIN_BY and CONCAT_WS(separator, ARRAY_AGG(...)) in MEASURES: computed
 from the rows of each match once it is found (engine.MatchRows), by the engine and, separately,
-by the reference; each case asserts both and the rows Trino's semantics give."""
+by the reference; each case asserts both and the rows Trino's semantics give. MAX_BY and MIN_BY
+in DEFINE: the matcher's accumulators (the key's, then the value's), against the reference on
+generated queries."""
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ceql
 from ceql.errors import UnsupportedQueryError
 from ceql.reference import match_recognize as reference
+from tests.support.sql_strategies import conditions, patterns, tables
+from tests.test_sql_differential import check_agrees
 
 TABLE = pa.table(
     {
@@ -92,7 +100,8 @@ def test_partitions_and_one_row_per_match() -> None:
 @pytest.mark.parametrize(
     ("measures", "define", "message"),
     [
-        ("ARRAY_AGG(v) AS a", "A AS MAX_BY(v, t) > 0", "MAX_BY in DEFINE"),
+        ("ARRAY_AGG(v) AS a", "A AS CARDINALITY(ARRAY_AGG(v)) > 0", "function CARDINALITY"),
+        ("v AS a", "A AS ARRAY_AGG(v) IS NULL", "ARRAY_AGG in DEFINE"),
         ("COALESCE(MAX_BY(v, t), 0) AS a", "A AS TRUE", "inside an expression"),
         ("CONCAT_WS(s, ARRAY_AGG(s)) AS a", "A AS TRUE", "separator that is not a constant"),
         ("CONCAT_WS('-', s) AS a", "A AS TRUE", "CONCAT_WS other than"),
@@ -124,3 +133,53 @@ def test_concat_ws_skips_null_elements_and_is_null_without_rows() -> None:
         CONCAT_WS('+', ARRAY_AGG(s)) AS a ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS t = 2)"""
     )
     assert [(r["t"], r["a"], r["b"]) for r in out.to_pylist()] == [(2, "b", None), (3, "b", "")]
+
+
+def test_max_by_in_define_is_trinos() -> None:
+    # Trino's testMultipleAggregationArguments: max_by in a condition, the largest CLASSIFIER() so far
+    out = both(
+        """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH
+        PATTERN (A B+) DEFINE B AS MAX_BY(v, CLASSIFIER()) >= 7 AND MIN_BY(s, v) = 'e')"""
+    )
+    # MAX_BY(v, CLASSIFIER()) is v on the first B row, MIN_BY(s, v) s on the first row of the
+    # smallest v so far: from t 1, B's first row has a null v; from t 3 and t 4 the smallest v's
+    # s is null or 'd'; from t 5, B's v is 9 and the smallest v (1) is t 5's, with s 'e'
+    assert out.select(["t", "c"]).to_pylist() == [{"t": 5, "c": "A"}, {"t": 6, "c": "B"}]
+
+
+@st.composite
+def by_conditions(draw, names: tuple[str, ...]) -> str:
+    """A condition with MAX_BY or MIN_BY of a variable's rows (or every row) and another condition."""
+    x = draw(st.sampled_from([f"{n}." for n in names] + [""]))
+    label = f"CLASSIFIER({x[:-1]})"
+    value = draw(st.sampled_from([f"{x}v", f"{x}w", f"{x}s", label, f"{x}v * 2 + MATCH_NUMBER()", f"{x}ts", f"{x}v > 2"]))
+    key = draw(st.sampled_from([f"{x}v", f"{x}w", f"{x}s", label, f"{x}ts", f"{x}t"]))
+    by = f"{draw(st.sampled_from(['MAX_BY', 'MIN_BY']))}({value}, {key})"
+    test = draw(st.sampled_from([f"{by} IS NULL", f"{by} IS NOT NULL", f"{by} = {by}"]))
+    if value.endswith(("v", "()")) and draw(st.booleans()):
+        test = f"{by} {draw(st.sampled_from(['>', '<=', '=']))} {draw(st.integers(-1, 5))}"
+    combine = draw(st.sampled_from(["", " AND ", " OR "]))
+    return test + (f"{combine}{draw(conditions(names, 1))}" if combine else "")
+
+
+@st.composite
+def by_queries(draw) -> str:
+    pattern = draw(patterns(depth=2))
+    used = [v for v in ("A", "B", "C") if v in pattern.replace("PERMUTE", "")]
+    defines = [f"{v} AS {draw(by_conditions(tuple(used)))}" for v in used if draw(st.integers(0, 3)) > 0]
+    rows = draw(st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]))
+    parts = [draw(st.sampled_from(["", "PARTITION BY p"])), draw(st.sampled_from(["ORDER BY t", "ORDER BY ts DESC"]))]
+    parts += ["MEASURES CLASSIFIER() AS c, MATCH_NUMBER() AS n", rows, f"PATTERN ({pattern})"]
+    if defines:
+        parts.append("DEFINE " + ", ".join(defines))
+    return f"SELECT * FROM data MATCH_RECOGNIZE ({' '.join(p for p in parts if p)})"
+
+
+@settings(
+    max_examples=int(os.environ.get("CEQL_SQL_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(by_queries(), tables())
+def test_max_by_and_min_by_in_define_agree_with_reference(text: str, table: pa.Table) -> None:
+    check_agrees(text, table)

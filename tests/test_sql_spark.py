@@ -30,6 +30,10 @@ QUERIES = [
     "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES ARRAY_AGG(v) AS a, "
     "FINAL MAX_BY(seq, v) AS m, CONCAT_WS('', ARRAY_AGG(LOWER(CLASSIFIER()))) AS c ALL ROWS PER MATCH "
     "PATTERN (A B+) DEFINE B AS B.v >= PREV(B.v) AND LOWER(PREV(CLASSIFIER())) <> 'x')",
+    # scalar functions, and MAX_BY in a condition (the matcher's accumulators)
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES ROUND(SQRT(SUM(v)), 2) AS r, "
+    "GREATEST(FIRST(v), LAST(v)) AS g, SUBSTRING(CONCAT(B.k, 'xy'), 2) AS s PATTERN (A B+) "
+    "DEFINE B AS MAX_BY(v, CLASSIFIER()) >= POWER(2, 2) AND LENGTH(B.k) = 1)",
 ]
 
 
@@ -169,3 +173,22 @@ def test_many_partitions_share_tasks_and_equal_local(spark) -> None:
     local = ceql.sql.run(text, {"ev": pa.Table.from_pylist(rows)}).to_pylist()
     assert got == sorted((tuple(r.values()) for r in local), key=repr)
     assert len(got) > 50
+
+
+def test_exact_decimals_through_spark(spark) -> None:
+    # a DecimalType column arrives as Arrow decimal128; decimal measures go back as DecimalType,
+    # and Spark SQL sums them exactly around MATCH_RECOGNIZE, as DuckDB does locally
+    from decimal import Decimal
+
+    rows = [{"p": r["p"], "t": r["t"], "seq": r["seq"], "price": Decimal(r["v"] * 37 - 150).scaleb(-2)} for r in rows_of(80, 9)]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([("p", pa.int64()), ("t", pa.int64()), ("seq", pa.int64()), ("price", pa.decimal128(10, 2))]))
+    df = spark.createDataFrame(table.to_pandas(), schema="p long, t long, seq long, price decimal(10,2)").repartition(2)
+    inner = (
+        "ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY t, seq MEASURES A.price AS start, LAST(B.price) - A.price AS rise, "
+        "AVG(B.price) AS mean, B.price / 3 AS third PATTERN (A B+) DEFINE B AS B.price > PREV(B.price) + 0.05) AS r"
+    )
+    for text in (f"SELECT * FROM {inner}", f"SELECT p, SUM(rise) AS total, COUNT(*) AS n FROM {inner} GROUP BY p ORDER BY p"):
+        got = sorted(tuple(r) for r in ceql.spark.sql(text, ev=df).collect())
+        expected = sorted(tuple(r.values()) for r in ceql.sql.run(text, {"ev": table}).to_pylist())
+        assert got == expected and got
+        assert all(isinstance(v, Decimal) for row in got for v in row[1:2])

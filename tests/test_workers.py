@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import ceql
 from ceql.errors import LimitError
-from ceql.runtime import parallel
+from ceql.runtime import parallel, parallel_keys
 from ceql.runtime.kernel import PlanKernel
 from ceql.runtime.parallel import ParallelKernel, split_of
 from tests.support.agreement import assert_agrees, compile_valid, reference_matches
@@ -56,7 +56,8 @@ def one_core(query: ceql.Query, events, arrow: bool):
 
 
 def workers(query: ceql.Query, events, arrow: bool, count: int = 2, batch: int = 64):
-    runner = ParallelKernel(query.plan, count, batch_size=batch)
+    # (several pieces to a batch: a keyed worker runs its rows of a whole batch in one call)
+    runner = ParallelKernel(query.plan, count, batch_size=batch, piece=max(1, batch // 3))
     return runner.arrow(events) if arrow else list(runner.matches(events))
 
 
@@ -382,3 +383,119 @@ def test_a_shard_whose_first_rows_have_no_time_looks_back_past_the_batch() -> No
     one = one_core(query, events, arrow=False)
     assert (1, 6) in [m.positions for m in one]
     assert workers(query, events, arrow=False, count=2, batch=4) == one
+
+
+# ------------------------------------------------------------------ splitting a piece
+
+
+def _owners(table: pa.Table, types: np.ndarray, groups: list, count: int) -> np.ndarray:
+    """The worker of each row, as ``split_rows`` groups them (checking the grouping)."""
+    rows, bounds = parallel_keys.split_rows(table, types, groups, count)
+    assert bounds[0] == 0 and bounds[-1] == table.num_rows and np.all(np.diff(bounds) >= 0)
+    owner = np.full(table.num_rows, -1)
+    for w in range(count):
+        mine = rows[bounds[w] : bounds[w + 1]]
+        assert np.all(np.diff(mine) > 0)  # ascending: each worker sees its rows in stream order
+        owner[mine] = w
+    assert (owner >= 0).all()  # every row once
+    return owner
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_a_key_goes_to_one_worker_whatever_its_piece_holds(count) -> None:
+    """The worker of a key is a function of the key alone: an int key column with nulls in one
+    piece and none in the next, and string columns sliced at any offset, route alike."""
+    rng = np.random.default_rng(count)
+    n = 3000
+    ints = rng.integers(-50, 50, size=n)
+    words = np.array(["a", "b", "zé", "", "longer key", "ü" * 9], dtype=object)[rng.integers(0, 6, size=n)]
+    table = pa.table({"k": pa.array(ints), "s": pa.array(words, pa.string())})
+    with_nulls = pa.table(
+        {"k": pa.array(ints, mask=np.arange(n) % 7 == 0), "s": pa.array(words, pa.string(), mask=np.arange(n) % 5 == 0)}
+    )
+    types = np.zeros(n, dtype=np.int64)
+    for attribute, column in (("k", ints), ("s", words)):
+        groups = [((attribute,), np.array([0]))]
+        seen: dict = {}
+        for source in (table, with_nulls):
+            for start in range(0, n, 700):  # slices: string offsets that do not start at 0
+                piece = source.slice(start, 700)
+                owner = _owners(piece, types[: piece.num_rows], groups, count)
+                valid = piece.column(attribute).is_valid().to_numpy(zero_copy_only=False)
+                assert (owner[~valid] == 0).all()  # no key: worker 0, which skips it
+                for value, w in zip(column[start : start + 700][valid], owner[valid]):
+                    assert seen.setdefault(value, w) == w, (attribute, value)
+        assert len(set(seen.values())) > 1  # the keys do spread over the workers
+
+
+def test_a_key_column_with_nulls_in_some_pieces_gives_the_one_core_result() -> None:
+    query = ceql.compile("SELECT * FROM S WHERE A : B : C PARTITION BY [k]", KEYED_SCHEMA)
+    table = keyed_events(4000, keys=9)
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[1000:1200:13] = True  # nulls in a few pieces only
+    table = table.set_column(2, "k", pa.array(table.column("k").to_numpy(), mask=mask))
+    one = one_core(query, table, arrow=True)
+    assert one.num_rows > 0
+    for count in (2, 3):
+        assert workers(query, table, arrow=True, count=count, batch=200).equals(one)
+
+
+MIXED_INT = (
+    "CREATE STREAM S { EVENT A { v:int, k:int, u:primary_time }, EVENT B { v:double, k:int, w:primary_time }, "
+    "EVENT C { v:int, k:int, u:primary_time }, EVENT D { v:int, k:int, u:primary_time } }"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # v is int in A and C, double in B: the predicate reads each row's event type
+        "SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a[v / 2 = 1] AND b[v / 2 > 1] PARTITION BY [k] WITHIN 40 EVENTS",
+        # a window over a different attribute per type, checked per match: read by event type
+        "SELECT * FROM S WHERE (A AS a ; B AS b) FILTER a.v < b.v PARTITION BY [k] WITHIN 6 NANOSECONDS",
+    ],
+)
+@pytest.mark.filterwarnings("ignore::ceql.errors.InputWarning")
+def test_a_worker_reads_event_types_where_the_kernel_does(text) -> None:
+    """A worker's rows come with event_type rebuilt from the type indexes (parallel._share):
+    predicates over an attribute of mixed types, windows of several attributes and events of
+    types the query does not name read it as one core does."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    table = pa.table(
+        {
+            "event_type": pa.array(np.array(["A", "B", "C", "D"])[rng.integers(0, 4, size=n)]),
+            "v": pa.array(rng.integers(0, 8, size=n)),
+            "k": pa.array(rng.integers(0, 5, size=n)),
+            "u": pa.array(np.arange(n) * 2),
+            "w": pa.array(np.arange(n) * 2 + 1),
+        }
+    )
+    query = ceql.compile(text, ceql.declare(MIXED_INT))
+    assert split_of(query.plan) == "keys"
+    one = one_core(query, table, arrow=True)
+    assert one.num_rows > 0
+    for count in (2, 3):
+        assert workers(query, table, arrow=True, count=count, batch=300).equals(one)
+
+
+def test_merged_parts_read_each_workers_keys_by_its_own_codes() -> None:
+    """The merge shifts each worker's partition codes to its key list in a chain (no key
+    copied): every complex event keeps its own key, parts sharing a list share its codes."""
+    from ceql.runtime.arrow import MatchColumns
+    from ceql.runtime.parallel_merge import ChainedKeys, merge
+
+    def part(triggers: list[int], codes: list[int], keys: list[tuple]) -> MatchColumns:
+        n = len(triggers)
+        return MatchColumns(
+            np.array(triggers), np.arange(n + 1), np.array(triggers), {}, np.array(codes), keys
+        )
+
+    first, second = [("a",), ("b",)], [("c",), ("d",), ("e",)]
+    parts = [part([1, 4], [1, -1], first), part([2, 3], [2, 0], second), part([6], [0], first), part([5], [1], [("f",), ("g",)])]
+    merged = merge(parts)
+    assert merged.trigger.tolist() == [1, 2, 3, 4, 5, 6]
+    assert isinstance(merged.keys, ChainedKeys)
+    got = [None if c < 0 else merged.keys[int(c)] for c in merged.partition]
+    assert got == [("b",), ("e",), ("c",), None, ("g",), ("a",)]
+    assert len(merged.keys) == 7  # each list once: the parts of ``first`` share it

@@ -79,8 +79,11 @@ def one_core(query: ceql.Query, events, batch: int):
     yield from evaluator.finish()
 
 
-def workers(query: ceql.Query, events, count: int, batch: int):
-    return ParallelKernel(query.plan, count, batch_size=batch).matches(events)
+def workers(query: ceql.Query, events, count: int, batch: int, piece: int | None = None):
+    """The workers' matches; by default batches of several pieces. An input error ends the run
+    after the matches of the pieces before its piece: ``piece`` the one-core batch gives the
+    one-core matches before it."""
+    return ParallelKernel(query.plan, count, batch_size=batch, piece=piece or max(1, batch // 3)).matches(events)
 
 
 # ------------------------------------------------------------------ generated cases
@@ -144,7 +147,7 @@ def test_the_same_error_after_the_same_matches(text) -> None:
     for batch in (1000, 4096):
         one = collect(one_core(query, bad, batch))
         assert one[1] is not None and one[1][1] == 2500
-        assert collect(workers(query, bad, 2, batch)) == one
+        assert collect(workers(query, bad, 2, batch, piece=batch)) == one
 
 
 # ------------------------------------------------------------------ what does not split, and says so
@@ -246,4 +249,7 @@ def test_a_deadline_beyond_int64_is_the_one_core_error(seed) -> None:
         one = collect(one_core(query, late, batch))
         assert one[1] is not None and "int64" in one[1][2]
         for count in (2, 3, 4):
-            assert collect(workers(query, late, count, batch)) == one, (batch, count)
+            assert collect(workers(query, late, count, batch, piece=batch)) == one, (batch, count)
+        # Several pieces to a batch: a batch whose deadlines may overflow runs piece by piece
+        one = collect(one_core(query, late, batch // 2))
+        assert collect(workers(query, late, 2, batch, piece=batch // 2)) == one, batch

@@ -250,6 +250,13 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+def partition_order(key: Any) -> tuple:
+    """The sort key of a partition key (a tuple of values, or None): NOT FOLLOWED BY reports
+    the matches due at one trigger key by key in this order (docs/semantics.md, 5.2): numbers
+    (booleans as 0/1) by value, then strings by code point; None (no key) first."""
+    return _sortable(key)
+
+
 def _sortable(value: Any) -> tuple:
     if value is None:
         return ()

@@ -14,7 +14,7 @@ import ceql
 from ceql.runtime.kernel.runner import unsupported
 from tests.support import golden
 from tests.support.constructs import CONSTRUCT, check, operator_cases
-from tests.support.cross_strategies import unless_event_queries
+from tests.support.cross_strategies import twin_unless_queries, unless_event_queries
 from tests.support.examples import SCHEMA, ev, run, select, supports
 from tests.support.strategies import cases
 
@@ -33,6 +33,14 @@ def test_unless_with_conditions_on_one_event_agrees_with_the_reference(case) -> 
     check(case)
 
 
+@CONSTRUCT
+@given(cases(twin_unless_queries(), nulls=True))
+def test_equal_unless_twice_agrees_with_the_reference(case) -> None:
+    """The same UNLESS with conditions twice (``(f UNLESS g) AND (f UNLESS g)``): the kernel
+    checks each copy under its own labels; a copy under an iteration stays on the Python path."""
+    check(case)
+
+
 #: (query, stream, the supports kept): d.id = a.id kills a span holding a D with a's id.
 ONE_EVENT_RIGHT = [
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.id = a.id)", [ev("A", id=1), ev("D", id=2), ev("C")], {2: {(0, 2)}}),
@@ -47,6 +55,20 @@ ONE_EVENT_RIGHT = [
     # In a sequence: the span is f's (B before it is outside); g reads y from the whole CE.
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("D", 4), ev("A"), ev("C")], {3: {(0, 2, 3)}}),
     ("SELECT * WHERE B AS y ; ((A AS a ; C) UNLESS (D AS d FILTER d.v = y.v))", [ev("B", 4), ev("A"), ev("D", 4), ev("C")], {}),
+    # PARTITION BY over the one event of g: its designated values agree (v = id kills) ...
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d PARTITION BY [d.v, D.id])", [ev("A"), ev("D", 2, id=1), ev("C")], {2: {(0, 2)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d PARTITION BY [d.v, D.id])", [ev("A"), ev("D", 1, id=1), ev("C")], {}),
+    # ... and with a condition reading f: both must hold on one D.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 3), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {3: {(0, 3)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [d.v, d.id])", [ev("A", 2), ev("D", 3, id=2), ev("D", 2, id=2), ev("C")], {}),
+    # An OR of one-event right sides: either branch's event kills.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) OR (B FILTER B.v = a.v))", [ev("A", 3), ev("B", 3), ev("C")], {}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) OR (B FILTER B.v = a.v))", [ev("A", 3), ev("B", 2), ev("D", 2), ev("C")], {3: {(0, 3)}}),
+    # An AND of one-event right sides: one event satisfies both.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) AND (D FILTER D.id = 1))", [ev("A", 3), ev("D", 3), ev("D", 2, id=1), ev("C")], {3: {(0, 3)}}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS ((D AS d FILTER d.v = a.v) AND (D FILTER D.id = 1))", [ev("A", 3), ev("D", 3, id=1), ev("C")], {}),
+    # Keys without a label: one tuple per event, so one event always agrees with itself.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v PARTITION BY [v, id])", [ev("A", 3), ev("D", 3, id=2), ev("C")], {}),
 ]
 
 

@@ -140,12 +140,17 @@ def reference_matches(query: ast.Query, schema: ceql.Schema, events: list[dict])
 
 
 KNOWN_BUGS: dict = {  # name -> function(query, path, save_at) -> bool
-    # tests/test_known_bugs.py::test_start_in_a_partition_after_consume_by_any
-    "START re-anchored in a partition after CONSUME BY ANY": lambda query, path, save_at: (
+    # ("START re-anchored in a partition after CONSUME BY ANY" was fixed: its tests stay in
+    # tests/test_known_bugs.py as regressions)
+    # tests/test_known_bugs.py::test_plain_keys_inside_the_right_side_of_unless_form_one_tuple_per_event
+    "plain PARTITION BY keys inside UNLESS's right side compared as one set": lambda query, path, save_at: (
         path == "python"
-        and query.consume == "ANY"
-        and bool(query.partition_by or query.partition_labels)
-        and any(isinstance(node, ast.Start) for node in walk(query.formula, formulas_only=True))
+        and any(
+            isinstance(inner, ast.PartitionBy) and len(inner.keys) > 1 and inner.keys[0].label is None
+            for node in walk(query.formula, formulas_only=True)
+            if isinstance(node, ast.Unless)
+            for inner in walk(node.right, formulas_only=True)
+        )
     ),
 }
 

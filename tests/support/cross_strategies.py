@@ -264,6 +264,14 @@ def extended_matching_queries(draw, depth: int = 3):
     )
 
 
+def event_type_name(node: ast.Formula) -> str:
+    """The event type under labels (``E AS x AS y``)."""
+    while isinstance(node, ast.Label):
+        node = node.body
+    assert isinstance(node, ast.EventType)
+    return node.name
+
+
 def _defined(formula: ast.Formula) -> frozenset[str]:
     from ceql.lang import scopes
 
@@ -275,8 +283,9 @@ def _defined(formula: ast.Formula) -> frozenset[str]:
 @st.composite
 def unless_event_queries(draw, depth: int = 2):
     """``f UNLESS (E AS w FILTER c)`` with c reading w and f's labels (the kernel checks it per
-    complex event: runtime/kernel/postfilter.py's RightEvent), the UNLESS the whole pattern or
-    in a sequence, an OR or under AS; f and the clauses from ``cross_queries``."""
+    complex event: runtime/kernel/postfilter.py's RightEvent), sometimes with a PARTITION BY
+    over the right side's own event (on c, or alone), the UNLESS the whole pattern or in a
+    sequence, an OR or under AS; f and the clauses from ``cross_queries``."""
     base = draw(cross_queries(depth))
     left = base.formula
     own = ("w",) if draw(st.booleans()) else ("w", "x")  # g's labels, also one f may define
@@ -285,6 +294,26 @@ def unless_event_queries(draw, depth: int = 2):
         event = ast.Label(event, label)
     free = tuple(sorted(_defined(left) - set(own)))
     right = ast.Filter(event, draw(cross_conditions(own, free or ("A",))))
+    keyed = draw(st.sampled_from(["none", "none", "none", "labels", "plain", "only"]))
+    if keyed != "none":
+        # PARTITION BY inside the one-event right side: over its own labels (or every event),
+        # on its condition or alone.
+        body = event if keyed == "only" else right
+        if keyed == "plain":
+            keys = tuple(dict.fromkeys(ast.Attr(name) for name in draw(st.lists(st.sampled_from(("id", "v")), min_size=1, max_size=2))))
+        else:
+            keys = draw(label_keys(own + (event_type_name(event),)))
+        right = ast.PartitionBy(body, keys)
+    combine = draw(st.sampled_from(["none", "none", "none", "or", "and", "and-other"]))
+    if combine != "none":
+        # Still one event: an OR of two (one per branch), or an AND of two on one event (of
+        # one type; of two types it never matches).
+        kind = event_type_name(event) if combine == "and" else draw(st.sampled_from(TYPES))
+        other: ast.Formula = ast.EventType(kind)
+        if draw(st.booleans()):
+            other = ast.Label(other, draw(st.sampled_from(("w", "v2"))))
+        other = ast.Filter(other, draw(cross_conditions(tuple(sorted(_defined(other))), free or ("A",))))
+        right = ast.Union_((right, other)) if combine == "or" else ast.Conjunction((right, other))
     formula: ast.Formula = ast.Unless(left, right)
     where = draw(st.sampled_from(["top", "top", "seq", "or", "as"]))
     if where == "seq":
@@ -298,6 +327,68 @@ def unless_event_queries(draw, depth: int = 2):
         formula=formula,
         strategy=base.strategy,
         within=base.within,
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )
+
+
+@st.composite
+def project_window_queries(draw, depth: int = 2):
+    """Conditions across events inside ``PROJECT[...]`` under a window (issue 40): ``f`` from
+    ``cross_queries``, projected on all its labels (the kernel's enumerated complex event then
+    has the reported one's events) or on some (events PROJECT drops: the Python path), the
+    PROJECT the whole pattern or next to one more event, sometimes filtered outside."""
+    base = draw(cross_queries(depth))
+    labels = tuple(sorted(_defined(base.formula)))
+    if not labels:
+        labels = ("A",)
+    kept = labels if draw(st.booleans()) else tuple(draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True)))
+    formula: ast.Formula = ast.Project(base.formula, kept)
+    where = draw(st.sampled_from(["top", "top", "before", "after", "filter"]))
+    other = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "y")
+    if where == "before":
+        formula = ast.Sequence((other, formula))
+    elif where == "after":
+        formula = ast.Sequence((formula, other))
+    elif where == "filter":
+        formula = ast.Filter(formula, draw(cross_conditions(kept, ())))
+    within = draw(
+        st.one_of(
+            st.builds(ast.Within, st.just("events"), st.integers(2, 6)),
+            st.builds(ast.Within, st.just("time"), st.integers(2, 8)),
+        )
+    )
+    return ast.Query(
+        projection=ast.Projection("star"),
+        formula=formula,
+        strategy=base.strategy,
+        within=within,
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )
+
+
+@st.composite
+def twin_unless_queries(draw, depth: int = 2):
+    """Two equal copies of ``unless_event_queries``' formula (the same condition in two right
+    sides: the kernel checks each under its own compiler labels), joined by AND, ALL or a
+    sequence, sometimes the second copy under an iteration (then on the Python path)."""
+    base = draw(unless_event_queries(depth))
+    formula = base.formula
+    kind = draw(st.sampled_from(["and", "all", "seq", "seq-iter"]))
+    if kind == "and":
+        joined: ast.Formula = ast.Conjunction((formula, formula))
+    elif kind == "all":
+        joined = ast.AllOf((formula, formula))
+    elif kind == "seq":
+        joined = ast.Sequence((formula, formula))
+    else:
+        joined = ast.Sequence((formula, ast.Iteration(formula)))
+    return ast.Query(
+        projection=base.projection,
+        formula=joined,
+        strategy=base.strategy,
+        within=base.within or ast.Within("events", 8),
         partition_labels=base.partition_labels,
         limit=base.limit,
     )

@@ -76,14 +76,39 @@ def auto_partition(checked: CheckedQuery, formula: ast.Formula) -> AutoPartition
         ):
             edges.append(((cond.left.label, cond.left.name), (cond.right.label, cond.right.name)))
             linking.append(cond)
+    fixed: list = []  # the PART-BY edges: the routing must make them all true (they are dropped)
     for keys in parts_by:
         if any(key.label is None for key in keys):
             return None  # a plain attribute inside a formula: not a routing
         first = (keys[0].label, keys[0].name)
         for key in keys:
-            edges.append((first, (key.label, key.name)))
+            fixed.append((first, (key.label, key.name)))
+    edges.extend(fixed)
     if not edges:
         return None
+    if _component(edges) is not None:
+        found = _routing(checked, body, edges)
+        if found is not None:
+            rest = [c for c in conjuncts if not any(c is link for link in linking)]
+            return _routed(body, found, rest, edges)
+    # Several attributes per label (``x.id = y.id AND x.p = y.p``): route by one class of equal
+    # values that links every event (the first that does, in the query's order); the other
+    # equalities stay conditions, checked as before.
+    for chosen in _classes(edges):
+        inside = [edge for edge in edges if edge[0] in chosen]
+        if not all(edge in inside for edge in fixed):
+            continue
+        found = _routing(checked, body, inside)
+        if found is not None:
+            made_true = [c for c, edge in zip(linking, edges) if edge in inside]
+            rest = [c for c in conjuncts if not any(c is link for link in made_true)]
+            return _routed(body, found, rest, inside)
+    return None
+
+
+def _routing(checked: CheckedQuery, body: ast.Formula, edges: list) -> dict[str, str] | None:
+    """Event type -> key attribute routing by ``edges`` (one connected set of roles), or None
+    when that could change the result."""
     roles = _component(edges)
     if roles is None:
         return None
@@ -104,13 +129,29 @@ def auto_partition(checked: CheckedQuery, formula: ast.Formula) -> AutoPartition
     for type_name, attribute in attributes.items():
         if schema.event_types[type_name].attribute(attribute) is None:
             return None
-    # The routed formula: the top-level FILTERs without the linking equalities, PART-BYs gone.
-    rest = [c for c in conjuncts if not any(c is link for link in linking)]
+    return attributes
+
+
+def _routed(body: ast.Formula, attributes: dict[str, str], rest: list, edges: list) -> AutoPartition:
+    """The routed formula: the top-level FILTERs less the equalities the routing makes true
+    (``rest`` is what stays), PART-BYs gone."""
     routed = body
     if rest:
         routed = ast.Filter(body, rest[0] if len(rest) == 1 else ast.And(tuple(rest)))
     linked = tuple(f"{a[0]}.{a[1]} = {b[0]}.{b[1]}" for a, b in edges)
     return AutoPartition(attributes, routed, linked)
+
+
+def _classes(edges: list) -> list[set]:
+    """The classes of (label, attribute) roles the equalities make equal, in order of first
+    appearance."""
+    classes: list[set] = []
+    for a, b in edges:
+        touching = [c for c in classes if a in c or b in c]
+        merged = set().union(*touching) | {a, b}
+        classes = [c for c in classes if not any(c is t for t in touching)] + [merged]
+    order = {role: i for i, role in enumerate(role for edge in edges for role in edge)}
+    return sorted(classes, key=lambda c: min(order[role] for role in c))
 
 
 def _plain(formula: ast.Formula) -> bool:

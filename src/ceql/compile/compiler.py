@@ -547,9 +547,10 @@ class _Compiler(Visitor):
         if negated_event:
             (label,) = own
             end = private(index, "end")
-            machine = automata.NotWithRegisters(
-                self.counter, guards.type_is(label), frozenset({roles[label].event_label, end})
-            ) if label in roles else automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset({end}))
+            # The event read carries the private labels the check reads: E's copy, and '*'
+            # (COUNT(*) in NOT(E FILTER c) counts E's one event, not the whole complex event).
+            marks = {end} | ({roles[label].event_label} if label in roles else set()) | ({star} if uses_star else set())
+            machine = automata.NotWithRegisters(self.counter, guards.type_is(label), frozenset(marks))
             return self._finish_site(
                 machine, index, "NOT " + print_cond(cond), site_atoms, ("not", tree), list(aggregates.values()),
                 roles, star if uses_star else None, False, end_label=end, source=ast.Not(cond),

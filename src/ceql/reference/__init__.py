@@ -98,6 +98,8 @@ class _Reference:
                 elif consume == "PARTITION":
                     ces = [ce for ce in ces if ce_min(ce) > last_output_by_key.get(key, -1)]
                 ces = self.select(ces, substreams[key])
+                if self.checked.absence is not None:  # (5.2: by deadline, then by their events)
+                    ces = sorted(ces, key=lambda ce: (due[ce], _events_order(ce)))
                 output = self.project(ces, j, key, due)
                 if output:
                     reported.append(key)
@@ -222,7 +224,9 @@ class _Reference:
                 labels = {k: tuple(sorted(v)) for k, v in grouped.items()}
             deadline = due.get(ce) if due else None
             seen.setdefault(Match(trigger, positions, labels, key, measures, deadline), None)
-        output = sorted(seen)
+        # (NOT FOLLOWED BY: in the order of its complex events, 5.2; a projection's repeat
+        # keeps the place of its first complex event)
+        output = list(seen) if self.checked.absence is not None else sorted(seen)
         if self.query.limit is not None:
             output = output[: self.query.limit]
         return output
@@ -272,4 +276,18 @@ def _less_apart(first: Any, last: Any, window: int) -> bool:
 
 
 def _sortable_key(key: tuple | None) -> tuple:
-    return () if key is None else tuple((type(v).__name__, v) for v in key)
+    """Keys by value (docs/semantics.md 5.2): numbers (booleans as 0/1), then strings."""
+    if key is None:
+        return ()
+    return tuple((1, int(v)) if isinstance(v, bool) else (1, v) if isinstance(v, (int, float)) else (2, str(v)) for v in key)
+
+
+def _events_order(ce: frozenset) -> tuple:
+    """A complex event as its events in order, each (position, its public labels sorted): the
+    order of NOT FOLLOWED BY's matches of one deadline (a prefix first)."""
+    labels: dict[int, list[str]] = {}
+    for label, position in ce:
+        names = labels.setdefault(position, [])
+        if not label.startswith("\x00"):
+            names.append(label)
+    return tuple((position, tuple(sorted(names))) for position, names in sorted(labels.items()))

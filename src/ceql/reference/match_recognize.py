@@ -18,6 +18,8 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from functools import cmp_to_key
 from typing import Any
 
@@ -27,7 +29,10 @@ from ceql.errors import EventError
 from ceql.sql import ast, ir
 from ceql.sql.analysis import Checked
 from ceql.sql.parser import allows_deep_expressions
+from ceql.sql.types import SqlType
 from ceql.sql.values import arrow_values, python_values
+from ceql.sql.vector import substring_bounds
+from ceql.sql.vm import math_scalar
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -368,6 +373,8 @@ class _Context:
                 total = total + v
                 if isinstance(total, int) and not isinstance(total, bool):
                     _check_int(total, "SUM")
+                if isinstance(total, Decimal):
+                    _check_decimal(total, node.type.scale, "SUM")
             if node.func == "SUM":
                 return total
             return float(total) / len(present)
@@ -388,7 +395,10 @@ class _Row:
 
     def value(self, node: ir.Node) -> Any:
         if isinstance(node, ir.RowCol):
-            return self.ctx.ref.values[node.column][self.ctx.part.rows[self.position]]
+            v = self.ctx.ref.values[node.column][self.ctx.part.rows[self.position]]
+            if node.type.kind == "decimal" and v is not None:
+                _check_decimal(v, node.type.scale, f"column {node.column}")
+            return v
         if isinstance(node, ir.RowClassifier):
             return self.ctx.classifier(self.position, self.final)
         if isinstance(node, ir.MatchNo):
@@ -468,6 +478,13 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
         return args[0].upper()
     if op == "concat":
         return args[0] + args[1]
+    if op == "length":
+        return len(args[0])
+    if op == "substr":
+        begin, stop, empty = substring_bounds(args[1], args[2] if len(args) > 2 else None)
+        return "" if empty else args[0][begin:stop]
+    if op in ir.MATH_FUNCTIONS:  # the platform's C library, as the engine calls it (vm.math_scalar)
+        return float(math_scalar(ir.MATH_FUNCTIONS.index(op), float(args[0]), float(args[1]) if len(args) > 1 else 0.0))
     if op in ("=", "<>", "<", "<=", ">", ">="):
         a, b = args
         if op == "=":
@@ -484,6 +501,8 @@ def _scalar(node: ir.Node, value) -> Any:  # noqa: C901 - one case per operator
     t = node.type.kind
     if op == "cast":
         return _cast(args[0], node.type.kind)
+    if t == "decimal" or op in ("rescale", "fit"):
+        return _decimal(op, node.type, node.args, args)
     if op == "neg":
         return _check_int(-args[0], "negation") if t in ("int", "interval", "timestamp") else -args[0]
     if op == "abs":
@@ -525,9 +544,60 @@ def _double(op: str, a: float, b: float) -> float:
     return math.fmod(a, b)
 
 
+def _decimal(op: str, t: SqlType, nodes: tuple[ir.Node, ...], args: list[Any]) -> Decimal:
+    """Exact decimal arithmetic on Python Decimals (Fractions where a quotient is rounded):
+    every result, and every operand brought to a larger scale, must have an unscaled value of
+    64 bits (the engine's representation); a smaller scale rounds half away from zero."""
+    scale = t.scale
+    if op == "rescale":
+        return _check_decimal(_round(Fraction(args[0]), scale), scale, "decimal scaling")
+    if op == "fit":  # CAST to DECIMAL(p, s): at most p digits
+        if abs(args[0].scaleb(scale)) >= 10**t.precision:
+            raise EventError("a value beyond the precision of its DECIMAL type (CAST)")
+        return args[0]
+    if op == "neg":
+        return _check_decimal(-args[0], scale, "negation")
+    if op == "abs":
+        return _check_decimal(abs(args[0]), scale, "ABS")
+    a, b = (Fraction(x) for x in args)
+    if op == "+":
+        return _check_decimal(_round(a + b, scale), scale, "addition")
+    if op == "-":
+        return _check_decimal(_round(a - b, scale), scale, "subtraction")
+    if op == "*":
+        return _check_decimal(_round(a * b, scale), scale, "multiplication")
+    if op == "/":
+        # the dividend is brought to the scale that makes the unscaled quotient an integer division
+        _check_decimal(_round(a, scale + nodes[1].type.scale), scale + nodes[1].type.scale, "decimal scaling")
+        if b == 0:
+            raise EventError("division by zero")
+        return _check_decimal(_round(a / b, scale), scale, "division")
+    if b == 0:
+        raise EventError("modulo by zero")
+    quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return _check_decimal(_round(a - b * quotient, scale), scale, "modulo")
+
+
+def _round(x: Fraction, scale: int) -> Decimal:
+    """``x`` to ``scale`` digits after the point, half away from zero."""
+    scaled = abs(x) * 10**scale
+    whole = math.floor(scaled + Fraction(1, 2))
+    return Decimal(whole if x >= 0 else -whole).scaleb(-scale)
+
+
+def _check_decimal(v: Decimal, scale: int, what: str) -> Decimal:
+    if abs(v.scaleb(scale)) > INT64_MAX:
+        raise EventError(f"integer overflow in {what}")
+    return v
+
+
 def _cast(v: Any, kind: str) -> Any:
     if kind == "double":
         return float(v)
+    if kind == "decimal":
+        return Decimal(v)
+    if isinstance(v, Decimal):  # to BIGINT, already rounded to scale 0
+        return int(v)
     if kind == "bool":
         return v != 0
     if isinstance(v, bool):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+import operator
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ import pyarrow as pa
 
 from ceql.errors import EventError
 from ceql.lang.ast import ABSENCE_MARK
-from ceql.match import EMPTY, FrozenMap, Match
+from ceql.match import EMPTY, FrozenMap, Match, partition_order
 from ceql.runtime import nodes
 from ceql.runtime.ingest import Ingest
 from ceql.runtime.runs import PlainRuns, RegisterRuns
@@ -187,9 +188,7 @@ class Absence:
         CONSUME BY, the strategy, projection, measures and LIMIT, as for any trigger."""
         if not items:
             return []
-        groups: dict[Any, list[Waiting]] = {}
-        for item in items:
-            groups.setdefault(item.key, []).append(item)
+        groups = self._groups(items)
         if not detailed and self._plain():
             return self._plain_matches(groups, trigger)
         out: list = []
@@ -219,6 +218,28 @@ class Absence:
                 self.last_by_key[key] = trigger
                 self.evaluator._consume(key, trigger)
         return out
+
+    def _groups(self, items: list[Waiting]) -> dict[Any, list[Waiting]]:
+        """The complex events due at one trigger per partition key, in the order of
+        docs/semantics.md 5.2: keys by value (``partition_order``), then by deadline, then by
+        their events (position and public labels, in order). A key found from an equality
+        (``auto_partition``) is no partition: its complex events form one group."""
+        keyed = self.evaluator.output.partition_reported
+        if len(items) == 1:  # (push's common case)
+            return {items[0].key if keyed else None: items}
+        groups: dict[Any, list[Waiting]] = {}
+        for item in items:
+            groups.setdefault(item.key if keyed else None, []).append(item)
+        for group in groups.values():
+            if len(group) > 1:
+                group.sort(key=_ITEM_ORDER)
+        if len(groups) > 1:
+            try:  # (keys of numbers or of strings compare as they are, as partition_order does)
+                ordered = sorted(groups)
+            except TypeError:
+                ordered = sorted(groups, key=partition_order)
+            groups = {key: groups[key] for key in ordered}
+        return groups
 
     def _plain(self) -> bool:
         """Whether every due complex event is reported as it is: strategy ALL, SELECT *, no
@@ -296,7 +317,7 @@ class Absence:
 
     def finish(self, trigger: int, detailed: bool = False) -> list:
         """The end of the input: every waiting complex event is reported."""
-        items = sorted(self.waiting.values(), key=lambda item: (item.deadline, item.first))
+        items = list(self.waiting.values())
         self.waiting.clear()
         self.queue.clear()
         return self.report(items, trigger, detailed)
@@ -586,6 +607,10 @@ def deadline_error(measure: Any, window: Any, position: int) -> EventError:
         "int64 range of deadlines (docs/limits.md)",
         position,
     )
+
+
+#: The order of the complex events of one key due at one trigger: deadline, then events.
+_ITEM_ORDER = operator.attrgetter("deadline", "identity")
 
 
 def _consecutive(indexes: list) -> bool:

@@ -11,14 +11,16 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
 
 1. **prepare** (a job per piece, spread over the workers): type the piece (the one-core
    typing), find its event types, window measures and time-order facts, and for a keyed plan
-   the worker of each event (``parallel_keys.shares``: a hash of its key, of any type).
+   the worker of each event (``parallel_keys.split_rows``: a hash of its key, of any type, then a
+   counting sort of the rows by worker: the piece is split once, column-wise).
 2. the calling thread combines the pieces' facts (O(1) per piece): the first piece with an
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
    only to raise the one-core error itself.
-3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece and
-   runs them at their stream positions; a sharded plan's worker runs its run of rows (see
-   below). Each worker projects its complex events (``PlanKernel.columns``) and, for
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece (one
+   take; event_type rebuilt from the type indexes) and runs them at their stream positions in
+   one kernel call (NOT FOLLOWED BY: piece by piece where a deadline may overflow); a sharded
+   plan's worker runs its run of rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
    the kernel's order, so the result is the one-core result in the same order): ``arrow``
@@ -79,13 +81,13 @@ from ceql.compile.plan import Plan, build_plan
 from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
-from ceql.runtime.kernel.absence import own_plan
+from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables, typed_indexes
+from ceql.runtime.kernel.absence import INT64_MAX, own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
-from ceql.runtime.parallel_keys import shares
+from ceql.runtime.parallel_keys import split_rows
 from ceql.runtime.parallel_merge import END, KWayMerge, before, error_row, from_trigger, merge
 
 #: Inputs with fewer events run on one core (threads do not pay off on small inputs).
@@ -93,8 +95,10 @@ MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
 CHUNK_MIN_ROWS = 20_000
 #: Pieces of the one-core batch size per worker in one batch: larger batches amortise the
-#: per-batch synchronisation (measured: 4 pieces per worker halves the workers' extra CPU).
-PIECES_PER_WORKER = 4
+#: per-batch synchronisation, merge and kernel call (a keyed worker runs its rows of a whole
+#: batch in one call; measured on 4M events: 4 pieces per worker left 1.11x one core's CPU in
+#: the workers, 8 pieces 1.05x).
+PIECES_PER_WORKER = 8
 
 logger = logging.getLogger("ceql")
 
@@ -278,6 +282,7 @@ class _Piece:
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
     own_last_time: int | None = None  # NOT FOLLOWED BY: the last time of f's types
+    late: bool = False  # NOT FOLLOWED BY: a deadline may lie beyond int64 (an error, per piece)
     clock_pos: np.ndarray | None = None  # NOT FOLLOWED BY: where deadlines may pass (positions
     clock_m: np.ndarray | None = None  # and window measures of the piece's events)
 
@@ -297,11 +302,16 @@ class ParallelKernel:
     """A plan evaluated by ``workers`` compiled kernels in threads (see the module docstring).
 
     ``batch_size``: events per batch (default: ``PIECES_PER_WORKER`` one-core batches per
-    worker); pieces are the one-core batch size or ``batch_size`` if smaller (tests make it
-    small)."""
+    worker); pieces are the one-core batch size or ``batch_size`` if smaller, or ``piece``
+    (tests make them small, several pieces to a batch)."""
 
     def __init__(
-        self, plan: Plan, workers: int, batch_size: int | None = None, evaluator: Any = None
+        self,
+        plan: Plan,
+        workers: int,
+        batch_size: int | None = None,
+        evaluator: Any = None,
+        piece: int | None = None,
     ) -> None:
         split, why = plan_split(plan)
         if split is None:
@@ -310,7 +320,7 @@ class ParallelKernel:
         self.plan = plan
         self.count = workers
         self.batch_size = batch_size or PIECES_PER_WORKER * workers * DEFAULT_BATCH
-        self.piece = min(DEFAULT_BATCH, self.batch_size)
+        self.piece = piece or min(DEFAULT_BATCH, self.batch_size)
         self.absence = plan.absence  # (``ceql run`` asks for ``finish`` at the end when set)
         self.kernels: list[Any] = []
         for _ in range(workers):
@@ -333,15 +343,27 @@ class ParallelKernel:
             names = list(self.own_checker.plan.type_names)
             self.own_types = np.array([names.index(t) if t in names else -1 for t in self.checker.plan.type_names] + [-1])
             self.own_timed = np.flatnonzero(np.isin(self.own_types[:-1], self.own_checker._time_types))
+            # The workers' cancelling kernels index types their own way (-1: none; the last item)
+            theirs = list(self.kernels[0].cancelling.plan.type_names)
+            self.cancel_types = np.array([theirs.index(t) if t in theirs else -1 for t in self.checker.plan.type_names] + [-1])
         else:
             self.checker = PlanKernel(copied)
         self.own_last: int | None = None  # NOT FOLLOWED BY: the last time of f's types so far
+        # Per type index (the last item: -1, no type), whether its events are timed (lookup
+        # tables: numpy's isin took 1-3 ms a piece, a tenth of typing it).
+        count = len(self.checker.plan.type_names)
+        self.timed_types = np.zeros(count + 1, dtype=bool)
+        self.timed_types[self.checker._time_types] = True
+        self.own_timed_types = np.zeros(count + 1, dtype=bool)
+        if plan.absence is not None:
+            self.own_timed_types[self.own_timed] = True
         kernel_plan = self.checker.plan
         self.window_kind = kernel_plan.window_kind
         self.ordered_time = bool(kernel_plan.ordered_time)
         within = kernel_plan.checked.query.within
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
+        self.type_list = tuple(kernel_plan.type_names)
         self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
         if plan.absence is not None:  # the routing of compile.plan.split_keys
             routing, _ = absence_split(plan)
@@ -483,8 +505,10 @@ class ParallelKernel:
             piece.error = error
             return piece
         piece.table = table
-        kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
-        types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        types = typed_indexes(table, self.type_list)  # (this thread typed it: no string match)
+        if types is None:
+            kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
+            types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         piece.types = types
         if self.window_kind not in (None, "events"):
             measures, missing = self.checker._measures(table, types, first)
@@ -492,22 +516,22 @@ class ParallelKernel:
             if self.split == "shards":
                 piece.reached = np.maximum.accumulate(np.where(missing, MISSING, measures))
             if self.ordered_time:
-                timed = np.isin(types, self.checker._time_types)
+                timed = self.timed_types[types]
                 values = measures[timed]
                 piece.suspect = bool(missing[timed].any()) or bool(len(values) > 1 and (np.diff(values) < 0).any())
                 if len(values):
                     piece.first_time, piece.last_time = int(values[0]), int(values[-1])
                 if self.absence is not None:
-                    own = values[np.isin(types[timed], self.own_timed)]
+                    own = values[self.own_timed_types[types[timed]]]
                     piece.own_last_time = int(own[-1]) if len(own) else None
             if self.absence is not None:
                 piece.clock_pos, piece.clock_m = clock_of(types, measures, missing, first)
+                assert self.window is not None
+                piece.late = bool(len(piece.clock_m)) and int(piece.clock_m.max()) > INT64_MAX - self.window
         elif self.absence is not None:  # n EVENTS: every event passes deadlines
             piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
-            owner = shares(table, types, self.key_groups, self.count)
-            piece.owners = np.argsort(owner, kind="stable")  # a radix sort of small integers
-            piece.bounds = np.searchsorted(owner[piece.owners], np.arange(self.count + 1), side="left")
+            piece.owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
         return piece
 
     def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
@@ -600,33 +624,55 @@ class ParallelKernel:
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """Worker ``w``'s events of the batch, at their stream positions, piece by piece (the
-        one-core batch size: the kernel's per-batch arrays stay small)."""
-        parts = []
-        for piece in valid:
-            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
-            assert piece.types is not None
-            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
-            if len(rows) == piece.rows:
-                parts.append((piece.table, rows + piece.first, piece.types))
-            elif len(rows):  # (the types come along: the kernel need not find them again)
-                parts.append((piece.table.take(pa.array(rows)), rows + piece.first, piece.types[rows]))
+        """Worker ``w``'s events of the batch, at their stream positions, in one kernel call (a
+        call's fixed cost, paid by every worker for every piece, was most of the workers'
+        extra CPU)."""
+        table, positions, types = self._batch_share(w, valid)
+        parts = [] if table is None else [(table, positions, types)]
         return self._emit(pool, self.kernels[w], parts, None, channel, None)
 
     def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """NOT FOLLOWED BY: worker ``w``'s events of each piece (or none), then the deadlines
-        the piece's clock passes (``SplitAbsence.process_part``)."""
+        """NOT FOLLOWED BY: worker ``w``'s events of the batch (or none), then the deadlines the
+        batch's clock passes (``SplitAbsence.process_part``), in one call; piece by piece where
+        a deadline may lie beyond int64: that error a worker raises comes after the complex
+        events due in the pieces before it, as on one core."""
+        groups = [[piece] for piece in valid] if any(piece.late for piece in valid) else [valid]
         parts = []
+        for group in groups:
+            table, positions, types = self._batch_share(w, group)
+            kinds = None if types is None else self.cancel_types[types]
+            clock_pos = np.concatenate([piece.clock_pos for piece in group])  # type: ignore[misc]
+            clock_m = np.concatenate([piece.clock_m for piece in group])  # type: ignore[misc]
+            parts.append((table, positions, clock_pos, clock_m, group[-1].first + group[-1].rows, kinds))
+        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+
+    def _batch_share(self, w: int, valid: list[_Piece]) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:
+        """Worker ``w``'s rows of a batch's pieces as one table, with their stream positions
+        and type indexes (None: it has none)."""
+        rows, positions, types, offset = [], [], [], 0
         for piece in valid:
             assert piece.table is not None and piece.owners is not None and piece.bounds is not None
-            rows = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
-            table, positions = None, None
-            if len(rows) == piece.rows:
-                table, positions = piece.table, np.arange(piece.first, piece.first + piece.rows, dtype=np.int64)
-            elif len(rows):
-                table, positions = piece.table.take(pa.array(rows)), rows.astype(np.int64) + piece.first
-            parts.append((table, positions, piece.clock_pos, piece.clock_m, piece.first + piece.rows))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+            assert piece.types is not None
+            mine = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
+            rows.append(mine + offset)
+            positions.append(mine + piece.first)
+            types.append(piece.types[mine])  # (the kernel need not find them again)
+            offset += piece.rows
+        if not sum(len(r) for r in rows):
+            return None, None, None
+        table = pa.concat_tables([piece.table for piece in valid])
+        kinds = np.concatenate(types)
+        return self._share(table, np.concatenate(rows), kinds), np.concatenate(positions), kinds
+
+    def _share(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> pa.Table:
+        """A worker's ``rows`` of a typed table. Its event_type column is rebuilt from the rows'
+        type indexes as a dictionary column (the kernel, given the types, reads it only in rare
+        cases; taking the strings cost as much as every other column): an unknown type is null."""
+        taken = table.drop_columns("event_type").take(pa.array(rows))
+        unknown = types < 0
+        codes = pa.array(types.astype(np.int32), mask=unknown if unknown.any() else None)
+        kinds = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
+        return taken.add_column(table.schema.get_field_index("event_type"), "event_type", kinds)
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
         """The keyed batch's outputs merged by trigger in the workers (each a range of

@@ -9,13 +9,11 @@ measures of those events of the whole piece (the *clock*, found once per piece w
 prepared) and reports a complex event at the same trigger as one core.
 
 Many keys' complex events may fall due at one event, so a trigger no longer belongs to one
-worker. One core orders those of one trigger by (partition code, deadline, the order they
-started waiting); its codes follow the order in which keys first appear (a key of one
-attribute: ``KeyCodes`` gives codes in order of appearance). Each worker therefore labels its
-matches with a rank: the position where the key first appeared (PARTITION BY), or, for the
-equality form (a one-event f, no partition), the position of f's event, after the deadline.
-The merge (``parallel_merge.merge``) sorts by (trigger, rank, deadline, tie), stably: the
-one-core order.
+worker. One core orders those of one trigger by (partition key value, deadline, the complex
+event's events: docs/semantics.md 5.2). Each worker therefore labels its matches with a rank:
+the key's value (PARTITION BY, a key of one attribute), or, for the equality form (a one-event
+f, no partition), 0 and a tie, the position of f's event, after the deadline. The merge
+(``parallel_merge.merge``) sorts by (trigger, rank, deadline, tie), stably: the one-core order.
 """
 
 from __future__ import annotations
@@ -45,12 +43,12 @@ def absence_split(plan: Plan) -> tuple[dict[str, tuple[str, ...]] | None, str]:
             "with the strategy ALL, no LIMIT and no CONSUME BY (compile.plan.split_keys)"
         )
     if plan.partition_groups:
-        # One core orders the matches due at one event by key code: codes follow first
-        # appearance only for a key of one attribute in one key list.
+        # One core orders the matches due at one event by key value: the merge compares one
+        # value per match (a key of one attribute in one key list).
         if len(plan.partition_groups) != 1 or len(plan.partition_groups[0]) != 1:
             return None, (
                 "NOT FOLLOWED BY with a key of several attributes or key lists: one core orders the "
-                "matches due at one event by its key codes, which workers cannot reproduce"
+                "matches due at one event by key, which the workers' merge compares as one value"
             )
         keys = ", ".join(plan.partition_groups[0])
         return routing, f"by the partition key [{keys}]: each worker waits for the deadlines of its keys"
@@ -69,42 +67,53 @@ class SplitAbsence(KernelAbsence):
 
     def __init__(self, plan: Plan) -> None:
         super().__init__(plan)
-        self.first_seen = np.zeros(0, dtype=np.int64)  # own key code -> position of its first event
-        self._part_positions: np.ndarray | None = None
-        keys = self.own.keys
-        if keys is not None:
-            encode = keys.encode
+        self._values: np.ndarray = np.zeros(0)  # own key code -> the key's value (one attribute)
+        if self.own.clock_of is not None:  # f's measures: the cancelling kernel's, as on one core
+            self.own._measures = self._own_measures  # type: ignore[method-assign]
+        self._measured = type(self.own)._measures.__get__(self.own)  # (f's own computation)
+        self._sharing = False  # within ``process_part``: the cancelling kernel ran first
 
-            def recording(table: pa.Table, rows: np.ndarray, types: np.ndarray) -> np.ndarray:
-                """The own kernel's key codes, recording where each new key first appears."""
-                before = keys.count
-                codes = encode(table, rows, types)
-                if keys.count > before and self._part_positions is not None:
-                    fresh = np.flatnonzero(codes >= before)
-                    found, at = np.unique(codes[fresh], return_index=True)
-                    seen = np.zeros(keys.count, dtype=np.int64)
-                    seen[: len(self.first_seen)] = self.first_seen
-                    seen[found] = self._part_positions[rows[fresh[at]]]
-                    self.first_seen = seen
-                return codes
-
-            keys.encode = recording  # type: ignore[method-assign]
+    def _own_measures(
+        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """f's window measures of a worker's rows: those the cancelling kernel read of the same
+        rows, for f's timed types (``KernelAbsence._share`` found both read one time attribute;
+        one core shares them so, but only where it gives no positions)."""
+        clock = self.cancelling.clock
+        if self._sharing and clock is not None and len(clock[1]) == table.num_rows:
+            timed = np.isin(types, self.own._time_types, kind="sort")
+            return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
+        return self._measured(table, types, base, positions)
 
     def process_part(
-        self, table: pa.Table | None, positions: np.ndarray | None, clock_pos: np.ndarray, clock_m: np.ndarray, end: int
+        self,
+        table: pa.Table | None,
+        positions: np.ndarray | None,
+        clock_pos: np.ndarray,
+        clock_m: np.ndarray,
+        end: int,
+        types: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
-        """This worker's rows of one piece (``table`` at ``positions``; None: none), then the
-        complex events whose deadline the piece's clock passes (``clock_pos``/``clock_m``: the
-        positions and window measures of the events of the whole piece that pass deadlines);
-        ``end``: the position after the piece."""
+        """This worker's rows of a batch or piece (``table`` at ``positions``; None: none), then
+        the complex events whose deadline its clock passes (``clock_pos``/``clock_m``: the
+        positions and window measures of the events of the whole batch or piece that pass
+        deadlines); ``end``: the position after it; ``types``: the rows' type indexes in the
+        cancelling plan's, when known (neither kernel then matches type names again)."""
         self._flush()
         if table is not None and table.num_rows:
             assert positions is not None
             own, cancelling = self.own, self.cancelling
-            self._part_positions = positions
-            found = list(own.process_table(table, positions))
-            cancels = list(cancelling.process_table(table, positions))
-            self._part_positions = None
+            if types is not None and self._own_types is not None:
+                # The cancelling kernel first, as on one core: f's kernel reads its measures.
+                cancels = list(cancelling.process_table(table, positions, types))
+                self._sharing = True
+                try:
+                    found = list(own.process_table(table, positions, self._own_types[types]))
+                finally:
+                    self._sharing = False
+            else:
+                found = list(own.process_table(table, positions))
+                cancels = list(cancelling.process_table(table, positions))
             types, measures, missing = cancelling.clock
             if self.events_window:
                 local_pos = local_m = positions.astype(np.int64)
@@ -135,7 +144,10 @@ class SplitAbsence(KernelAbsence):
             local = chunk.partition if out.partition is None else out.partition
             if len(local) != n:  # (a projection merged: its partition codes are reported)
                 raise AssertionError("NOT FOLLOWED BY split: a merged projection without partition codes")
-            out.rank = self.first_seen[local]  # type: ignore[attr-defined]
+            keys = self.own.keys.keys
+            if len(self._values) != len(keys):  # (codes only grow: new keys at the end)
+                self._values = np.asarray([key[0] for key in keys])
+            out.rank = self._values[local]  # type: ignore[attr-defined]
             out.tie = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
         else:  # the equality form, projection *: one row per complex event, f of one event
             assert n == len(chunk)

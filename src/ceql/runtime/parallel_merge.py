@@ -9,6 +9,7 @@ queues hold (``ParallelKernel.matches`` and ``ceql run``).
 
 from __future__ import annotations
 
+import bisect
 import queue
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -85,8 +86,10 @@ def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
     if getattr(parts[0], "rank", None) is None:
         return _take(merged, np.argsort(trigger, kind="stable"))
     # NOT FOLLOWED BY: several workers' matches may share a trigger; one core orders them by
-    # (key rank, deadline, tie), a worker's in its own order (lexsort is stable).
-    rank = np.concatenate([p.rank for p in parts])  # type: ignore[attr-defined]
+    # (key rank, deadline, tie), a worker's in its own order (lexsort is stable). A rank is
+    # a key's value (numbers, or strings): a part without matches has no type to add.
+    ranks = [p.rank for p in parts if len(p.rank)]  # type: ignore[attr-defined]
+    rank = np.concatenate(ranks) if ranks else np.zeros(0, dtype=np.int64)
     tie = np.concatenate([p.tie for p in parts])  # type: ignore[attr-defined]
     merged.rank, merged.tie = rank, tie  # type: ignore[attr-defined]
     return _take(merged, np.lexsort((tie, deadline, rank, trigger)))
@@ -122,19 +125,45 @@ def _compact(part: MatchColumns) -> MatchColumns:
     return _with_order(out, part, slice(None))
 
 
-def _keys(parts: Sequence[MatchColumns]) -> tuple[np.ndarray | None, list | None]:
-    """The parts' partition codes renumbered over the keys they use (each worker has its own
-    codes), and those keys."""
+def _keys(parts: Sequence[MatchColumns]) -> tuple[np.ndarray | None, Sequence | None]:
+    """The parts' partition codes over the chain of their key lists (each worker has its own
+    codes; parts of one worker share its list, which only grows), and that chain. No key is
+    copied: a code is shifted by the start of its list (``ChainedKeys``)."""
     if parts[0].partition is None:
         return None, None
-    codes, keys = [], []
+    lists: list[Sequence] = []
+    starts: list[int] = []
+    start_of: dict[int, int] = {}  # id of a key list -> its start in the chain
+    codes = []
     for p in parts:
-        used = np.unique(p.partition[p.partition >= 0])
-        start = len(keys)
-        keys.extend(p.keys[int(c)] for c in used)  # type: ignore[index]
-        local = np.searchsorted(used, p.partition)
-        codes.append(np.where(p.partition >= 0, local + start, -1))
-    return np.concatenate(codes), keys
+        assert p.keys is not None
+        start = start_of.get(id(p.keys))
+        if start is None:
+            start = start_of[id(p.keys)] = starts[-1] + len(lists[-1]) if lists else 0
+            lists.append(p.keys)
+            starts.append(start)
+        codes.append(np.where(p.partition >= 0, p.partition + start, -1))
+    return np.concatenate(codes), ChainedKeys(lists, starts)
+
+
+class ChainedKeys(Sequence):
+    """Key lists one after another, read by code (``starts``: each list's first code)."""
+
+    def __init__(self, lists: list[Sequence], starts: list[int]) -> None:
+        self.lists = lists
+        self.starts = starts
+
+    def __len__(self) -> int:
+        return self.starts[-1] + len(self.lists[-1]) if self.lists else 0
+
+    def __getitem__(self, code: Any) -> Any:
+        if not isinstance(code, (int, np.integer)):
+            raise TypeError("ChainedKeys is read by one code")
+        code = int(code)
+        if code < 0:
+            code += len(self)
+        i = bisect.bisect_right(self.starts, code) - 1
+        return self.lists[i][code - self.starts[i]]
 
 
 def _stack(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

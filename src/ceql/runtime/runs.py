@@ -172,9 +172,9 @@ class PlainRuns(_Store):
             active = self.partitions[key]
             states = list(active)
             pruned = nodes.prune([active[s] for s in states], limit)
+            # (Nothing kept: no run can start any more, as after START's event; the initial
+            # state is not brought back, which would anchor START again.)
             kept = {s: node for s, node in zip(states, pruned) if node is not None}
-            if not kept:
-                kept = {self.init: BOTTOM}
             if self.partitioned and len(kept) == 1 and kept.get(self.init) is BOTTOM:
                 del self.partitions[key]
                 self.partition_consumed.pop(key, None)
@@ -464,9 +464,9 @@ class RegisterRuns(_Store):
         active = self.partitions.get(key)
         if active is None:
             return
+        # (Nothing kept: no run can start any more, as after START's event; bringing the
+        # initial state back would anchor START again.)
         kept = self._consumed(active)
-        if not kept:
-            kept = self.initial_active()
         if self.partitioned and self._only_initial(kept):
             self.partitions.pop(key, None)
             self.partition_consumed.pop(key, None)
@@ -500,8 +500,6 @@ class RegisterRuns(_Store):
             for (state, nu, _), node in zip(items, pruned):
                 if node is not None:
                     kept.setdefault(state, _Classes()).nodes[nu] = node
-            if not kept:
-                kept = self.initial_active()
             if self.partitioned and self._only_initial(kept):
                 del self.partitions[key]
                 self.partition_consumed.pop(key, None)

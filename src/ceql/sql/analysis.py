@@ -9,6 +9,7 @@ SELECT and WHERE over them. Every error names what is wrong with its line and co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -20,10 +21,14 @@ from ceql.sql.types import (
     DOUBLE,
     INT,
     INTERVAL,
+    MAX_DECIMAL_SCALE,
     NULL,
     STRING,
     UNIT_NANOS,
     SqlType,
+    as_decimal,
+    decimal,
+    decimal_result,
     finer_unit,
     sql_type,
     unify,
@@ -32,6 +37,9 @@ from ceql.sql.types import (
 MAX_PATTERN_SIZE = 5_000  # pattern elements after expanding bounded quantifiers and PERMUTE
 MAX_PERMUTE = 6
 COMPARISONS = ("=", "<>", "<", "<=", ">", ">=")
+#: the kinds aggregates and row aggregates take
+VALUE_KINDS = ("int", "double", "decimal", "string", "timestamp", "bool")
+INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,8 @@ class _Analyzer:
             ]
         seen: dict[str, OutputColumn] = {}
         for column in out:
+            if column.name in seen and column.source is not None and column.source == seen[column.name].source:
+                continue  # ORDER BY c ASC, c DESC: ALL ROWS PER MATCH shows c twice (as Trino and Oracle do)
             if column.name in seen:
                 measure = column.measure if column.measure is not None else seen[column.name].measure
                 where = self.mr.measures[measure].name.pos if measure is not None else self.mr.pos
@@ -270,7 +280,8 @@ class _Analyzer:
         if t is None:
             raise self.unsupported(
                 f"column {found} has type {self.schema.field(found).type}, which MATCH_RECOGNIZE expressions "
-                "cannot compute with (integers, doubles, strings, booleans and timestamps can)",
+                "cannot compute with (integers, doubles, decimals of scale up to 18, strings, booleans and "
+                "timestamps can)",
                 name.pos,
             )
         self.columns_read.add(found)
@@ -344,6 +355,8 @@ class _Analyzer:
         return self._expr(expr, row=None)
 
     def _expr(self, e: ast.Expr, row: _RowScope | None) -> ir.Node:  # noqa: C901 - one case per node
+        if isinstance(e, ast.Literal) and e.kind == "decimal":
+            return self._decimal_const(e.value, e.pos)  # type: ignore[arg-type]
         if isinstance(e, ast.Literal):
             return ir.Const({"int": INT, "double": DOUBLE, "string": STRING, "bool": BOOL, "null": NULL}[e.kind], e.value)
         if isinstance(e, ast.TimestampLiteral):  # with a zone written: an instant, shown in UTC
@@ -382,7 +395,7 @@ class _Analyzer:
             if e.op == "NOT":
                 self._need(operand, ("bool",), "NOT", e.pos)
                 return ir.Op(BOOL, "not", (operand,))
-            self._need(operand, ("int", "double", "interval"), f"unary {e.op}", e.pos)
+            self._need(operand, ("int", "double", "decimal", "interval"), f"unary {e.op}", e.pos)
             return operand if e.op == "+" else self._fold(ir.Op(operand.type, "neg", (operand,)))
         if isinstance(e, ast.Binary):
             return self._binary(e, row)
@@ -398,7 +411,7 @@ class _Analyzer:
         if isinstance(e, ast.Function):
             args = [self._expr(a, row) for a in e.args]
             if e.name == "ABS":
-                self._need(args[0], ("int", "double"), "ABS", e.pos)
+                self._need(args[0], ("int", "double", "decimal"), "ABS", e.pos)
                 return ir.Op(args[0].type, "abs", (args[0],))
             if e.name == "CONCAT_WS":
                 # the array form (Trino's concat_ws(string, array(varchar))): of an ARRAY_AGG measure
@@ -411,14 +424,87 @@ class _Analyzer:
                     raise self.error(f"{e.name} takes one argument", e.pos)
                 self._need(args[0], ("string",), e.name, e.pos)
                 return ir.Op(STRING, e.name.lower(), (args[0],))
-            t = args[0].type
-            for a, source in zip(args[1:], e.args[1:]):
-                u = unify(t, a.type)
-                if u is None:
-                    raise self.error(f"COALESCE mixes {t} and {a.type}", source.pos)
-                t = u
+            if e.name != "COALESCE":
+                return self._function(e, args, row)
+            t = self._common_type(e, args)
             return ir.Op(t, "coalesce", tuple(self._convert(a, t) for a in args))
         raise self.unsupported(f"{type(e).__name__} in an expression", e.pos)
+
+    def _function(self, e: ast.Function, args: list[ir.Node], row: _RowScope | None) -> ir.Node:  # noqa: C901 - one case per function
+        """Trino's and Flink's common scalar functions: of doubles (``ir.MATH_FUNCTIONS``, an
+        integer argument converted), of strings (``ir.STRING_FUNCTIONS``), and those that are
+        other expressions (MOD is %, GREATEST and LEAST a CASE, CONCAT ||)."""
+        name = {"POW": "POWER", "CEILING": "CEIL", "CHAR_LENGTH": "LENGTH", "CHARACTER_LENGTH": "LENGTH", "SUBSTR": "SUBSTRING"}.get(e.name, e.name)
+        arity = {"POWER": (2, 2), "MOD": (2, 2), "ROUND": (1, 2), "SUBSTRING": (2, 3), "GREATEST": (1, 10), "LEAST": (1, 10), "CONCAT": (1, 99)}
+        low, high = arity.get(name, (1, 1))
+        if not low <= len(args) <= high:
+            count = f"{low}" if low == high else f"{low} to {high}" if high < 99 else f"at least {low}"  # noqa: E501
+            raise self.error(f"{e.name} takes {count} argument{'s' if high > 1 else ''}", e.pos)
+        if name == "MOD":
+            return self._binary(ast.Binary(e.pos, "%", e.args[0], e.args[1]), row)
+        if name == "CONCAT":
+            node = args[0]
+            for arg, source in zip(args[1:], e.args[1:]):
+                self._need(node, ("string",), "CONCAT", e.pos)
+                self._need(arg, ("string",), "CONCAT", source.pos)
+                node = ir.Op(STRING, "concat", (node, arg))
+            self._need(node, ("string",), "CONCAT", e.pos)
+            return node
+        if name in ("GREATEST", "LEAST"):
+            # null if any argument is null (Trino), else the largest (smallest) by SQL's comparison
+            t = self._common_type(e, args)
+            self._need(ir.Const(t, None), ("int", "double", "decimal", "string", "timestamp"), e.name, e.pos)
+            values = [self._convert(a, t) for a in args]
+            best = values[0]
+            for value in values[1:]:
+                pick = ir.Op(BOOL, ">=" if name == "GREATEST" else "<=", (best, value))
+                best = ir.Case(t, ((pick, best),), value)
+            nulls = [ir.Op(BOOL, "isnull", (v,)) for v in values]
+            condition = nulls[0]
+            for more in nulls[1:]:
+                condition = ir.Op(BOOL, "or", (condition, more))
+            return ir.Case(t, ((condition, ir.Const(t, None)),), best)
+        if name == "LENGTH":
+            self._need(args[0], ("string",), e.name, e.pos)
+            return ir.Op(INT, "length", (args[0],))
+        if name == "SUBSTRING":  # SUBSTRING(s, start [, length]): start 1 is the first character
+            self._need(args[0], ("string",), e.name, e.pos)
+            for arg, source in zip(args[1:], e.args[1:]):
+                if not (isinstance(arg, ir.Const) and arg.type.kind in ("int", "null")):
+                    raise self.unsupported(f"{e.name} with a start or length that is not an integer constant", source.pos)
+            return ir.Op(STRING, "substr", tuple(args))
+        for arg, source in zip(args, e.args):
+            self._need(arg, ("int", "double"), e.name, source.pos)
+        if name in ("FLOOR", "CEIL", "ROUND", "SIGN") and args[0].type.kind in ("int", "null"):
+            if name == "SIGN":
+                x = args[0]
+                return ir.Case(
+                    INT,
+                    ((ir.Op(BOOL, ">", (x, ir.Const(INT, 0))), ir.Const(INT, 1)),
+                     (ir.Op(BOOL, "<", (x, ir.Const(INT, 0))), ir.Const(INT, -1)),
+                     (ir.Op(BOOL, "=", (x, ir.Const(INT, 0))), ir.Const(INT, 0))),
+                    None,
+                )  # fmt: skip
+            if name == "ROUND" and len(args) == 2 and not (
+                isinstance(args[1], ir.Const) and args[1].type.kind == "int" and int(args[1].value) >= 0  # type: ignore[arg-type]
+            ):
+                raise self.unsupported("ROUND of an integer with digits that are not a constant >= 0", e.args[1].pos)
+            return args[0]  # an integer is whole already (ROUND(x, d) of an integer: d >= 0 as Trino's is)
+        if name == "ROUND" and len(args) == 2:
+            if not (isinstance(args[1], ir.Const) and args[1].type.kind == "int" and 0 <= int(args[1].value) <= 15):  # type: ignore[arg-type]
+                raise self.unsupported("ROUND with a number of digits that is not a constant from 0 to 15", e.args[1].pos)
+            return ir.Op(DOUBLE, "round", (self._convert(args[0], DOUBLE), ir.Const(DOUBLE, float(args[1].value))))  # type: ignore[arg-type]
+        return ir.Op(DOUBLE, name.lower(), tuple(self._convert(a, DOUBLE) for a in args))
+
+    def _common_type(self, e: ast.Function, args: list[ir.Node]) -> SqlType:
+        """The type all of a function's arguments convert to (COALESCE, GREATEST, LEAST)."""
+        t = args[0].type
+        for arg, source in zip(args[1:], e.args[1:]):
+            u = unify(t, arg.type)
+            if u is None:
+                raise self.error(f"{e.name} mixes {t} and {arg.type}", source.pos)
+            t = u
+        return t
 
     def _class_of(self, var: ast.Name | None) -> str | None:
         if var is None:
@@ -487,13 +573,21 @@ class _Analyzer:
                 return ir.Agg(INT, "COUNT", cls, ir.Case(INT, ((arg, ir.Const(INT, 1)),), None), final)
             return ir.Agg(BOOL, "MAX" if e.func == "BOOL_OR" else "MIN", cls, arg, final)
         if e.func in ("ARBITRARY", "ANY_VALUE"):
-            self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
+            self._need(arg, VALUE_KINDS, e.func, e.arg.pos)
             return ir.Agg(t if t.kind != "null" else INT, "MIN", cls, arg, final)
+        if t.kind == "decimal" and e.func in ("SUM", "AVG"):
+            # Trino's: SUM is DECIMAL(38, s); AVG keeps DECIMAL(p, s), rounded half away from zero:
+            # the exact SUM divided by the COUNT, a decimal division
+            total = ir.Agg(decimal(38, t.scale), "SUM", cls, arg, final)
+            if e.func == "SUM":
+                return total
+            count = ir.Op(as_decimal(INT), "cast", (ir.Agg(INT, "COUNT", cls, arg, final),))
+            return ir.Op(t, "/", (total, count))
         if e.func in ("SUM", "AVG"):
             self._need(arg, ("int", "double"), e.func, e.arg.pos)
             result = DOUBLE if (e.func == "AVG" or t.kind == "double") else INT
             return ir.Agg(result, e.func, cls, arg, final)
-        self._need(arg, ("int", "double", "string", "timestamp", "bool"), e.func, e.arg.pos)
+        self._need(arg, VALUE_KINDS, e.func, e.arg.pos)
         return ir.Agg(t if t.kind != "null" else INT, e.func, cls, arg, final)
 
     def _match_rowtime(self, e: ast.Function, row: _RowScope | None) -> ir.Node:
@@ -510,11 +604,12 @@ class _Analyzer:
         return ir.At(t, ir.Logical("LAST", ir.UNIVERSAL, 0, final), ir.RowCol(t, column))  # type: ignore[arg-type]
 
     def _row_aggregate(self, e: ast.Aggregate, arg: ir.Node, key: ir.Node | None, cls: str | None, final: bool) -> ir.Node:
-        """ARRAY_AGG, MAX_BY, MIN_BY: computed from the match's rows once it is found (engine
-        ``rowagg``), so they are measures, not conditions."""
-        if self.context == "define":
+        """ARRAY_AGG, MAX_BY, MIN_BY: in MEASURES computed from the match's rows once it is found
+        (engine ``MatchRows``); MAX_BY and MIN_BY in DEFINE by the matcher's accumulators (the
+        key's and the value's, compiler), ARRAY_AGG not in DEFINE."""
+        if self.context == "define" and e.func == "ARRAY_AGG":
             raise self.unsupported(f"{e.func} in DEFINE (it is computed once the match is found: use it in MEASURES)", e.pos)
-        kinds = ("int", "double", "string", "timestamp", "bool")
+        kinds = VALUE_KINDS
         self._need(arg, kinds, e.func, e.arg.pos)
         t = arg.type if arg.type.kind != "null" else INT
         if e.func == "ARRAY_AGG":
@@ -543,6 +638,8 @@ class _Analyzer:
         if op == "LIKE":
             self._need(left, ("string",), "LIKE", e.left.pos)
             return ir.Op(BOOL, "like", (left, right))
+        if "decimal" in (lt.kind, rt.kind) and {lt.kind, rt.kind} <= {"decimal", "int", "double", "null"}:
+            return self._decimal_binary(op, left, right, e.pos)
         if op in COMPARISONS:
             if lt.kind == "null" or rt.kind == "null":
                 return ir.Op(BOOL, op, (left, right))
@@ -576,6 +673,98 @@ class _Analyzer:
         else:
             t = INT if (lt.kind == "int" and rt.kind == "int") else DOUBLE
         return self._fold(ir.Op(t, op, (self._convert(left, t), self._convert(right, t))))
+
+    # ------------------------------------------------------------------ decimals
+
+    def _decimal_const(self, value: Decimal, pos: int, t: SqlType | None = None) -> ir.Const:
+        """A decimal constant, of its own digits' type unless ``t`` is given; its unscaled value
+        must fit 64 bits (as every decimal value must)."""
+        if t is None:
+            exponent = int(value.as_tuple().exponent)  # type: ignore[arg-type]
+            scale = max(0, -exponent)
+            digits = len(value.as_tuple().digits) + max(0, exponent)
+            t = decimal(max(digits, scale), scale)
+        if t.scale > MAX_DECIMAL_SCALE:
+            raise self.unsupported(f"the decimal {value} has more than {MAX_DECIMAL_SCALE} digits after the point", pos)
+        unscaled = value.scaleb(t.scale)
+        if unscaled != unscaled.to_integral_value() or abs(unscaled) > INT64_MAX:
+            raise self.unsupported(
+                f"the decimal {value} as {t} (decimals are exact with at most 18 digits in all)", pos
+            )
+        return ir.Const(t, value)
+
+    def _exact_literal(self, node: ir.Node, pos: int) -> ir.Node:
+        """A double literal meeting a decimal is read as the decimal it is written as (``1.25``:
+        DECIMAL '1.25', as Trino reads it), so that the comparison or arithmetic stays exact."""
+        if not (isinstance(node, ir.Const) and node.type.kind == "double" and node.value is not None):
+            return node
+        value = float(node.value)  # type: ignore[arg-type]
+        if value != value or value in (float("inf"), float("-inf")):
+            return node
+        exact = Decimal(repr(value))
+        if -int(exact.as_tuple().exponent) > MAX_DECIMAL_SCALE:  # type: ignore[operator]
+            return node
+        try:
+            return self._decimal_const(exact, pos)
+        except UnsupportedQueryError:
+            return node
+
+    def _to_decimal(self, node: ir.Node, t: SqlType, pos: int) -> ir.Node:
+        """An integer or decimal as decimal ``t`` whose scale is at least the node's (exact: the
+        engine multiplies the unscaled value by a power of ten, an error past 64 bits); a
+        smaller scale rounds half away from zero (CAST)."""
+        source = node.type
+        if source.kind == "null":
+            return ir.Const(t, None) if isinstance(node, ir.Const) else node
+        if isinstance(node, ir.Const) and node.value is not None and source.kind in ("int", "decimal"):
+            value = Decimal(node.value)  # type: ignore[arg-type]
+            if source.kind == "decimal" and t.scale < source.scale:
+                return ir.Op(t, "rescale", (node,))
+            return self._decimal_const(value, pos, t)
+        if source.kind == "int":
+            node = ir.Op(as_decimal(INT), "cast", (node,))
+            source = node.type
+        if source.scale != t.scale:
+            return ir.Op(t, "rescale", (node,))
+        return node
+
+    def _decimal_operand(self, node: ir.Node, scale: int, pos: int) -> ir.Node:
+        """An integer or decimal operand brought to ``scale`` (its integer digits kept)."""
+        if node.type.kind == "null":
+            return node
+        t = as_decimal(node.type)
+        return self._to_decimal(node, decimal(t.precision - t.scale + scale, scale), pos)
+
+    def _decimal_binary(self, op: str, left: ir.Node, right: ir.Node, pos: int) -> ir.Node:
+        """A comparison or arithmetic with a decimal operand: exact between decimals and
+        integers (Trino's result types, ``types.decimal_result``); with a double, a double."""
+        left, right = self._exact_literal(left, pos), self._exact_literal(right, pos)
+        kinds = {left.type.kind, right.type.kind}
+        if "double" in kinds:
+            left, right = self._convert(left, DOUBLE), self._convert(right, DOUBLE)
+            if op in COMPARISONS:
+                return ir.Op(BOOL, op, (left, right))
+            if op not in ("+", "-", "*", "/", "%"):
+                raise self.error(f"'{op}' of numbers", pos)
+            return ir.Op(DOUBLE, op, (left, right))
+        lt = left.type if left.type.kind != "null" else right.type
+        rt = right.type if right.type.kind != "null" else left.type
+        if op in COMPARISONS:
+            scale = max(as_decimal(lt).scale, as_decimal(rt).scale)
+            return ir.Op(BOOL, op, (self._decimal_operand(left, scale, pos), self._decimal_operand(right, scale, pos)))
+        if op not in ("+", "-", "*", "/", "%"):
+            raise self.error(f"'{op}' of numbers", pos)
+        t = decimal_result(op, lt, rt)
+        if t.scale > MAX_DECIMAL_SCALE:
+            raise self.unsupported(
+                f"a decimal {op} whose result has {t.scale} digits after the point (at most {MAX_DECIMAL_SCALE})", pos
+            )
+        if op in ("+", "-", "%"):  # on the unscaled values at the result's scale
+            left, right = self._decimal_operand(left, t.scale, pos), self._decimal_operand(right, t.scale, pos)
+        else:  # * and / take each operand at its own scale
+            left = self._decimal_operand(left, as_decimal(lt).scale, pos)
+            right = self._decimal_operand(right, as_decimal(rt).scale, pos)
+        return ir.Op(t, op, (left, right))
 
     def _time_arithmetic(self, e: ast.Binary, left: ir.Node, right: ir.Node) -> ir.Node:
         lt, rt = left.type, right.type
@@ -616,10 +805,12 @@ class _Analyzer:
             return node
         if node.type.kind == "null":
             return ir.Const(t, None) if isinstance(node, ir.Const) else node
-        if t.kind == "double" and node.type.kind == "int":
+        if t.kind == "double" and node.type.kind in ("int", "decimal"):
             if isinstance(node, ir.Const):
                 return ir.Const(DOUBLE, float(node.value))  # type: ignore[arg-type]
             return ir.Op(DOUBLE, "cast", (node,))
+        if t.kind == "decimal" and node.type.kind in ("int", "decimal"):
+            return self._to_decimal(node, t, 0)
         if t.kind == "timestamp" and node.type.kind == "timestamp":
             return self._to_unit(node, t.unit or "ns")
         return node
@@ -660,6 +851,8 @@ class _Analyzer:
 
     def _binary_nodes(self, op: str, left: ir.Node, right: ir.Node, pos: int) -> ir.Node:
         lt, rt = left.type, right.type
+        if "decimal" in (lt.kind, rt.kind) and {lt.kind, rt.kind} <= {"decimal", "int", "double", "null"}:
+            return self._decimal_binary(op, left, right, pos)
         if lt.numeric and rt.numeric and lt != rt:
             return ir.Op(BOOL, op, (self._convert(left, DOUBLE), self._convert(right, DOUBLE)))
         if lt.kind != rt.kind and "null" not in (lt.kind, rt.kind):
@@ -674,6 +867,12 @@ class _Analyzer:
             if source in ("timestamp", "null"):
                 return operand
             raise self.unsupported(f"CAST of {operand.type} to TIMESTAMP", e.type_pos)
+        if e.type.startswith("DECIMAL("):
+            return self._cast_decimal(operand, e)
+        if source == "decimal" and e.type == "BIGINT":  # rounded half away from zero (Trino's)
+            return ir.Op(INT, "cast", (ir.Op(decimal(operand.type.precision, 0), "rescale", (operand,)),))
+        if source == "decimal" and e.type == "DOUBLE":
+            return self._convert(operand, DOUBLE)
         assert target is not None
         if source == target.kind or source == "null":
             return self._convert(operand, target) if source == "null" else operand
@@ -681,6 +880,30 @@ class _Analyzer:
         if (source, target.kind) not in allowed:
             raise self.unsupported(f"CAST of {operand.type} to {e.type}", e.type_pos)
         return ir.Op(target, "cast", (operand,))
+
+    def _cast_decimal(self, operand: ir.Node, e: ast.Cast) -> ir.Node:
+        """CAST to DECIMAL(p, s): of an integer or a decimal, brought to scale s (rounded half
+        away from zero), then an error if it has more than p digits; of a double literal, its
+        written value."""
+        precision, scale = (int(x) for x in e.type[len("DECIMAL(") : -1].split(","))
+        if scale > MAX_DECIMAL_SCALE:
+            raise self.unsupported(f"DECIMAL({precision}, {scale}): at most {MAX_DECIMAL_SCALE} digits after the point", e.type_pos)
+        t = decimal(precision, scale)
+        operand = self._exact_literal(operand, e.pos)
+        source = operand.type.kind
+        if source == "null":
+            return ir.Const(t, None) if isinstance(operand, ir.Const) else operand
+        if source not in ("int", "decimal"):
+            raise self.unsupported(
+                f"CAST of {operand.type} to DECIMAL (integers, decimals and double literals are cast)", e.type_pos
+            )
+        widened = self._to_decimal(operand, decimal(38, scale), e.pos)
+        if isinstance(widened, ir.Const) and widened.value is not None:
+            value = Decimal(widened.value)  # type: ignore[arg-type]
+            if abs(value.scaleb(scale)) >= 10**precision:
+                raise self.error(f"{value} does not fit {t}", e.pos)
+            return ir.Const(t, value)
+        return ir.Op(t, "fit", (widened,))
 
     # ------------------------------------------------------------------ helpers for the outer query
 
@@ -744,7 +967,8 @@ class _Outer:
                 name = f"EXPR${len(columns)}"
             columns.append(SelectColumn(name, node))
         names = [c.name for c in columns]
-        duplicates = {n for n in names if names.count(n) > 1}
+        # one column twice (SELECT * of ORDER BY c ASC, c DESC; SELECT c, c) is SQL; two of one name is not
+        duplicates = {n for n in names if len({c.expr for c in columns if c.name == n}) > 1}
         if duplicates:
             raise self.a.error(
                 f"the SELECT list names {sorted(duplicates)[0]!r} twice (give one of them another name with AS)",
@@ -789,7 +1013,7 @@ class _Outer:
             )
         # Everything else binds as in a row expression over the result's columns.
         saved = a.schema, a.columns_read
-        a.schema = pa.schema([pa.field(c.name, c.type) for c in self.output])
+        a.schema = pa.schema([pa.field(c.name, c.type) for c in self.by_name.values()])  # a column shown twice: once
         a.columns_read = set()  # the result's columns, not the input's
         a.context = "outer"
         try:

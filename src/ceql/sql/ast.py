@@ -34,7 +34,7 @@ class Expr:
 
 @dataclass(frozen=True)
 class Literal(Expr):
-    """A constant. ``kind``: int, double, string, bool, null."""
+    """A constant. ``kind``: int, double, decimal (a ``decimal.Decimal``), string, bool, null."""
 
     value: object
     kind: str
@@ -107,7 +107,8 @@ class Case(Expr):
 
 @dataclass(frozen=True)
 class Cast(Expr):
-    """``CAST(x AS type)``; ``type`` is normalised (BIGINT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP)."""
+    """``CAST(x AS type)``; ``type`` is normalised (BIGINT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP,
+    ``DECIMAL(p,s)``)."""
 
     operand: Expr
     type: str

@@ -33,11 +33,11 @@ from ceql.sql.vector import Shift
 
 _CMP = {"=": vm.C_EQ, "<>": vm.C_NE, "<": vm.C_LT, "<=": vm.C_LE, ">": vm.C_GT, ">=": vm.C_GE}
 _ARITH = {"+": vm.A_ADD, "-": vm.A_SUB, "*": vm.A_MUL, "/": vm.A_DIV, "%": vm.A_MOD}
-_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", "like", "lower", "upper", "concat"}
+_SAFE_OPS = {"=", "<>", "<", "<=", ">", ">=", "and", "or", "not", "isnull", "notnull", "coalesce", *ir.STRING_FUNCTIONS, *ir.MATH_FUNCTIONS}
 #: String functions: computed column-wise only (the VM holds strings as codes of a dictionary
 #: built before matching), on a row's columns; of a value only the VM has (CLASSIFIER(), an
 #: aggregate) they are refused.
-_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||"}
+_STRING_OPS = {"like": "LIKE", "lower": "LOWER", "upper": "UPPER", "concat": "||", "length": "LENGTH", "substr": "SUBSTRING"}
 STACK_SIZE = 512
 
 
@@ -238,6 +238,8 @@ class _Compiler:
             self.code += [vm.E_CONST_I, len(self.consts_i) - 1]
         elif t.kind == "bool":
             self.const_i(1 if node.value else 0)
+        elif t.kind == "decimal":  # the unscaled integer
+            self.const_i(int(node.value.scaleb(t.scale)))  # type: ignore[union-attr]
         else:
             self.const_i(int(node.value))  # type: ignore[call-overload]
 
@@ -351,6 +353,11 @@ class _Compiler:
                 f"{_STRING_OPS[op]} of a value computed while matching (CLASSIFIER(), an aggregate, a navigation "
                 f"of several rows) is not supported; {_STRING_OPS[op]} of a row's columns is"
             )
+        if op == "/" and node.type.kind == "decimal":
+            self.expr(args[0], row)
+            self.expr(args[1], row)
+            self.code += [vm.E_DDIV, 10 ** ir.dividend_scale(node)]
+            return
         for arg in args if op != "scale" else args[:1]:
             self.expr(arg, row)
         if op == "not":
@@ -369,9 +376,22 @@ class _Compiler:
             self.code.append(vm.E_ABS_F if is_float(node.type) else vm.E_ABS_I)
         elif op == "scale":
             self.code += [vm.E_SCALE, int(args[1].value)]  # type: ignore[attr-defined]
+        elif op in ir.MATH_FUNCTIONS:
+            f = ir.MATH_FUNCTIONS.index(op)
+            self.code += [vm.E_ARITH_F, vm.A_MATH + f] if len(args) == 2 else [vm.E_MATH, f]
+        elif op == "rescale":
+            k = node.type.scale - args[0].type.scale
+            self.code += [vm.E_RESCALE, 10**k if k >= 0 else -(10**-k)]
+        elif op == "fit":
+            if node.type.precision < 19:  # else every int64 fits
+                self.code += [vm.E_FIT, 10**node.type.precision]
         elif op == "cast":
             source, target = args[0].type.kind, node.type.kind
-            if target == "double" and source != "double":
+            if target == "double" and source == "decimal":
+                self.code.append(vm.E_I2F)
+                self.consts_f.append(float(10 ** args[0].type.scale))
+                self.code += [vm.E_CONST_F, len(self.consts_f) - 1, vm.E_ARITH_F, vm.A_DIV]
+            elif target == "double" and source != "double":
                 self.code.append(vm.E_I2F)
             elif target == "int" and source == "double":
                 self.code.append(vm.E_F2I)
@@ -382,28 +402,40 @@ class _Compiler:
             raise TypeError(op)
 
     def aggregate(self, node: ir.Agg) -> None:
-        """Register an accumulator: its argument's code is compiled apart (it is run on each
-        row as it is mapped)."""
-        cls = self.classes.index(node.cls)
+        """Register an accumulator (MAX_BY and MIN_BY: the key's, then the value's) and read it."""
         arg_float = node.arg is not None and is_float(node.arg.type)
-        if node.func == "COUNT":
+        if node.func in ("MAX_BY", "MIN_BY"):  # in a condition (a measure's are computed after matching)
+            assert node.key is not None
+            key_float = is_float(node.key.type)
+            if node.func == "MAX_BY":
+                self.accumulator(vm.G_MAXK_F if key_float else vm.G_MAX_I, node.cls, node.key, node.final)
+            else:
+                self.accumulator(vm.G_MINK_F if key_float else vm.G_MIN_I, node.cls, node.key, node.final)
+            func = vm.G_BYVAL_F if arg_float else vm.G_BYVAL_I
+        elif node.func == "COUNT":
             func = vm.G_COUNT_ROWS if node.arg is None else vm.G_COUNT
         else:
             base = {"SUM": vm.G_SUM_I, "AVG": vm.G_AVG_I, "MIN": vm.G_MIN_I, "MAX": vm.G_MAX_I}[node.func]
             func = base + (1 if arg_float else 0)
+        self.accumulator(func, node.cls, node.arg, node.final)
+        self.code += [vm.E_AGG, len(self.aggregates) - 1]
+
+    def accumulator(self, func: int, cls_name: str | None, arg: ir.Node | None, final: bool) -> None:
+        """Register an accumulator: its argument's code is compiled apart (it is run on each
+        row as it is mapped)."""
+        cls = self.classes.index(cls_name)
         # the argument's code is jumped over in place; it runs on each row as it is mapped
         matching, self.matching = self.matching, True
         jump = len(self.code)
         self.code += [vm.E_JUMP, 0]
         lo = len(self.code)
-        if node.arg is not None:
+        if arg is not None:
             self.code.append(vm.E_ROW_ARG)
-            self.expr(node.arg, row=True)
+            self.expr(arg, row=True)
         hi = len(self.code)
         self.code[jump + 1] = hi
         self.matching = matching
-        self.aggregates.append((func, cls, lo, hi, node.final))
-        self.code += [vm.E_AGG, len(self.aggregates) - 1]
+        self.aggregates.append((func, cls, lo, hi, final))
 
 
 #: the computed operand of a string function in ``Compiled.string_maps`` (engine: the dictionary)
@@ -435,7 +467,7 @@ def _conjuncts(node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
-_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "like", "lower", "upper", "concat"}
+_STRICT = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "neg", "abs", "cast", "not", "scale", "rescale", "fit", *ir.STRING_FUNCTIONS, *ir.MATH_FUNCTIONS}
 
 
 def _hoist(node: ir.Node) -> ir.At | None:

@@ -40,6 +40,7 @@ _OVERFLOW = {
     vm.O_ABS: "ABS",
     vm.O_SUM: "SUM",
     vm.O_SCALE: "timestamp conversion",
+    vm.O_RESCALE: "decimal scaling",
 }
 
 
@@ -301,6 +302,8 @@ class Prepared:
             return EventError(f"integer overflow in {_OVERFLOW.get(detail, 'arithmetic')}", row=original)
         if code == vm.ERR_CAST:
             return EventError(f"CAST of {payload} to BIGINT is out of range", row=original)
+        if code == vm.ERR_FIT:
+            return EventError(vector.MESSAGES[vector.E_FIT], row=original)
         if code == vm.ERR_STEPS:
             from ceql.sql.plan import why_no_memo
 
@@ -372,6 +375,8 @@ class Prepared:
             array = self.dictionary.take(codes)
         elif kind == "bool":
             array = pa.array(np.ascontiguousarray(ints) != 0, type=pa.bool_(), mask=mask)
+        elif kind == "decimal":
+            array = vector.decimal_array(np.ascontiguousarray(ints), ~mask, t.arrow())
         else:
             array = pa.array(np.ascontiguousarray(ints), type=pa.int64(), mask=mask)
         return array if array.type == arrow_type else array.cast(arrow_type)
@@ -489,11 +494,14 @@ def _entry_expression(node: ir.Node) -> ir.Node:
 def outer(q: Checked, table: pa.Table) -> pa.Table:
     """The outer SELECT and WHERE over the MATCH_RECOGNIZE result."""
     plain = all(isinstance(c.expr, ir.RowCol) for c in q.select)
+    # by position: a column may be in the result twice (ORDER BY c ASC, c DESC), both the same
+    index = {}
+    for i, name in enumerate(table.column_names):
+        index.setdefault(name, i)
     if q.where is None and plain:
-        names = [c.expr.column for c in q.select]  # type: ignore[attr-defined]
-        out = table.select(names)
+        out = table.select([index[c.expr.column] for c in q.select])  # type: ignore[attr-defined]
         return out.rename_columns([c.name for c in q.select])
-    env = Env(table.num_rows, lambda name: table.column(name))
+    env = Env(table.num_rows, lambda name: table.column(index[name]))
     keep = np.ones(table.num_rows, dtype=np.bool_)
     failures = []
     if q.where is not None:
@@ -507,7 +515,7 @@ def outer(q: Checked, table: pa.Table) -> pa.Table:
     columns = []
     for i, column in enumerate(q.select):
         if isinstance(column.expr, ir.RowCol):
-            columns.append(table.column(column.expr.column))
+            columns.append(table.column(index[column.expr.column]))
             continue
         vec = vector.evaluate(column.expr, env)
         failure = vector.first_error(vec, keep)

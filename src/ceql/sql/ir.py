@@ -66,7 +66,7 @@ class At(Node):
 
 @dataclass(frozen=True)
 class Agg(Node):
-    func: str  # COUNT, SUM, AVG, MIN, MAX; ARRAY_AGG, MAX_BY, MIN_BY (measures only: ROW_AGGREGATES)
+    func: str  # COUNT, SUM, AVG, MIN, MAX; ARRAY_AGG, MAX_BY, MIN_BY (ROW_AGGREGATES; MAX_BY, MIN_BY also in DEFINE)
     cls: str | None
     arg: Node | None  # a row expression; None: COUNT(*) / COUNT(A.*)
     final: bool
@@ -86,7 +86,11 @@ class MatchNo(Node):
 @dataclass(frozen=True)
 class Op(Node):
     """``op`` in: neg, abs, + - * / %, = <> < <= > >=, and, or, not, isnull, notnull, coalesce,
-    cast (to ``type``), scale (a timestamp or interval times ``args[1]``'s constant factor)."""
+    cast (to ``type``), scale (a timestamp or interval times ``args[1]``'s constant factor),
+    rescale (a decimal to ``type``'s scale: exact when larger, else rounded half away from zero),
+    fit (CAST to DECIMAL(p, s): an error if the value has more than p digits). Decimal + - %
+    and comparisons have operands of one scale; * and / of their own scales (``type``'s scale
+    is the result's)."""
 
     op: str
     args: tuple[Node, ...]
@@ -96,6 +100,19 @@ class Op(Node):
 class Case(Node):
     whens: tuple[tuple[Node, Node], ...]
     otherwise: Node | None
+
+
+#: Functions of doubles (IEEE 754: SQRT(-1) and LN(-1) are NaN, LN(0) is -infinity; never an
+#: error): Op(DOUBLE, name, (x,)), POWER of two, ROUND of x and a constant number of digits.
+MATH_FUNCTIONS = ("sqrt", "ln", "exp", "floor", "ceil", "round", "sign", "power")
+#: String functions of one string and constants: LENGTH (an integer), SUBSTR (start, length).
+STRING_FUNCTIONS = ("like", "lower", "upper", "concat", "length", "substr")
+
+
+def dividend_scale(node: Op) -> int:
+    """Decimal ``a / b``: the power of ten that brings a's unscaled value to the scale whose
+    integer division by b's unscaled value is the quotient's (result scale - a's + b's)."""
+    return node.type.scale - node.args[0].type.scale + node.args[1].type.scale
 
 
 def row_measure(node: Node) -> bool:

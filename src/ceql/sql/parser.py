@@ -14,6 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -40,7 +41,12 @@ AGGREGATES = {
 }
 #: aggregates of two arguments: the value, and the key that picks the row
 KEYED_AGGREGATES = {"MAX_BY", "MIN_BY"}
-SCALARS = {"ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS"}
+SCALARS = {
+    "ABS", "COALESCE", "LOWER", "UPPER", "CONCAT_WS",
+    # Trino's and Flink's common scalar functions (analysis: the double ones, and rewritten ones)
+    "SQRT", "LN", "EXP", "POWER", "POW", "FLOOR", "CEIL", "CEILING", "ROUND", "SIGN", "MOD",
+    "GREATEST", "LEAST", "CHAR_LENGTH", "CHARACTER_LENGTH", "LENGTH", "SUBSTRING", "SUBSTR", "CONCAT",
+}  # fmt: skip
 
 # CAST target names -> the type ceql computes with.
 CAST_TYPES = {
@@ -703,6 +709,10 @@ class _Parser(TokenCursor):
             text = str(self.advance().value)
             zoned = timestamp_zone(text.strip()) is not None
             return ast.TimestampLiteral(tok.offset, text, self._timestamp(text, tok.offset), zoned)
+        if self.is_kw("DECIMAL", "NUMERIC") and self.peek().kind == "STRING":
+            self.advance()
+            text_tok = self.advance()
+            return ast.Literal(tok.offset, self._decimal(str(text_tok.value), text_tok.offset), "decimal")
         if self.is_kw("DATE", "TIME") and self.peek().kind == "STRING":
             raise self.unsupported(f"{tok.upper} literals", tok.offset, "use TIMESTAMP '...'")
         if self.is_kw("RUNNING", "FINAL") and self.peek().kind == "IDENT" and self.is_op("(", tok=self.peek(2)):
@@ -804,7 +814,8 @@ class _Parser(TokenCursor):
                 tok.offset,
                 "supported: PREV, NEXT, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, EVERY, COUNT_IF, "
                 "ARBITRARY, ANY_VALUE, ARRAY_AGG, MAX_BY, MIN_BY, CLASSIFIER, MATCH_NUMBER, ABS, COALESCE, LOWER, UPPER, "
-                "CONCAT_WS",
+                "CONCAT_WS, CONCAT, SQRT, LN, EXP, POWER, FLOOR, CEIL, ROUND, SIGN, MOD, GREATEST, LEAST, LENGTH, "
+                "SUBSTRING",
             )
         finally:
             self.leave()
@@ -847,6 +858,23 @@ class _Parser(TokenCursor):
                 self.advance()
                 self.count("a precision")
                 self.expect_op(")")
+        elif word in ("DECIMAL", "NUMERIC", "DEC"):
+            # DECIMAL(p, s), DECIMAL(p) (scale 0) or DECIMAL (Trino's default: precision 38, scale 0)
+            precision, scale = 38, 0
+            if self.is_op("("):
+                self.advance()
+                precision = self.count("a precision")
+                if self.is_op(","):
+                    self.advance()
+                    scale = self.count("a scale")
+                self.expect_op(")")
+            if not 1 <= precision <= 38 or scale > precision:
+                raise QuerySyntaxError(
+                    f"DECIMAL({precision}, {scale}): the precision is 1 to 38 and the scale at most the precision",
+                    self.text,
+                    type_tok.offset,
+                )
+            type_name = f"DECIMAL({precision},{scale})"
         elif word in CAST_TYPES:
             type_name = CAST_TYPES[word]
             if self.is_op("(") and type_name == "VARCHAR":
@@ -855,10 +883,19 @@ class _Parser(TokenCursor):
                 self.expect_op(")")
         else:
             raise self.unsupported(
-                f"CAST to {word}", type_tok.offset, "supported: BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN, TIMESTAMP"
+                f"CAST to {word}", type_tok.offset, "supported: BIGINT, INT, DOUBLE, DECIMAL, VARCHAR, BOOLEAN, TIMESTAMP"
             )
         self.expect_op(")", "')' closing CAST")
         return ast.Cast(start, operand, type_name, type_tok.offset)
+
+    def _decimal(self, text: str, pos: int) -> Decimal:
+        """The value of ``DECIMAL '...'``: digits with an optional sign and point, exact."""
+        try:
+            if not re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)\s*", text):
+                raise InvalidOperation
+            return Decimal(text.strip())
+        except InvalidOperation:
+            raise QuerySyntaxError(f"DECIMAL '{text}' is not a decimal number", self.text, pos) from None
 
     def interval(self) -> ast.IntervalLiteral:
         start = self.advance().offset

@@ -102,6 +102,8 @@ def to_ceql(q: Checked) -> tuple[str | None, str | None, str]:
             t = sql_type(q.schema.field(name).type)
             if t is None:
                 raise _NoEquivalent(f"column {name} has no CEQL type")
+            if t.kind not in _CEQL_TYPES:
+                raise _NoEquivalent(f"column {name} is {t} (CEQL has no exact decimals)")
             fields.append(f"{_name(name)}:{_CEQL_TYPES[t.kind]}")
         declaration = f"CREATE STREAM S {{ EVENT R {{ {', '.join(fields)} }} }}"
         formula = _pattern(q.pattern, top=True)
@@ -302,6 +304,8 @@ def _text(node: ir.Node) -> str:  # noqa: C901
             return f"{args[0]} LIKE {args[1]}"
         if node.op == "concat":
             return f"{args[0]} || {args[1]}"
+        if node.op in ir.MATH_FUNCTIONS or node.op in ("length", "substr", "rescale", "fit"):
+            return f"{node.op.upper()}({', '.join(args)})"
         if node.op in ("neg", "abs", "coalesce", "cast", "scale", "lower", "upper"):
             name = {"neg": "-", "abs": "ABS", "coalesce": "COALESCE", "cast": f"CAST AS {node.type}", "scale": "SCALE",
                     "lower": "LOWER", "upper": "UPPER"}

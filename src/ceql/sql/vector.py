@@ -19,11 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ceql.errors import EventError
 from ceql.sql import ir
 from ceql.sql.types import SqlType
 
 # error codes carried per row
-E_DIV, E_MOD, E_ADD, E_SUB, E_MUL, E_NEG, E_ABS, E_SCALE, E_DIVOVF, E_CAST = range(1, 11)
+E_DIV, E_MOD, E_ADD, E_SUB, E_MUL, E_NEG, E_ABS, E_SCALE, E_DIVOVF, E_CAST, E_RESCALE, E_FIT = range(1, 13)
 MESSAGES = {
     E_DIV: "division by zero",
     E_MOD: "modulo by zero",
@@ -34,6 +35,8 @@ MESSAGES = {
     E_ABS: "integer overflow in ABS",
     E_SCALE: "integer overflow in timestamp conversion",
     E_DIVOVF: "integer overflow in division",
+    E_RESCALE: "integer overflow in decimal scaling",
+    E_FIT: "a value beyond the precision of its DECIMAL type (CAST)",
 }
 
 INT64_MIN = np.iinfo(np.int64).min
@@ -115,7 +118,31 @@ def to_arrow(vec: Vec, t: SqlType) -> pa.Array:
         return pa.array(values.astype(np.int64), type=pa.int64(), mask=mask).cast(t.arrow())
     if t.kind == "null":
         return pa.nulls(len(vec.valid))
+    if t.kind == "decimal":
+        return decimal_array(values.astype(np.int64), vec.valid, t.arrow())
     return pa.array(values.astype(np.int64), type=pa.int64(), mask=mask)
+
+
+def decimal_array(unscaled: np.ndarray, valid: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """A decimal128 array of unscaled int64 values (16 bytes each, little-endian two's
+    complement: the value, then its sign extended)."""
+    n = len(unscaled)
+    words = np.empty((n, 2), dtype=np.int64)
+    words[:, 0] = unscaled
+    words[:, 1] = unscaled >> 63
+    bitmap = None
+    if n and not valid.all():
+        bitmap = pa.py_buffer(np.packbits(valid.astype(np.uint8), bitorder="little").tobytes())
+    return pa.Array.from_buffers(arrow_type, n, [bitmap, pa.py_buffer(words.tobytes())])
+
+
+def unscaled_values(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A decimal128 array's unscaled values as int64, and per row whether it fits 64 bits."""
+    n = len(array)
+    data = array.buffers()[1]
+    words = np.frombuffer(data, dtype=np.int64, count=2 * (array.offset + n))[2 * array.offset :].reshape(n, 2)
+    low, high = words[:, 0], words[:, 1]
+    return low.copy(), high == (low >> 63)
 
 
 def first_error(vec: Vec, rows: np.ndarray | None = None) -> tuple[int, int] | None:
@@ -152,6 +179,12 @@ def _arrow_column(env: Env, name: str) -> Vec:
     if pa.types.is_timestamp(t):
         array = array.cast(pa.int64())
         t = array.type
+    if pa.types.is_decimal(t):  # exact: the unscaled integers (scale in the column's type)
+        values, fits = unscaled_values(array)
+        bad = np.flatnonzero(valid & ~fits)
+        if len(bad):
+            raise EventError(f"integer overflow in column {name} (a decimal beyond 18 digits)")
+        return Vec(np.where(valid, values, 0), valid)
     if pa.types.is_boolean(t):
         values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
         return Vec(values, valid)
@@ -184,6 +217,8 @@ def _const(node: ir.Const, n: int) -> Vec:
         return Vec(np.float64(node.value), valid)  # type: ignore[arg-type]
     if t.kind == "bool":
         return Vec(np.bool_(node.value), valid)
+    if t.kind == "decimal":  # the unscaled integer
+        return Vec(np.int64(int(node.value.scaleb(t.scale))), valid)  # type: ignore[union-attr]
     return Vec(np.int64(node.value), valid)  # type: ignore[arg-type]
 
 
@@ -246,8 +281,11 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         return Vec(~np.asarray(args[0].values, dtype=np.bool_), valid, err)
     if op in ("=", "<>", "<", "<=", ">", ">="):
         return Vec(_compare(op, args[0], args[1], n), valid, err)
-    if op in ("like", "lower", "upper", "concat"):
+    if op in ir.STRING_FUNCTIONS:
         return _string_function(op, node, args, valid, err, n)
+    if op in ir.MATH_FUNCTIONS:
+        values = [np.broadcast_to(np.asarray(a.values, dtype=np.float64), (n,)) for a in args]
+        return Vec(math_function(op, *values), valid, err)
     kind = node.type.kind
     if op == "cast":
         return _cast(args[0], node.args[0].type, node.type, valid, err)
@@ -261,6 +299,16 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         if kind == "double":
             return Vec(np.abs(v), valid, err)
         return Vec(np.abs(v), valid, _where_err(valid & (v == INT64_MIN), E_ABS, err, n))
+    if op == "rescale":
+        return _rescale(args[0], node.type.scale - node.args[0].type.scale, valid, err, n)
+    if op == "fit":
+        v = np.asarray(args[0].values, dtype=np.int64)
+        if node.type.precision >= 19:  # every int64 fits
+            return Vec(v, valid, err)
+        bound = 10**node.type.precision
+        return Vec(v, valid, _where_err(valid & ((v >= bound) | (v <= -bound)), E_FIT, err, n))
+    if op == "/" and kind == "decimal":
+        return _decimal_divide(node, args, valid, err, n)
     if op == "scale":
         v = np.asarray(args[0].values, dtype=np.int64)
         factor = int(node.args[1].value)  # type: ignore[attr-defined]
@@ -297,6 +345,41 @@ def _evaluate(node: ir.Node, env: Env) -> Vec:  # noqa: C901 - one case per node
         return Vec(r, valid, _where_err(zero, E_MOD, err, n))
 
 
+def _rescale(arg: Vec, k: int, valid: np.ndarray, err, n: int) -> Vec:
+    """Unscaled decimals to a scale k digits larger (an error past 64 bits) or -k smaller
+    (rounded half away from zero)."""
+    v = np.broadcast_to(np.asarray(arg.values, dtype=np.int64), (n,))
+    if k >= 0:
+        r, bad = _mul(v, np.full(n, 10**k, dtype=np.int64))
+        return Vec(r, valid, _where_err(valid & bad, E_RESCALE, err, n))
+    return Vec(_round_div(v, np.full(n, 10**-k, dtype=np.int64)), valid, err)
+
+
+def _round_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b rounded half away from zero (b nonzero, no INT64_MIN / -1)."""
+    q = np.abs(a) // np.abs(b)
+    r = np.abs(a) - q * np.abs(b)
+    q = q + (r >= np.abs(b) - r)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _decimal_divide(node: ir.Op, args: list[Vec], valid: np.ndarray, err, n: int) -> Vec:
+    """Decimal a / b: a's unscaled value brought to the scale that makes the quotient's unscaled
+    value an integer division by b's, divided rounding half away from zero."""
+    a = np.broadcast_to(np.asarray(args[0].values, dtype=np.int64), (n,))
+    b = np.broadcast_to(np.asarray(args[1].values, dtype=np.int64), (n,))
+    with np.errstate(all="ignore"):
+        scaled, bad = _mul(a, np.full(n, 10 ** ir.dividend_scale(node), dtype=np.int64))
+        err = _where_err(valid & bad, E_RESCALE, err, n)
+        zero = valid & ~bad & (b == 0)
+        err = _where_err(zero, E_DIV, err, n)
+        overflow = valid & ~bad & (scaled == INT64_MIN) & (b == -1)
+        err = _where_err(overflow, E_DIVOVF, err, n)
+        ok = ~(bad | zero | overflow)
+        q = _round_div(np.where(ok, scaled, 0), np.where(ok, b, 1))
+    return Vec(q, valid, err)
+
+
 def _mul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         r = a * b
@@ -330,6 +413,15 @@ def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, e
         pattern = str(node.args[1].value)  # type: ignore[attr-defined]
         result = pc.match_like(values, pattern)
         return Vec(np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_), valid, err)
+    if op == "length":
+        return Vec(np.asarray(pc.utf8_length(values).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64), valid, err)
+    if op == "substr":
+        start = int(node.args[1].value)  # type: ignore[attr-defined]
+        length = int(node.args[2].value) if len(node.args) > 2 else None  # type: ignore[attr-defined]
+        begin, stop, empty = substring_bounds(start, length)
+        if empty:
+            return Vec(pa.array([""] * n, pa.string()), valid, err)
+        return Vec(pc.utf8_slice_codeunits(values, begin, stop) if stop is not None else pc.utf8_slice_codeunits(values, begin), valid, err)
     if op == "concat":
         other = args[1].values
         if not isinstance(other, (pa.Array, pa.ChunkedArray, pa.Scalar)):
@@ -339,6 +431,31 @@ def _string_function(op: str, node: ir.Op, args: list[Vec], valid: np.ndarray, e
         return Vec(pc.binary_join_element_wise(values, other, ""), valid, err)
     result = pc.utf8_lower(values) if op == "lower" else pc.utf8_upper(values)
     return Vec(result, valid, err)
+
+
+def substring_bounds(start: int, length: int | None) -> tuple[int, int | None, bool]:
+    """SUBSTRING(s, start [, length]) as a slice [begin, stop) of code points (Trino's: start 1
+    is the first character, a negative start counts from the end, start 0 or a negative length
+    is the empty string; ``stop`` None: to the end); ``empty``: the result is ''."""
+    if start == 0 or (length is not None and length <= 0):
+        return 0, None, True
+    begin = start - 1 if start > 0 else start
+    if length is None:
+        return begin, None, False
+    stop = begin + length
+    if begin < 0 and stop >= 0:
+        return begin, None, False
+    return begin, stop, False
+
+
+def math_function(op: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+    """``ir.MATH_FUNCTIONS`` of doubles, column-wise: ``vm.math_scalar`` of each row (the VM's
+    own function, so that every path gives the same bits)."""
+    from ceql.sql import vm
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.zeros(len(x)) if y is None else np.ascontiguousarray(y, dtype=np.float64)
+    return vm.math_array(ir.MATH_FUNCTIONS.index(op), x, y)
 
 
 def _compare(op: str, left: Vec, right: Vec, n: int) -> np.ndarray:
@@ -446,6 +563,8 @@ def _coalesce(node: ir.Op, env: Env) -> Vec:
 
 def _cast(arg: Vec, source: SqlType, target: SqlType, valid: np.ndarray, err) -> Vec:
     v = np.asarray(arg.values)
+    if target.kind == "double" and source.kind == "decimal":
+        return Vec(v.astype(np.float64) / float(10**source.scale), valid, err)
     if target.kind == "double":
         return Vec(v.astype(np.float64), valid, err)
     if target.kind == "bool":

@@ -69,13 +69,26 @@ P_MATCH, P_SPLIT, P_JUMP, P_START, P_END, P_EXCL_IN, P_EXCL_OUT, P_ITER_BEGIN, P
     E_POP,
     E_ROW_ARG,
     E_STRMAP,
-) = range(36)
+    E_RESCALE,
+    E_DDIV,
+    E_FIT,
+    E_MATH,
+) = range(40)
 
-A_ADD, A_SUB, A_MUL, A_DIV, A_MOD = range(5)
+# functions of doubles (E_MATH: of the top value; of two, ARITH_F's kind A_MATH + the function),
+# in the order of ir.MATH_FUNCTIONS
+M_SQRT, M_LN, M_EXP, M_FLOOR, M_CEIL, M_ROUND, M_SIGN, M_POWER = range(8)
+
+A_ADD, A_SUB, A_MUL, A_DIV, A_MOD, A_MATH = range(6)
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = range(6)
 
 # aggregate functions
 G_COUNT_ROWS, G_COUNT, G_SUM_I, G_SUM_F, G_AVG_I, G_AVG_F, G_MIN_I, G_MIN_F, G_MAX_I, G_MAX_F = range(10)
+# MAX_BY/MIN_BY in a condition: two accumulators, the key's (MAX/MIN; of doubles NaN is the
+# largest: MAXK_F, MINK_F) and then the value's (BYVAL), which takes the row's value where the
+# key's accumulator changed (its first row of the largest key); BYVAL's count is 1 when that
+# value is not null
+G_MAXK_F, G_MINK_F, G_BYVAL_I, G_BYVAL_F = range(10, 14)
 
 # error codes (see ceql.sql.engine for the messages)
 ERR_NONE = 0
@@ -88,13 +101,96 @@ ERR_SKIP_LOOP = 6
 ERR_STEPS = 7
 ERR_MORE = 8  # streaming: needs rows not seen yet
 ERR_MASK = 9  # a row mask's condition failed on the row (mask value 3); detail: the variable
+ERR_FIT = 10  # CAST to DECIMAL(p, s): more than p digits
 
 # overflow details
-O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE = range(8)
+O_ADD, O_SUB, O_MUL, O_DIV, O_NEG, O_ABS, O_SUM, O_SCALE, O_RESCALE = range(9)
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 TWO63 = 9223372036854775808.0
+
+
+@njit(cache=True)
+def math_scalar(f, x, y):
+    """A function of doubles as IEEE 754 and the C library compute it (NaN and infinities, never
+    an error). One implementation for the VM, the column-wise evaluation and the reference, so
+    that the last bit of EXP, LN and POWER is the same on every path. ROUND is half away from
+    zero, to ``y`` digits."""
+    if f == M_SQRT:
+        return math.sqrt(x) if (x >= 0.0 or math.isnan(x)) else np.nan
+    if f == M_LN:
+        if math.isnan(x) or x < 0.0:
+            return np.nan
+        if x == 0.0:
+            return -np.inf
+        return math.log(x)
+    if f == M_EXP:
+        return math.exp(x)
+    if f == M_FLOOR:
+        return np.floor(x)
+    if f == M_CEIL:
+        return np.ceil(x)
+    if f == M_SIGN:
+        if math.isnan(x):
+            return x
+        return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else x)
+    if f == M_POWER:
+        return math.pow(x, y)
+    factor = 10.0**y
+    scaled = abs(x) * factor
+    if not math.isfinite(scaled):
+        return x
+    r = np.floor(scaled)
+    if scaled - r >= 0.5:
+        r += 1.0
+    return math.copysign(r / factor, x)
+
+
+@njit(cache=True)
+def math_array(f, x, y):
+    """``math_scalar`` of each pair of values."""
+    out = np.empty(len(x), dtype=np.float64)
+    for i in range(len(x)):
+        out[i] = math_scalar(f, x[i], y[i])
+    return out
+
+
+@njit(cache=True, inline="always")
+def _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, rf, rn):
+    """MAX_BY/MIN_BY's value accumulator ``k`` on a row mapped at ``at``: the key's accumulator
+    (k - 1) has just been updated for the row; where it failed, so does the value (the value is
+    read first, then the key, row by row); where it changed, the row's value is taken."""
+    kat = at - cap1
+    if W[acce + kat + 1] != 0:
+        W[acce + at + 1] = W[acce + kat + 1]
+        return
+    before = W[accc + kat]
+    if W[accc + kat + 1] == before:  # the key is null on this row
+        return
+    kfunc = K[aggoff + (k - 1) * AGG_FIELDS]
+    if kfunc == G_MAXK_F or kfunc == G_MINK_F:
+        old = WF[accf + kat]
+        new = WF[accf + kat + 1]
+        changed = new != old and not (math.isnan(new) and math.isnan(old))
+    else:
+        changed = W[acci + kat + 1] != W[acci + kat]
+    if before == 0 or changed:
+        W[accc + at + 1] = 0 if rn else 1
+        if func == G_BYVAL_I:
+            W[acci + at + 1] = ri
+        else:
+            WF[accf + at + 1] = rf
+
+
+@njit(cache=True, inline="always")
+def _round_div(a, b):
+    """a / b rounded half away from zero (b != 0, not INT64_MIN / -1): decimal division."""
+    q = abs(a) // abs(b)
+    r = abs(a) - q * abs(b)
+    if r >= abs(b) - r:  # 2r >= |b| without overflow
+        q += 1
+    return -q if (a < 0) != (b < 0) else q
 
 
 @njit(cache=True, inline="always")
@@ -298,7 +394,7 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 WF[stf + sp] = np.float64(W[acci + at]) / np.float64(cnt)
             elif func == G_AVG_F:
                 WF[stf + sp] = WF[accf + at] / np.float64(cnt)
-            elif func == G_SUM_I or func == G_MIN_I or func == G_MAX_I:
+            elif func == G_SUM_I or func == G_MIN_I or func == G_MAX_I or func == G_BYVAL_I:
                 W[sti + sp] = W[acci + at]
             else:
                 WF[stf + sp] = WF[accf + at]
@@ -370,6 +466,8 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                     z = x - y
                 elif kind == A_MUL:
                     z = x * y
+                elif kind >= A_MATH:  # POWER, ROUND(x, digits)
+                    z = math_scalar(kind - A_MATH, x, y)
                 elif kind == A_DIV:
                     if y == 0.0:
                         if x == 0.0 or math.isnan(x):
@@ -391,6 +489,47 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 if bad:
                     return 0, 0.0, True, ERR_OVERFLOW, O_SCALE, 0.0
                 W[sti + sp - 1] = r
+            pc += 2
+        elif op == E_RESCALE:
+            # a decimal to another scale: times 10^k (k > 0: an error past 64 bits), or divided by
+            # 10^-k rounded half away from zero (the immediate is then negative)
+            if not W[stn + sp - 1]:
+                factor = K[code + pc + 1]
+                if factor > 0:
+                    r, bad = _mul_ovf(W[sti + sp - 1], factor)
+                    if bad:
+                        return 0, 0.0, True, ERR_OVERFLOW, O_RESCALE, 0.0
+                    W[sti + sp - 1] = r
+                else:
+                    W[sti + sp - 1] = _round_div(W[sti + sp - 1], -factor)
+            pc += 2
+        elif op == E_DDIV:
+            # decimal a / b: a's unscaled value times the immediate (the scale that makes the
+            # quotient's unscaled value an integer division), then divided rounding half away
+            sp -= 1
+            if W[stn + sp] or W[stn + sp - 1]:
+                W[stn + sp - 1] = 1
+            else:
+                a, bad = _mul_ovf(W[sti + sp - 1], K[code + pc + 1])
+                if bad:
+                    return 0, 0.0, True, ERR_OVERFLOW, O_RESCALE, 0.0
+                b = W[sti + sp]
+                if b == 0:
+                    return 0, 0.0, True, ERR_DIV_ZERO, 0, 0.0
+                if a == INT64_MIN and b == -1:
+                    return 0, 0.0, True, ERR_OVERFLOW, O_DIV, 0.0
+                W[sti + sp - 1] = _round_div(a, b)
+            pc += 2
+        elif op == E_FIT:
+            # CAST to DECIMAL(p, s): the unscaled value must be below the immediate, 10^p
+            if not W[stn + sp - 1]:
+                v = W[sti + sp - 1]
+                if v >= K[code + pc + 1] or v <= -K[code + pc + 1]:
+                    return 0, 0.0, True, ERR_FIT, 0, 0.0
+            pc += 2
+        elif op == E_MATH:
+            if not W[stn + sp - 1]:
+                WF[stf + sp - 1] = math_scalar(K[code + pc + 1], WF[stf + sp - 1], 0.0)
             pc += 2
         elif op == E_I2F:
             WF[stf + sp - 1] = np.float64(W[sti + sp - 1])
@@ -676,6 +815,9 @@ def _run(
                                 if e != 0:
                                     W[acce + at + 1] = (e << 8) | ed
                                     continue
+                                if func == G_BYVAL_I or func == G_BYVAL_F:
+                                    _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, rf, rn)
+                                    continue
                                 if rn:
                                     continue
                                 c = W[accc + at]
@@ -698,6 +840,14 @@ def _run(
                                         WF[accf + at + 1] = rf
                                 elif func == G_MAX_F:
                                     if c == 0 or rf > WF[accf + at]:
+                                        WF[accf + at + 1] = rf
+                                elif func == G_MAXK_F:  # NaN is the largest key
+                                    old = WF[accf + at]
+                                    if c == 0 or (math.isnan(rf) and not math.isnan(old)) or rf > old:
+                                        WF[accf + at + 1] = rf
+                                elif func == G_MINK_F:
+                                    old = WF[accf + at]
+                                    if c == 0 or (not math.isnan(rf) and (math.isnan(old) or rf < old)):
                                         WF[accf + at + 1] = rf
                             if status == F_MORE:
                                 break

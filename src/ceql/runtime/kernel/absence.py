@@ -40,6 +40,7 @@ from ceql.compile.plan import Plan
 from ceql.errors import EventError
 from ceql.lang import ast
 from ceql.lang.ast import ABSENCE_MARK
+from ceql.match import partition_order
 from ceql.runtime.absence import deadline_error
 from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.ingest import out_of_order
@@ -113,9 +114,7 @@ def _one_event(formula: ast.Formula) -> str | None:
 def absence_unsupported(plan: Plan) -> str | None:
     """Why the kernel cannot evaluate this NOT FOLLOWED BY plan, or None if it can."""
     assert plan.absence is not None
-    if plan.consume != "NONE":
-        return "NOT FOLLOWED BY with CONSUME BY"
-    if plan.window_kind is None or plan.window is None:
+    if plan.window_kind is None or plan.window is None:  # (the language refuses it: no deadline)
         return "NOT FOLLOWED BY without a window"
     own = own_plan(plan)
     reason = unsupported(own) or unsupported(plan.absence)
@@ -250,6 +249,16 @@ class KernelAbsence:
         self.position = 0
         self.strategy = plan.strategy
         self.limit = plan.limit
+        # Matches due at one trigger are grouped (strategy, LIMIT, CONSUME BY) and ordered by
+        # the query's partition key only: a key found from an equality is no partition.
+        self._keyed = bool(self.reports_partition) and self.own.keys is not None
+        # CONSUME BY among the complex events due at one trigger: the last trigger that
+        # reported, overall and per partition code (PARTITION with a PARTITION BY).
+        self.consume = plan.consume
+        self.consume_by_key = plan.consume == "PARTITION" and bool(plan.checked.query.partition_by)
+        self.last_any = -1
+        self.last_by_key: dict[int, int] = {}
+        self._label_rank: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
         # Canonical label sets (public labels, the mark removed), shared by both kernels.
         self._canon: dict[tuple[str, ...], int] = {}
         self._canon_of: dict[int, np.ndarray] = {}  # id(kernel) -> label-set id -> canonical id
@@ -275,9 +284,16 @@ class KernelAbsence:
             and not self.cancelling.checked
             and self.cancelling.kept is None
         )
-        self._simple = self._light and plan.strategy in ("ALL", "STRICT") and plan.limit is None and not self.projection.merges
+        self._simple = (
+            self._light
+            and plan.strategy in ("ALL", "STRICT")
+            and plan.limit is None
+            and plan.consume == "NONE"
+            and not self.projection.merges
+        )
         self._sets_seen: dict = {}  # (id of a kernel, label-set id) -> canonical id (push)
         self._shown: dict[int, tuple[bool, tuple[str, ...]]] = {}  # own label-set id -> projection
+        self._public: dict[int, tuple[str, ...]] = {}  # own label-set id -> its public labels, sorted
 
     def _share(self) -> np.ndarray | None:
         """What f's kernel may take from the cancelling one per batch (one pass over the
@@ -401,21 +417,96 @@ class KernelAbsence:
             self.waiting.keep(~gone)
 
     def _report(self, due: np.ndarray, triggers: np.ndarray) -> Iterator[KernelMatches]:
-        """Report the waiting rows ``due`` (a mask) at ``triggers`` (per row) and drop them."""
+        """Report the waiting rows ``due`` (a mask) at ``triggers`` (per row) and drop them,
+        in the order of docs/semantics.md 5.2: by trigger, partition key, deadline, then the
+        complex events' events (``_order``); CONSUME BY first (``_consumed``)."""
         waiting = self.waiting
         rows = np.flatnonzero(due)
         trigger = triggers[rows]
-        order = np.lexsort((waiting.seq[rows], waiting.deadline[rows], waiting.part[rows], trigger))
-        rows, trigger = rows[order], trigger[order]
-        chunk = self._chunk(rows, trigger)
+        order, rank = self._order(rows, trigger)
+        rows, trigger, rank = rows[order], trigger[order], rank[order]
         self._forget(waiting.key[rows])
+        if self.consume != "NONE":
+            kept = self._consumed(rows, trigger)
+            rows, trigger, rank = rows[kept], trigger[kept], rank[kept]
+        chunk = self._chunk(rows, trigger, rank)
         waiting.keep(~due)
+        if self.consume != "NONE" and not self.consume_by_key and len(waiting):
+            live = waiting.first > self.last_any  # (the others could never be reported)
+            if not live.all():
+                self._forget(waiting.key[~live])
+                waiting.keep(live)
         if len(chunk):
             yield chunk
 
-    def _chunk(self, rows: np.ndarray, trigger: np.ndarray) -> KernelMatches:
+    def _order(self, rows: np.ndarray, trigger: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The order of the waiting ``rows`` due at ``trigger``: (trigger, partition key,
+        deadline, events), the events compared in order by (position, public labels), a
+        complex event before those it is a prefix of; and each row's key rank (0 unkeyed)."""
+        waiting = self.waiting
+        n = len(rows)
+        rank = np.zeros(n, dtype=np.int64)
+        if not n:
+            return np.zeros(0, dtype=np.int64), rank
+        if self._keyed:
+            codes, inverse = np.unique(waiting.part[rows], return_inverse=True)
+            keys = self.own.keys.keys
+            by_value = sorted(range(len(codes)), key=lambda i: partition_order(keys[int(codes[i])]))
+            rank_of = np.empty(len(codes), dtype=np.int64)
+            rank_of[by_value] = np.arange(len(codes), dtype=np.int64)
+            rank = rank_of[inverse.reshape(-1)]
+        length = waiting.length[rows]
+        starts = waiting.starts()[rows]
+        labels = self._label_ranks()
+        columns: list[np.ndarray] = []  # (np.lexsort: the last column is the first key)
+        for j in range(int(length.max()) - 1, -1, -1):
+            has = length > j
+            at = np.where(has, starts + j, 0)
+            columns.append(np.where(has, labels[waiting.lab[at]], -1))
+            columns.append(np.where(has, waiting.pos[at], -1))
+        columns += [waiting.deadline[rows], rank, trigger]
+        return np.lexsort(columns), rank
+
+    def _label_ranks(self) -> np.ndarray:
+        """f's label-set id -> the rank of its public labels (sorted names) among those met."""
+        canon = self._canonical(self.own, self.own.kernel.label_sets)
+        size, by_canon = self._label_rank
+        if size != len(self._canon):
+            ordered = {labels: i for i, labels in enumerate(sorted(self._canon))}
+            by_canon = np.zeros(max(len(self._canon), 1), dtype=np.int64)
+            for labels, found in self._canon.items():
+                by_canon[found] = ordered[labels]
+            self._label_rank = (len(self._canon), by_canon)
+        return by_canon[canon]
+
+    def _consumed(self, rows: np.ndarray, trigger: np.ndarray) -> np.ndarray:
+        """CONSUME BY (rows in trigger order): which rows survive, trigger by trigger, the
+        complex events starting after the last trigger that reported (overall, or of their
+        key). A trigger reports when a row survives: the strategy and LIMIT keep at least one."""
+        first = self.waiting.first[rows]
+        part = self.waiting.part[rows]
+        keep = np.zeros(len(rows), dtype=bool)
+        cuts = np.r_[0, np.flatnonzero(np.diff(trigger)) + 1, len(rows)].tolist()
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            at = int(trigger[a])
+            if self.consume_by_key:
+                parts = part[a:b]
+                bound = np.array([self.last_by_key.get(p, -1) for p in parts.tolist()], dtype=np.int64)
+                ok = first[a:b] > bound
+                if ok.any():
+                    self.last_any = at
+                    for p in np.unique(parts[ok]).tolist():
+                        self.last_by_key[p] = at
+            else:
+                ok = first[a:b] > self.last_any
+                if ok.any():
+                    self.last_any = at
+            keep[a:b] = ok
+        return keep
+
+    def _chunk(self, rows: np.ndarray, trigger: np.ndarray, rank: np.ndarray) -> KernelMatches:
         """The waiting ``rows`` as complex events triggered at ``trigger``, the strategy and
-        LIMIT applied per trigger and partition, measures computed."""
+        LIMIT applied per trigger and partition key (``rank``), measures computed."""
         waiting = self.waiting
         starts = waiting.starts()
         counts = waiting.length[rows]
@@ -427,7 +518,8 @@ class KernelAbsence:
             trigger, part, offsets, waiting.pos[flat], waiting.lab[flat], self.own.kernel.label_sets
         )
         chunk.deadline = waiting.deadline[rows]  # type: ignore[attr-defined]
-        group = _groups(trigger, part)
+        chunk.key_rank = rank  # type: ignore[attr-defined]
+        group = _groups(trigger, rank)
         keep = np.ones(len(rows), dtype=bool)
         if self.strategy in _SELECT:
             select_supports(group, offsets, chunk.positions, keep, _SELECT[self.strategy])
@@ -446,7 +538,8 @@ class KernelAbsence:
         dropped per trigger, partition and deadline, as Match objects compare), with the
         partition keys when reported and each match's deadline."""
         deadline = getattr(chunk, "deadline", np.zeros(len(chunk), dtype=np.int64))
-        group = _groups(chunk.trigger, chunk.partition, deadline)
+        rank = getattr(chunk, "key_rank", np.zeros(len(chunk), dtype=np.int64))
+        group = _groups(chunk.trigger, rank, deadline)
         real_trigger = chunk.trigger
         chunk = KernelMatches(group, chunk.partition, chunk.offsets, chunk.positions, chunk.labels, chunk.label_sets, chunk.measures)
         columns = project(chunk, self.projection, chunk.measures)
@@ -455,7 +548,7 @@ class KernelAbsence:
             # LIMIT counts the distinct projected matches of a trigger and partition (over
             # every deadline due there), as the Python path's report does.
             groups = columns.trigger
-            outer = _groups(real_trigger, chunk.partition)[firsts][groups]
+            outer = _groups(real_trigger, rank)[firsts][groups]
             keep = first_per_trigger(outer, np.ones(len(outer), dtype=bool), self.limit)
             columns.trigger = outer
             columns = limit_projected(columns, self.limit)
@@ -658,10 +751,14 @@ class KernelAbsence:
                 out.extend(MatchRows(self.columns(chunk), schema, self.reports_partition))
                 continue
             trigger, items = simple
-            items.sort(key=lambda kv: (kv[1][2], kv[1][0]))  # by partition, then deadline
             sets = self.own.kernel.label_sets
             shown = self._shown
-            keys = self._key_of if self.reports_partition and self.own.keys is not None else None
+            keys = self._key_of if self._keyed else None
+            if len(items) > 1:  # (the order of _order: partition key, deadline, events)
+                try:  # (keys of numbers or of strings compare as they are, as partition_order does)
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same))
+                except TypeError:
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order))
             for _, (deadline, _, part, ps, ls) in items:
                 kept: list[int] = []
                 labels: dict[str, list[int]] = {}
@@ -680,6 +777,22 @@ class KernelAbsence:
                         partition = self.own.keys.keys[part]
                 out.append(Match(trigger, tuple(kept), {k: tuple(v) for k, v in labels.items()}, partition, {}, deadline))
         return out
+
+    def _push_order(self, item: tuple, keys: dict | None, order: Any) -> tuple:
+        """The sort key of a complex event ``push`` reports (``_order``'s order)."""
+        deadline, _, part, ps, ls = item
+        sets = self.own.kernel.label_sets
+        public = self._public
+        events = []
+        for position, label in zip(ps, ls):
+            names = public.get(label)
+            if names is None:
+                names = public[label] = tuple(sorted(x for x in sets[label] if x[0] != "\x00"))
+            events.append((position, names))
+        if keys is None:
+            return (), deadline, tuple(events)
+        value = keys.get(part)
+        return order(value if value is not None else self.own.keys.keys[part]), deadline, tuple(events)
 
     def _measure_of(self, position: int) -> int:
         """The window measure of an earlier event (a complex event's first)."""
@@ -841,6 +954,10 @@ def _code(
     return found
 
 
+def _same(key: tuple) -> tuple:
+    return key
+
+
 def _groups(*columns: np.ndarray) -> np.ndarray:
     """Dense ids of the runs of equal rows of ``columns`` (rows sorted so that equal ones are
     consecutive)."""
@@ -867,6 +984,7 @@ def _take(chunk: KernelMatches, rows: np.ndarray) -> KernelMatches:
         chunk.label_sets,
     )
     out.deadline = chunk.deadline[rows]  # type: ignore[attr-defined]
+    out.key_rank = chunk.key_rank[rows]  # type: ignore[attr-defined]
     return out
 
 
@@ -899,6 +1017,9 @@ def _export(runner: KernelAbsence) -> bytes:
         "cancelling": base64.b64encode(runner.cancelling.export_json()).decode("ascii"),
         "position": runner.position,
     }
+    if runner.consume != "NONE":  # CONSUME BY: the last trigger that reported, overall and per key code
+        body["last_any"] = runner.last_any
+        body["last_by_key"] = sorted([code, at] for code, at in runner.last_by_key.items())
     for name, array in arrays.items():
         body[name] = base64.b64encode(np.ascontiguousarray(array, dtype="<i8").tobytes()).decode("ascii")
     return seal(FORMAT, VERSION, fingerprint(runner.plan.checked), body)
@@ -910,7 +1031,10 @@ def _import(runner: KernelAbsence, blob: Any) -> None:
     from ceql.runtime.state import StateError, check_labels, fingerprint, label_vocabulary, unseal
 
     body = unseal(blob, FORMAT, VERSION, fingerprint(runner.plan.checked))
-    if not isinstance(body, dict) or set(body) != {"own", "cancelling", "position", *_ARRAYS}:
+    fields = {"own", "cancelling", "position", *_ARRAYS}
+    if runner.consume != "NONE":
+        fields |= {"last_any", "last_by_key"}
+    if not isinstance(body, dict) or set(body) != fields:
         raise StateError("saved NOT FOLLOWED BY state lacks a field or has an unknown one")
     bound = (runner.own.max_nodes + 1) * 8  # bytes of one waiting array, at most (checked before decoding)
     arrays: dict[str, np.ndarray] = {}
@@ -950,8 +1074,35 @@ def _import(runner: KernelAbsence, blob: Any) -> None:
     if own_last is not None and (last is None or own_last > last):  # (g's types carry the clock too)
         raise StateError("saved NOT FOLLOWED BY state has two inconsistent last times")
     _check_waiting(fresh, arrays, StateError, check_labels, label_vocabulary)
+    if fresh.consume != "NONE":
+        _load_consumed(fresh, body["last_any"], body["last_by_key"], StateError)
     runner.__dict__.update(fresh.__dict__)
     runner.own.waiting = runner.waiting
+
+
+def _load_consumed(runner: KernelAbsence, last_any: Any, pairs: Any, error: type) -> None:
+    """CONSUME BY's markers of a saved state (``_import``): triggers before the stream
+    position, key codes of the query's keys, per key only when it consumes per key."""
+
+    def trigger(value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value <= runner.position:
+            raise error("saved NOT FOLLOWED BY state has an impossible consumed marker")
+        return value
+
+    runner.last_any = trigger(last_any)
+    keys = runner.own.keys
+    count = keys.count if keys is not None else 0
+    if not isinstance(pairs, list) or (pairs and not runner.consume_by_key) or len(pairs) > count:
+        raise error("saved NOT FOLLOWED BY state has malformed consumed markers")
+    by_key: dict[int, int] = {}
+    for pair in pairs:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise error("saved NOT FOLLOWED BY state has malformed consumed markers")
+        code = pair[0]
+        if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code < count or code in by_key:
+            raise error("saved NOT FOLLOWED BY state has a consumed marker of an impossible key")
+        by_key[code] = trigger(pair[1])
+    runner.last_by_key = by_key
 
 
 def _check_waiting(runner: KernelAbsence, a: dict[str, np.ndarray], error: type, check_labels: Any, vocabulary_of: Any) -> None:

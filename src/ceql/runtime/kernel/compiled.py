@@ -1313,6 +1313,16 @@ def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cove
 J_ENTRIES = 0  # entries in use
 J_NMATCH = 1  # complex events in the output buffer
 J_NOW = 2  # the last window measure seen (MISSING before any)
+# The fields of a join entry, one row of ``ent`` each: a chain step reads one cache line, not
+# one per array.
+E_POS = 0  # the event's stream position
+E_MEAS = 1  # its window measure
+E_PREV = 2  # the previous entry of its role and key (-1: none)
+E_KEY = 3
+E_ROLE = 4
+E_FIELDS = 5
+J_KEYS = 3  # the most slots in use in one role's table (the tables are sized by keys, not entries)
+# js[J_SIZE + r]: the slots in use in role r's table.
 J_SIZE = 4
 
 JOIN_DONE = 0
@@ -1335,8 +1345,9 @@ def _join_head(tables, r, bits, key):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _join_push(tables, r, bits, key, entry, prev):
-    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to ``prev``."""
+def _join_push(tables, r, bits, key, entry, ent):
+    """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to its E_PREV.
+    Returns 1 when the key took a new slot, else 0."""
     mask = (1 << bits) - 1
     j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
     while True:
@@ -1344,25 +1355,52 @@ def _join_push(tables, r, bits, key, entry, prev):
         if e < 0:
             tables[r, 2 * j] = key
             tables[r, 2 * j + 1] = entry
-            prev[entry] = -1
-            return
+            ent[entry, E_PREV] = -1
+            return 1
         if tables[r, 2 * j] == key:
-            prev[entry] = e
+            ent[entry, E_PREV] = e
             tables[r, 2 * j + 1] = entry
-            return
+            return 0
         j = (j + 1) & mask
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
+    """Whether entry ``e``, a candidate for role ``r``, satisfies the equalities beyond the key
+    with the roles after it (already chosen in ``cur``; the last role is event ``i``). A link is
+    (role a, attribute of a, role b, attribute of b), a < b; a missing value equals nothing."""
+    for q in range(links.shape[0]):
+        if links[q, 0] != r:
+            continue
+        ia, rb, ib = links[q, 1], links[q, 2], links[q, 3]
+        if not e_vok[e, ia]:
+            return False
+        if rb == last:
+            if not vok[i, ib] or vals[i, ib] != e_val[e, ia]:
+                return False
+        else:
+            o = cur[rb]
+            if not e_vok[o, ib] or e_val[o, ib] != e_val[e, ia]:
+                return False
+    return True
 
 
 @njit(cache=True, nogil=True)
 def join_run(
-    types, poss, meas, keys, valid, start, stop, role_type, window, js, tables, bits, e_pos, e_meas,
-    e_key, e_role, e_prev, cur, out_trigger, out_pos,
+    types, poss, meas, keys, valid, vals, vok, start, stop, role_type, links, window, js, tables, bits,
+    ent, e_val, e_vok, cur, out_trigger, out_pos, max_live,
 ):  # fmt: skip
     """Process events ``start..stop``; returns (status, event index). ``role_type[r]``: the event
     type of role r (the last role triggers). Complex events go to ``out_trigger`` (the trigger's
     position) and ``out_pos`` (k positions each, ascending). JOIN_OUTPUT_FULL and
     JOIN_ENTRIES_FULL leave the event at the returned index unapplied (its complex events
-    withdrawn), so the call resumes there once Python made room."""
+    withdrawn), so the call resumes there once Python made room. ``links``: the equalities
+    beyond the key (``_links_hold``), over the linked attributes' values ``vals`` (one column
+    each; ``vok``: not missing), which entries keep in ``e_val`` / ``e_vok``. Full entries or
+    tables are compacted here (``join_compact``); only when that leaves too little room (or
+    more than ``max_live`` entries, 0: no bound) does the call return JOIN_ENTRIES_FULL, for
+    Python to grow them (``EqualityJoin._make_room``, the same thresholds)."""
+    linked = links.shape[0] > 0
     k = len(role_type)
     last = k - 1
     cap_out = len(out_trigger)
@@ -1376,8 +1414,15 @@ def join_run(
                 plays += 1
         if plays == 0:
             continue
-        if js[J_ENTRIES] + plays > len(e_pos) or 2 * (js[J_ENTRIES] + plays) > (1 << bits):
-            return JOIN_ENTRIES_FULL, i
+        if js[J_ENTRIES] + plays > ent.shape[0] or 2 * (js[J_KEYS] + plays) > (1 << bits):
+            live = join_compact(js, window, tables, bits, ent, e_val, e_vok)
+            if (
+                (max_live > 0 and live > max_live)
+                or 2 * (live + k) > ent.shape[0]
+                or tables.size // 2 > 2 * (ent.shape[0] - live)
+                or 4 * (js[J_KEYS] + k) > (1 << bits)
+            ):
+                return JOIN_ENTRIES_FULL, i
         key = keys[i]
         m = meas[i]
         p = poss[i]
@@ -1387,22 +1432,24 @@ def join_run(
             # them oldest first from the end (no depth-first walk, no reversal).
             first_match = js[J_NMATCH]
             e = _join_head(tables, 0, bits, key)
-            while e >= 0 and e_pos[e] >= p:
-                e = e_prev[e]
+            while e >= 0 and ent[e, E_POS] >= p:
+                e = ent[e, E_PREV]
             count = 0
             f = e
-            while f >= 0 and e_meas[f] >= lowest:
-                count += 1
-                f = e_prev[f]
+            while f >= 0 and ent[f, E_MEAS] >= lowest:
+                if not linked or _links_hold(links, 0, f, i, last, cur, vals, vok, e_val, e_vok):
+                    count += 1
+                f = ent[f, E_PREV]
             if first_match + count > cap_out:
                 return JOIN_OUTPUT_FULL, i
             x = first_match + count - 1
             while x >= first_match:
-                out_trigger[x] = p
-                out_pos[2 * x] = e_pos[e]
-                out_pos[2 * x + 1] = p
-                e = e_prev[e]
-                x -= 1
+                if not linked or _links_hold(links, 0, e, i, last, cur, vals, vok, e_val, e_vok):
+                    out_trigger[x] = p
+                    out_pos[2 * x] = ent[e, E_POS]
+                    out_pos[2 * x + 1] = p
+                    x -= 1
+                e = ent[e, E_PREV]
             js[J_NMATCH] = first_match + count
         elif role_type[last] == t:
             first_match = js[J_NMATCH]
@@ -1412,16 +1459,19 @@ def join_run(
             r = last - 1
             bound = p
             e = _join_head(tables, r, bits, key)
-            while e >= 0 and e_pos[e] >= bound:
-                e = e_prev[e]
+            while e >= 0 and ent[e, E_POS] >= bound:
+                e = ent[e, E_PREV]
             cur[r] = e
             while True:
                 e = cur[r]
-                if e < 0 or e_meas[e] < lowest:
+                if e < 0 or ent[e, E_MEAS] < lowest:
                     r += 1
                     if r >= last:
                         break
-                    cur[r] = e_prev[cur[r]]
+                    cur[r] = ent[cur[r], E_PREV]
+                    continue
+                if linked and not _links_hold(links, r, e, i, last, cur, vals, vok, e_val, e_vok):
+                    cur[r] = ent[e, E_PREV]  # (the equalities beyond the key are checked on probe)
                     continue
                 if r == 0:
                     if n >= cap_out:
@@ -1429,16 +1479,16 @@ def join_run(
                         return JOIN_OUTPUT_FULL, i
                     out_trigger[n] = p
                     for q in range(last):
-                        out_pos[n * k + q] = e_pos[cur[q]]
+                        out_pos[n * k + q] = ent[cur[q], E_POS]
                     out_pos[n * k + last] = p
                     n += 1
-                    cur[0] = e_prev[e]
+                    cur[0] = ent[e, E_PREV]
                     continue
                 r -= 1
-                bound = e_pos[e]
+                bound = ent[e, E_POS]
                 f = _join_head(tables, r, bits, key)
-                while f >= 0 and e_pos[f] >= bound:
-                    f = e_prev[f]
+                while f >= 0 and ent[f, E_POS] >= bound:
+                    f = ent[f, E_PREV]
                 cur[r] = f
             # Oldest first, as the automaton's enumeration gives them (the walk is newest first).
             lo, hi = first_match, n - 1
@@ -1454,38 +1504,50 @@ def join_run(
         for r in range(last):
             if role_type[r] == t:
                 x = js[J_ENTRIES]
-                e_pos[x] = p
-                e_meas[x] = m
-                e_key[x] = key
-                e_role[x] = r
-                _join_push(tables, r, bits, key, x, e_prev)
+                ent[x, E_POS] = p
+                ent[x, E_MEAS] = m
+                ent[x, E_KEY] = key
+                ent[x, E_ROLE] = r
+                for a in range(vals.shape[1]):
+                    e_val[x, a] = vals[i, a]
+                    e_vok[x, a] = vok[i, a]
+                if _join_push(tables, r, bits, key, x, ent):
+                    js[J_SIZE + r] += 1
+                    js[J_KEYS] = max(js[J_KEYS], js[J_SIZE + r])
                 js[J_ENTRIES] = x + 1
         js[J_NOW] = m
     return JOIN_DONE, stop
 
 
 @njit(cache=True, nogil=True)
-def join_compact(js, window, tables, bits, e_pos, e_meas, e_key, e_role, e_prev):  # pragma: no cover
+def join_compact(js, window, tables, bits, ent, e_val, e_vok):  # pragma: no cover
     """Drop the entries outside the window of the last measure (a prefix: measures never
     decrease) and rebuild the tables (``bits`` may be new) from the rest, oldest first, so
-    that each key's chain is rebuilt in order. Returns the entries kept."""
+    that each key's chain is rebuilt in order (J_KEYS: the slots they fill). Returns the entries
+    kept."""
     n = js[J_ENTRIES]
     cut = 0
     if js[J_NOW] != MISSING:
         lowest = _lowest_first(js[J_NOW], window)
-        while cut < n and e_meas[cut] < lowest:
+        while cut < n and ent[cut, E_MEAS] < lowest:
             cut += 1
+    tables[:] = -1  # (keys too: one sequential fill, faster than every other slot)
     for r in range(tables.shape[0]):
-        for s in range(tables.shape[1] // 2):
-            tables[r, 2 * s + 1] = -1
+        js[J_SIZE + r] = 0
     for x in range(cut, n):
         y = x - cut
-        e_pos[y] = e_pos[x]
-        e_meas[y] = e_meas[x]
-        e_key[y] = e_key[x]
-        e_role[y] = e_role[x]
-        _join_push(tables, e_role[y], bits, e_key[y], y, e_prev)
+        ent[y, E_POS] = ent[x, E_POS]
+        ent[y, E_MEAS] = ent[x, E_MEAS]
+        ent[y, E_KEY] = ent[x, E_KEY]
+        ent[y, E_ROLE] = ent[x, E_ROLE]
+        for a in range(e_val.shape[1]):
+            e_val[y, a] = e_val[x, a]
+            e_vok[y, a] = e_vok[x, a]
+        js[J_SIZE + ent[y, E_ROLE]] += _join_push(tables, ent[y, E_ROLE], bits, ent[y, E_KEY], y, ent)
     js[J_ENTRIES] = n - cut
+    js[J_KEYS] = 0
+    for r in range(tables.shape[0]):
+        js[J_KEYS] = max(js[J_KEYS], js[J_SIZE + r])
     return n - cut
 
 
@@ -1537,3 +1599,44 @@ def chain_starts(rows, codes, kinds, measures, gone, role_type, first, window, o
         out[n] = j
         n += 1
     return n
+
+
+# ====================================================================== event type names (issue 34)
+
+
+@njit(cache=True, nogil=True)
+def match_names(offsets, data, names, name_offsets, by_first, out):  # pragma: no cover - compiled
+    """Each string's index among ``names`` (-1: none): ``offsets`` / ``data`` are an Arrow
+    string array's buffers (offsets already sliced to the array), ``names`` the known names'
+    bytes end to end, ``name_offsets`` where each starts. ``by_first[b]``: the one name whose
+    first byte is b (-1: none, -2: several, then each is tried). The first byte picks the name
+    without a branch on the (random) type of each row; its bytes are then compared."""
+    k = len(name_offsets) - 1
+    for i in range(len(out)):
+        lo = offsets[i]
+        size = offsets[i + 1] - lo
+        found = -1
+        if size > 0:
+            q = by_first[data[lo]]
+            if q >= 0:
+                a = name_offsets[q]
+                if name_offsets[q + 1] - a == size:
+                    found = q
+                    for j in range(1, size):
+                        if data[lo + j] != names[a + j]:
+                            found = -1
+                            break
+            elif q == -2:
+                for q in range(k):
+                    a = name_offsets[q]
+                    if name_offsets[q + 1] - a != size:
+                        continue
+                    same = True
+                    for j in range(size):
+                        if data[lo + j] != names[a + j]:
+                            same = False
+                            break
+                    if same:
+                        found = q
+                        break
+        out[i] = found

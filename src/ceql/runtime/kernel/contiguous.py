@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.lang import ast
 from ceql.runtime.kernel.compiled import chain_starts, group_by_code
-from ceql.runtime.kernel.joins import check_bound, sequence_roles
+from ceql.runtime.kernel.joins import attribute_compares, check_bound, only_condition, sequence_roles
 
 _OPS: dict[str, Callable] = {
     "<": operator.lt,
@@ -76,16 +76,7 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
         or plan.auto_partition is not None
     ):
         return None
-    if (
-        post.groups
-        or post.strict
-        or post.distinct
-        or post.instances
-        or post.select is not None
-        or post.unless
-        or post.predicates is not None and len(post.predicates)
-        or post.condition is None
-    ):
+    if not only_condition(post, window=True):
         return None
     if plan.window_kind is not None and int(plan.checked.query.within.value) < 1:
         return None
@@ -96,39 +87,12 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     if roles is None:
         return None
     types, labels = roles
-    if len(set(labels)) != len(labels):
+    compares = attribute_compares(source, plan, post, types, labels, _OPS, ("int", "double"))
+    if compares is None:
         return None
-    # The checks name the roles by the compiler's own labels: map them back.
-    role_of = {label: r for r, label in enumerate(labels)}
-    for site in source.compiled.sites:
-        for label, role in site.own_roles.items():
-            if label in role_of:
-                role_of[role.event_label] = role_of[label]
-    catalog = plan.catalog
-    cond = post.condition
-    compares = []
-    for part in cond.parts if isinstance(cond, ast.And) else (cond,):
-        if not (
-            isinstance(part, ast.Compare)
-            and part.op in _OPS
-            and isinstance(part.left, ast.Attr)
-            and isinstance(part.right, ast.Attr)
-        ):
-            return None
-        sides = []
-        for attr in (part.left, part.right):
-            role = role_of.get(attr.label or "")
-            column = catalog.columns.get(attr.name)
-            if role is None or column is None or column.storage not in ("int", "double"):
-                return None
-            if attr.name in catalog.int_types:
-                return None  # ints in some event types, doubles in others: exact rules per value
-            if plan.type_names[types[role]] not in column.declared:
-                return None
-            sides.append((role, attr.name))
-        if catalog.columns[sides[0][1]].storage != catalog.columns[sides[1][1]].storage:
-            return None
-        compares.append((part.op, sides[0], sides[1]))
+    storage = {name: column.storage for name, column in plan.catalog.columns.items()}
+    if any(storage[a[1]] != storage[b[1]] for _, a, b in compares):
+        return None
     return ChainShape(tuple(types), tuple(labels), tuple(compares))
 
 

@@ -20,7 +20,9 @@ the int it equals and give a null or NaN no code.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,48 +33,156 @@ from ceql.lang import ast
 from ceql.runtime.kernel import compiled as k
 
 INITIAL_ENTRIES = 1 << 12
+INITIAL_BITS = 10  # slots per role's table at first: 2**10
 INITIAL_MATCHES = 1 << 12
 MAX_CHUNK_MATCHES = 1 << 18  # complex events per output chunk
 STATE_PREFIX = "join."  # saved state: the live entries (saved.py validates them)
-STATE_FIELDS = ("position", "measure", "key", "role", "now")
+STATE_FIELDS = ("position", "measure", "key", "role", "now")  # (and value.i / valid.i per linked attribute)
 _ARGS = ["C", "W"]
 
 
 @dataclass(frozen=True)
 class JoinShape:
-    """The roles of a join plan: event type index and label of each, in sequence order."""
+    """The roles of a join plan: event type index and label of each, in sequence order; the
+    equalities beyond the key (``links``: role a, index in ``attributes``, role b, index, with
+    a < b), checked on probe; whether the key is a reported PARTITION BY key."""
 
     types: tuple[int, ...]
     labels: tuple[str, ...]
     int_keys: bool  # every key attribute is an integer column (hashed as it is)
+    attributes: tuple[str, ...] = ()  # the integer attributes the links compare
+    links: tuple[tuple[int, int, int, int], ...] = ()
+    reported: bool = False  # PARTITION BY [a]: each complex event names its key
 
 
-def join_shape(plan: Plan, post: object | None, measures: object | None) -> JoinShape | None:
-    """The join this plan is, or None when it needs the automaton."""
+def join_shape(source: Plan, plan: Plan, post: object | None, measures: object | None) -> JoinShape | None:
+    """The join this plan is (``plan``: the one the kernel runs, ``post``: its checks per
+    complex event, which may only be equalities between two labels' integer attributes), or
+    None when it needs the automaton. The key: the equalities routed by
+    compile/autopartition.py, or a query's PARTITION BY (a sub-stream per key: with ``;`` and
+    ALL, exactly the complex events whose events share the key, positions and windows those
+    of the whole stream)."""
     within = plan.checked.query.within
     if (
-        plan.auto_partition is None
-        or post is not None
+        not plan.partition_groups
         or measures is not None
         or within is None
         or plan.window_kind not in ("events", "time")
         or not plan.monotone
         or int(within.value) < 1
-        or plan.strategy != "ALL"
-        or plan.consume != "NONE"
-        or plan.limit is not None
-        or (plan.projection is not None and plan.projection.kind != "star")
+        or any(p.strategy != "ALL" or p.consume != "NONE" or p.limit is not None for p in (plan, source))
+        or any(p.projection is not None and p.projection.kind != "star" for p in (plan, source))
     ):
         return None
-    roles = sequence_roles(plan, plan.formula, contiguous=False)
+    formula = plan.formula
+    if post is not None:
+        if not isinstance(formula, ast.Filter) or len(plan.compiled.predicates):
+            return None
+        formula = formula.body  # (its condition is what ``post`` checks)
+    roles = sequence_roles(plan, formula, contiguous=False)
     if roles is None or any(plan.type_names[t] not in plan.partition_types for t in roles[0]):
         return None
     types, labels = roles
+    attributes: list[str] = []
+    links: list[tuple[int, int, int, int]] = []
+    if post is not None:
+        found = equality_links(source, plan, post, types, labels)
+        if found is None:
+            return None
+        for (ra, a), (rb, b) in found:
+            for name in (a, b):
+                if name not in attributes:
+                    attributes.append(name)
+            links.append((ra, attributes.index(a), rb, attributes.index(b)))
     arrow_types = plan.catalog.arrow_types
     int_keys = all(
         len(group) == 1 and arrow_types.get(group[0]) == pa.int64() for group in plan.partition_groups
     )
-    return JoinShape(tuple(types), tuple(labels), int_keys)
+    reported = plan.auto_partition is None
+    return JoinShape(tuple(types), tuple(labels), int_keys, tuple(attributes), tuple(links), reported)
+
+
+def label_roles(source: Plan, labels: list[str]) -> dict[str, int]:
+    """Each label's role (index in ``labels``), also under the compiler's own labels, which the
+    checks per complex event name them by."""
+    role_of = {label: r for r, label in enumerate(labels)}
+    for site in source.compiled.sites:
+        for label, role in site.own_roles.items():
+            if label in role_of:
+                role_of[role.event_label] = role_of[label]
+    return role_of
+
+
+def only_condition(post: Any, window: bool = False) -> bool:
+    """Whether the checks per complex event are one condition and nothing else (and, where
+    ``window``, maybe the window over a double attribute)."""
+    return not (
+        post.groups
+        or post.strict
+        or post.distinct
+        or post.instances
+        or post.select is not None
+        or post.unless
+        or post.predicates is not None and len(post.predicates)
+        or (post.window is not None and not window)
+        or post.condition is None
+    )
+
+
+def attribute_compares(
+    source: Plan, plan: Plan, post: Any, types: list[int], labels: list[str], ops: Container[str], kinds: Container[str]
+) -> list[tuple[str, tuple[int, str], tuple[int, str]]] | None:
+    """The checks as comparisons (an operator of ``ops``) of one role's attribute with
+    another's, each (operator, (role, attribute), (role, attribute)), attributes of a storage
+    in ``kinds`` that every role's type declares and that no type declares otherwise; None
+    for anything else (the checks name the roles by the compiler's own labels: mapped back)."""
+    if len(set(labels)) != len(labels):
+        return None
+    role_of = label_roles(source, labels)
+    catalog = plan.catalog
+    cond = post.condition
+    found = []
+    for part in cond.parts if isinstance(cond, ast.And) else (cond,):
+        if not (
+            isinstance(part, ast.Compare)
+            and part.op in ops
+            and isinstance(part.left, ast.Attr)
+            and isinstance(part.right, ast.Attr)
+        ):
+            return None
+        sides = []
+        for attr in (part.left, part.right):
+            role = role_of.get(attr.label or "")
+            column = catalog.columns.get(attr.name)
+            if role is None or column is None or column.storage not in kinds:
+                return None
+            if attr.name in catalog.int_types:
+                return None  # ints in some event types, doubles in others: exact rules per value
+            if plan.type_names[types[role]] not in column.declared:
+                return None
+            sides.append((role, attr.name))
+        found.append((part.op, sides[0], sides[1]))
+    return found
+
+
+def equality_links(
+    source: Plan, plan: Plan, post: Any, types: list[int], labels: list[str]
+) -> list[tuple[tuple[int, str], tuple[int, str]]] | None:
+    """The checks as equalities between int64 attributes of two different roles, each
+    ((role, attribute), (role, attribute)) with the earlier role first; None for anything else
+    (a comparison but ``=``, a double, an attribute some role's type does not declare)."""
+    if not only_condition(post):
+        return None
+    found = attribute_compares(source, plan, post, types, labels, ("=", "=="), ("int",))
+    if found is None:
+        return None
+    arrow_types = plan.catalog.arrow_types
+    links = []
+    for _, a, b in found:
+        if a[0] == b[0] or any(arrow_types.get(side[1]) != pa.int64() for side in (a, b)):
+            return None  # (one event's two attributes: not a link)
+        links.append((a, b) if a[0] < b[0] else (b, a))
+    return links
 
 
 def sequence_roles(plan: Plan, formula: ast.Formula, contiguous: bool) -> tuple[list[int], list[str]] | None:
@@ -103,7 +213,9 @@ class EqualityJoin:
         self.max_nodes = max_nodes  # the live entries may not exceed it (as the automaton's nodes)
         self.role_type = np.array(shape.types, dtype=np.int64)
         self.roles = len(shape.types)
-        self.js = np.zeros(k.J_SIZE, dtype=np.int64)
+        self.links = np.array(shape.links, dtype=np.int64).reshape(len(shape.links), 4)
+        self.width = len(shape.attributes)  # linked attribute values per entry
+        self.js = np.zeros(k.J_SIZE + max(self.roles - 1, 1), dtype=np.int64)  # (slots in use per role)
         self.js[k.J_NOW] = k.MISSING
         self._allocate(INITIAL_ENTRIES)
         self.out_trigger = np.zeros(INITIAL_MATCHES, dtype=np.int64)
@@ -112,28 +224,55 @@ class EqualityJoin:
         self.compact_at = INITIAL_ENTRIES
 
     def _allocate(self, capacity: int, keep: int = 0) -> None:
-        """Entry arrays of ``capacity`` (the first ``keep`` entries copied) and tables of twice
-        that many slots per role (rebuilt by ``join_compact``)."""
-        old = getattr(self, "e_pos", None)
-        arrays = []
-        for name in ("e_pos", "e_meas", "e_key", "e_role", "e_prev"):
-            array = np.zeros(capacity, dtype=np.int64)
-            if old is not None and keep:
-                array[:keep] = getattr(self, name)[:keep]
-            arrays.append(array)
-        self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev = arrays
-        self.bits = max(4, int(2 * capacity - 1).bit_length())
-        self.tables = np.full((max(self.roles - 1, 1), 2 << self.bits), -1, dtype=np.int64)
+        """Entry arrays of ``capacity`` (the first ``keep`` entries copied); the first time,
+        tables of INITIAL_SLOTS (``_make_room`` sizes them by keys, ``compact`` fills them)."""
+        old = getattr(self, "ent", None)
+        ent = np.zeros((capacity, k.E_FIELDS), dtype=np.int64)  # an entry per row (compiled.E_POS ...)
+        if old is not None and keep:
+            ent[:keep] = old[:keep]
+        self.ent = ent
+        e_val = np.zeros((capacity, self.width), dtype=np.int64)
+        e_vok = np.zeros((capacity, self.width), dtype=np.bool_)
+        if keep:
+            e_val[:keep] = self.e_val[:keep]
+            e_vok[:keep] = self.e_vok[:keep]
+        self.e_val, self.e_vok = e_val, e_vok
+        if not hasattr(self, "tables"):
+            self._tables(INITIAL_BITS)
+
+    def _tables(self, bits: int) -> None:
+        """Empty tables of 2**bits slots per role (``compact`` fills them)."""
+        self.bits = bits
+        self.tables = np.full((max(self.roles - 1, 1), 2 << bits), -1, dtype=np.int64)
 
     @property
     def entries(self) -> int:
         return int(self.js[k.J_ENTRIES])
 
+    @property
+    def state_fields(self) -> tuple[str, ...]:
+        """The names (less STATE_PREFIX) of the arrays ``export`` gives."""
+        linked = tuple(f"{kind}.{a}" for a in range(self.width) for kind in ("value", "valid"))
+        return STATE_FIELDS + linked
+
     def process(
-        self, types: np.ndarray, positions: np.ndarray, measures: np.ndarray, keys: np.ndarray, valid: np.ndarray
+        self,
+        types: np.ndarray,
+        positions: np.ndarray,
+        measures: np.ndarray,
+        keys: np.ndarray,
+        valid: np.ndarray,
+        values: np.ndarray | None = None,
+        present: np.ndarray | None = None,
     ):
-        """Complex events of a batch: yields (triggers, positions (n, roles)) chunks."""
+        """Complex events of a batch: yields (triggers, positions (n, roles)) chunks.
+        ``values`` / ``present``: the linked attributes' values, (n, width), and which are not
+        missing."""
         n = len(types)
+        if values is None or present is None:
+            values, present = np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.bool_)
+        values = np.require(values, np.int64, _ARGS)
+        present = np.require(present, np.bool_, _ARGS)
         types = np.require(types, np.int64, _ARGS)
         positions = np.require(positions, np.int64, _ARGS)
         measures = np.require(measures, np.int64, _ARGS)
@@ -142,9 +281,9 @@ class EqualityJoin:
         index, status = 0, None
         while status != k.JOIN_DONE:  # resumed at ``index`` once Python made room
             status, index = k.join_run(
-                types, positions, measures, keys, valid, index, n, self.role_type, self.window, self.js,
-                self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role, self.e_prev,
-                self.cur, self.out_trigger, self.out_pos,
+                types, positions, measures, keys, valid, values, present, index, n, self.role_type, self.links,
+                self.window, self.js, self.tables, self.bits, self.ent, self.e_val, self.e_vok, self.cur,
+                self.out_trigger, self.out_pos, self.max_nodes or 0,
             )  # fmt: skip
             if status == k.JOIN_ENTRIES_FULL:
                 self._make_room()
@@ -159,7 +298,12 @@ class EqualityJoin:
     def _take(self) -> tuple[np.ndarray, np.ndarray]:
         m = int(self.js[k.J_NMATCH])
         self.js[k.J_NMATCH] = 0
-        return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
+        if 2 * m < len(self.out_trigger):  # (a copy: a view would keep the whole buffer alive)
+            return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
+        # Mostly full: hand the buffers over and write the next chunk into fresh ones.
+        trigger, pos = self.out_trigger[:m], self.out_pos[: m * self.roles]
+        self.out_trigger, self.out_pos = np.empty_like(self.out_trigger), np.empty_like(self.out_pos)
+        return trigger, pos
 
     def _grow_output(self) -> None:
         size = 2 * len(self.out_trigger)
@@ -171,22 +315,36 @@ class EqualityJoin:
         self.out_trigger, self.out_pos = trigger, pos
 
     def _make_room(self) -> None:
-        """Drop the expired entries; grow when the live ones fill more than a quarter (each
-        compaction clears the tables: at most a quarter live, it runs once per 3/4 of the
-        capacity appended, so its cost per entry stays small; memory is 4 windows at most)."""
+        """Drop the expired entries; grow the entries when the live ones fill more than half
+        (or the room left is less than half the slots a compaction clears), and the tables
+        when their keys fill more than a quarter of a role's slots (each compaction clears the
+        tables and moves the live entries: it runs once per half of the capacity appended or a
+        quarter of the slots filled, so its cost per entry stays small; memory is a few
+        windows at most). Compacting at half rather than a quarter keeps a large window's entries and
+        tables half as large, so more of them stay in cache (the window's own cost). The
+        tables are sized by the keys of the window, not its entries: a few keys with many
+        events each (users and their clicks) keep small tables."""
         live = self.compact()
         check_bound(live, self.max_nodes)
-        capacity = len(self.e_pos)
-        if 4 * (live + self.roles) > capacity:
-            self._allocate(2 * capacity, keep=live)
-            self.compact()  # rebuild the larger tables
+        capacity = len(self.ent)
+        cleared = self.tables.size // 2  # slots each compaction clears
+        if 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
+            while 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
+                capacity *= 2
+            self._allocate(capacity, keep=live)
+        keys = int(self.js[k.J_KEYS])
+        if 4 * (keys + self.roles) > (1 << self.bits):
+            bits = self.bits + 1
+            while 4 * (keys + self.roles) > (1 << bits):
+                bits += 1
+            self._tables(bits)
+            self.compact()
 
     def compact(self) -> int:
         """Drop the entries outside the window; returns the entries kept."""
         return int(
             k.join_compact(
-                self.js, self.window, self.tables, self.bits, self.e_pos, self.e_meas, self.e_key, self.e_role,
-                self.e_prev,
+                self.js, self.window, self.tables, self.bits, self.ent, self.e_val, self.e_vok,
             )
         )  # fmt: skip
 
@@ -195,13 +353,17 @@ class EqualityJoin:
     def export(self) -> dict[str, np.ndarray]:
         """The live entries (oldest first) and the last measure."""
         n = self.compact()
-        return {
-            f"{STATE_PREFIX}position": self.e_pos[:n].copy(),
-            f"{STATE_PREFIX}measure": self.e_meas[:n].copy(),
-            f"{STATE_PREFIX}key": self.e_key[:n].copy(),
-            f"{STATE_PREFIX}role": self.e_role[:n].copy(),
+        state = {
+            f"{STATE_PREFIX}position": self.ent[:n, k.E_POS].copy(),
+            f"{STATE_PREFIX}measure": self.ent[:n, k.E_MEAS].copy(),
+            f"{STATE_PREFIX}key": self.ent[:n, k.E_KEY].copy(),
+            f"{STATE_PREFIX}role": self.ent[:n, k.E_ROLE].copy(),
             f"{STATE_PREFIX}now": np.array([self.js[k.J_NOW]], dtype=np.int64),
         }
+        for a in range(self.width):
+            state[f"{STATE_PREFIX}value.{a}"] = self.e_val[:n, a].copy()
+            state[f"{STATE_PREFIX}valid.{a}"] = self.e_vok[:n, a].astype(np.int64)
+        return state
 
     def load(self, state: dict) -> None:
         """Restore ``export``'s arrays (checked by saved.check_state)."""
@@ -212,8 +374,12 @@ class EqualityJoin:
         self.js[:] = 0
         self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
         self._allocate(capacity)
-        for name, array in (("position", self.e_pos), ("measure", self.e_meas), ("key", self.e_key), ("role", self.e_role)):
-            array[:n] = state[f"{STATE_PREFIX}{name}"]
+        self._tables(max(INITIAL_BITS, int(4 * (n + self.roles)).bit_length()))
+        for name, field in (("position", k.E_POS), ("measure", k.E_MEAS), ("key", k.E_KEY), ("role", k.E_ROLE)):
+            self.ent[:n, field] = state[f"{STATE_PREFIX}{name}"]
+        for a in range(self.width):
+            self.e_val[:n, a] = state[f"{STATE_PREFIX}value.{a}"]
+            self.e_vok[:n, a] = state[f"{STATE_PREFIX}valid.{a}"] != 0
         self.js[k.J_ENTRIES] = n
         self.compact()
 
@@ -244,11 +410,7 @@ def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.
     whole = n == table.num_rows
     row_groups = group_of[types if whole else types[rows]]
     for g, group in enumerate(groups):
-        column = table.column(group[0])
-        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        nulls = column.null_count
-        data = np.asarray((pc.fill_null(column, 0) if nulls else column).to_numpy(zero_copy_only=False), dtype=np.int64)
-        ok = column.is_valid().to_numpy(zero_copy_only=False) if nulls else None
+        data, ok = int_column(table, group[0])
         if not whole:
             data = data[rows]
             ok = ok[rows] if ok is not None else None
@@ -260,6 +422,29 @@ def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.
             values = np.where(mine, data, values)
             valid |= mine if ok is None else mine & ok
     return values, valid
+
+
+def int_column(table: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """An integer column's values as int64 (0 where null) and which are not null (None: all)."""
+    column = table.column(name)
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    nulls = column.null_count
+    data = np.asarray((pc.fill_null(column, 0) if nulls else column).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return data, (column.is_valid().to_numpy(zero_copy_only=False) if nulls else None)
+
+
+def linked_values(table: pa.Table, attributes: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The values of the attributes a join's links compare, one column each, (rows, width),
+    and which are not missing (a type that does not declare one holds nulls there)."""
+    n = table.num_rows
+    values = np.empty((n, len(attributes)), dtype=np.int64)
+    present = np.ones((n, len(attributes)), dtype=np.bool_)
+    for a, name in enumerate(attributes):
+        data, ok = int_column(table, name)
+        values[:, a] = data
+        if ok is not None:
+            present[:, a] = ok
+    return values, present
 
 
 def fixed_columns(matches, projection, width: int):

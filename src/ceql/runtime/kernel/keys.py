@@ -132,6 +132,25 @@ class WindowCodes:
         self.live += self.count - int(self.counts[1]) - before
         return out
 
+    def encode_one(self, value: int) -> int:
+        """The code of one int64 key (push's per-event path): ``encode`` without its per-call
+        arrays (one-element work arrays kept here)."""
+        from ceql.runtime.kernel.compiled import window_codes
+
+        one = self.__dict__.get("_one")
+        if one is None:
+            one = self._one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_), np.empty(1, dtype=np.int64))
+        values, valid, out = one
+        values[0] = value
+        self._reserve(self.live + 1)
+        if self.count + 1 > len(self.keys):
+            self.keys = _grown(self.keys, self.count + 1)
+            self.free = _grown(self.free, self.count + 1)
+        before = self.count - int(self.counts[1])
+        window_codes(values, valid, self.table, self.bits, self.keys, self.free, self.counts, out)
+        self.live += self.count - int(self.counts[1]) - before
+        return int(out[0])
+
     def _reserve(self, size: int) -> None:
         """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""
         self.table, self.bits = _reserved(self.table, self.bits, size, self.live)

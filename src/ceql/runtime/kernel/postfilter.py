@@ -27,9 +27,10 @@ register values per run: the plan decides at compile time whether they are exact
   on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
   events by their supports (compiled ``select_supports``).
 - **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
-  d FILTER d.n = a.n)``): the automaton marks f's events and the D events of f's span with the
-  compiler's labels; each (complex event, D event) pair is checked column-wise and a complex
-  event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
+  d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
+  marks f's events and the D events of f's span with the compiler's labels; each (complex
+  event, D event) pair is checked column-wise, per alternative of g (an OR's branches), and a
+  complex event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
@@ -109,8 +110,37 @@ class RightEvent:
     types: frozenset[str]  # g's event types
     labels: frozenset[str]  # the labels g's event carries (its type and its AS labels)
     left: frozenset[str]  # the labels f defines (g reads them from f's complex event)
-    condition: ast.Cond  # g's conditions, ANDed
+    condition: ast.Cond | None  # g's conditions, ANDed (None: only PARTITION BY keys)
     column: str = ""  # the kept column of whether an event is of g's types
+    #: PARTITION BY keys inside g, over g's one event (those of its labels): one common value.
+    groups: tuple[tuple[ast.Attr, ...], ...] = ()
+    #: Every label g defines (all its OR branches): read from g's complex event, never from f's.
+    defined: frozenset[str] = frozenset()
+
+
+class RightCheck:
+    """g's checks on the derived batch of (complex event, g event) pairs (``right_event_hits``):
+    its conditions and its PARTITION BY keys, per pair."""
+
+    def __init__(self, right: RightEvent, predicate=None) -> None:
+        from ceql.runtime.kernel.columns import Conditions
+
+        self.right = right
+        self.conditions = Conditions(right.condition, predicate) if right.condition is not None else None
+
+    def attributes(self) -> list[str]:
+        names = self.conditions.attributes() if self.conditions is not None else []
+        for keys in self.right.groups:
+            names += [key.name for key in keys if key.name not in names]
+        return names
+
+    def holds(self, frame) -> np.ndarray:
+        from ceql.runtime.kernel.columns import group_holds
+
+        out = self.conditions.holds(frame) if self.conditions is not None else np.ones(frame.n, dtype=bool)
+        for keys in self.right.groups:
+            out &= group_holds(frame, keys)
+        return out
 
 
 @dataclass
@@ -226,7 +256,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     condition = _and(conditions) if conditions else None
     predicates = None
     read = [condition] + [i.source for i in instances if not isinstance(i.source, tuple)]
-    read += [right.condition for right in unless]
+    read += [right.condition for right in unless if right.condition is not None]
     if any(isinstance(n, ast.LabelCond) for c in read if c is not None for n in walk(c)):
         predicates = PredicateSet()
         predicates.int_types = plan.catalog.int_types if plan.catalog is not None else {}
@@ -267,17 +297,17 @@ _ABOVE = (ast.Sequence, ast.Union_, ast.Conjunction, ast.AllOf, ast.Filter, ast.
 def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
     """The UNLESS the registers track, when the kernel checks them per complex event: each
     under sequences, OR, AND, ALL, FILTER, AS, PARTITION BY, START and UNLESS's left side only
-    (not in an iteration, a renaming or a projection), its right side one event (``E``,
-    ``AS``, ``FILTER``). Else the reason the plan stays on the Python path."""
+    (not in an iteration, a renaming or a projection), its right side one event (``E`` under
+    ``AS``, ``FILTER``, ``PARTITION BY``; OR and AND of such). Else the reason the plan stays
+    on the Python path."""
     registers = plan.registers
     assert registers is not None
-    open_unless: list[ast.Unless] = []  # the UNLESS nodes no blocking scope encloses
+    every: list[tuple[ast.Unless, bool]] = []  # each UNLESS, and whether no blocking scope encloses it
     stack: list[tuple[ast.Node, bool]] = [(plan.formula, True)]
     while stack:
         node, open_ = stack.pop()
         if isinstance(node, ast.Unless):
-            if open_:
-                open_unless.append(node)
+            every.append((node, open_))
             stack.append((node.left, open_))  # (conditions inside g's own UNLESS: refused by the compiler)
             continue
         for child in _children(node):
@@ -286,39 +316,120 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
     for u in registers.tracked:
         # The tracked UNLESS is the one whose right side holds its sites' conditions.
         # (A site's source is its FILTER's condition, or a conjunct of it, or a copy: compared
-        # by value; the same condition in two right sides leaves the owner unknown.)
+        # by value. The same condition in several right sides leaves the owner unknown, unless
+        # those UNLESS are equal and all open: each then has the same check, under its own
+        # compiler labels. One of them under a blocking scope would be checked as if open.)
         sources = [site.source for site in u.sites]
-        owner = [node for node in open_unless if any(n in sources for n in walk(node.right) if isinstance(n, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)))]
-        if len(owner) != 1:
+        owner = [(node, open_) for node, open_ in every if any(_source_of(n) in sources for n in walk(node.right))]
+        if not owner or not all(open_ and node == owner[0][0] for node, open_ in owner):
             return "conditions across events inside the right side of UNLESS, under an iteration, renaming or projection (registers)"
-        found = _right_event(owner[0], u.labels)
+        found = _right_event(owner[0][0], u.labels)
         if isinstance(found, str):
             return found
-        out.append(dataclasses.replace(found, column=f"{RIGHT}{len(out)}"))
+        out.extend(dataclasses.replace(right, column=f"{RIGHT}{len(out) + i}") for i, right in enumerate(found))
     return tuple(out)
 
 
-def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> RightEvent | str:
-    """The check of one UNLESS whose right side is one event, or why there is none."""
-    node, labels, conditions = unless.right, set(), []
-    while not isinstance(node, ast.EventType):
-        if isinstance(node, ast.Label):
-            labels.add(node.label)
-            node = node.body
-        elif isinstance(node, ast.Filter):
-            conditions.append(node.cond)
-            node = node.body
+def _source_of(node: ast.Node) -> object:
+    """What a register site inside a right side reads as its source: a condition node, or a
+    PARTITION BY's keys (None for other nodes)."""
+    if isinstance(node, (ast.LabelCond, ast.Compare, ast.And, ast.Or, ast.Not)):
+        return node
+    return node.keys if isinstance(node, ast.PartitionBy) else None
+
+
+#: The most one-event alternatives a right side of UNLESS is checked as (ORs multiply them).
+_MAX_ALTERNATIVES = 8
+_MANY_EVENTS = "conditions across events inside the right side of UNLESS when it is more than one event (registers)"
+
+
+@dataclass
+class _Alternative:
+    """One way g matches one event: its type, the labels it carries, the conditions and the
+    PARTITION BY keys on it."""
+
+    type: str
+    labels: set[str]
+    conditions: list[ast.Cond]
+    keyed: list[tuple[ast.Attr, ...]]
+
+
+def _alternatives(node: ast.Formula) -> list[_Alternative] | str:
+    """g as one-event alternatives: an event under AS, FILTER and PARTITION BY, an OR of such
+    (one alternative per branch), an AND of such (one event carrying every part's labels, of
+    the type all parts name: no alternative where they differ). Else why not."""
+    if isinstance(node, ast.EventType):
+        if node.stream is not None:
+            return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
+        return [_Alternative(node.name, {node.name}, [], [])]
+    if isinstance(node, (ast.Label, ast.Filter, ast.PartitionBy)):
+        found = _alternatives(node.body)
+        for alt in found if not isinstance(found, str) else ():
+            if isinstance(node, ast.Label):
+                alt.labels.add(node.label)
+            elif isinstance(node, ast.Filter):
+                alt.conditions.append(node.cond)
+            else:
+                alt.keyed.append(node.keys)
+        return found
+    if isinstance(node, (ast.Union_, ast.Conjunction)):
+        parts = [_alternatives(part) for part in node.parts]
+        for part in parts:
+            if isinstance(part, str):
+                return part
+        out: list[_Alternative] = []
+        if isinstance(node, ast.Union_):
+            out = [alt for part in parts for alt in part]  # type: ignore[union-attr]
         else:
-            return "conditions across events inside the right side of UNLESS when it is more than one event (registers)"
-    if node.stream is not None:
-        return "conditions across events inside the right side of UNLESS on a named stream's event (registers)"
-    labels.add(node.name)
-    # '*' reads g's complex event: its one event, which alone carries g's type label in the
-    # checked rows.
-    conditions = [_every_event_as(cond, node.name) for cond in conditions]
-    return RightEvent(
-        tracked["tick"], tracked["rep"], frozenset({node.name}), frozenset(labels), defined_labels(unless.left), _and(conditions)
-    )
+            out = parts[0]  # type: ignore[assignment]
+            for part in parts[1:]:
+                out = [
+                    _Alternative(a.type, a.labels | b.labels, a.conditions + b.conditions, a.keyed + b.keyed)
+                    for a in out
+                    for b in part  # type: ignore[union-attr]
+                    if a.type == b.type
+                ]
+        return out if len(out) <= _MAX_ALTERNATIVES else _MANY_EVENTS
+    return _MANY_EVENTS
+
+
+def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> list[RightEvent] | str:
+    """The checks of one UNLESS whose right side is one event (one per alternative: g holds
+    iff one does), or why there are none."""
+    found = _alternatives(unless.right)
+    if isinstance(found, str):
+        return found
+    defined = frozenset(label for alt in found for label in alt.labels)
+    out = []
+    for alt in found:
+        # '*' reads g's complex event: its one event, which alone carries g's type label in
+        # the checked rows.
+        conditions = [_every_event_as(cond, alt.type) for cond in alt.conditions]
+        # PARTITION BY keys designate events of g's own complex event (the checker allows no
+        # other label). Keys over labels: every designated value one common value. Keys
+        # without a label: one tuple per event, so on g's one event each value need only be
+        # present (one group per key, over the event's type label).
+        groups: list[tuple[ast.Attr, ...]] = []
+        for keys in alt.keyed:
+            if keys[0].label is None:
+                groups.extend((ast.Attr(key.name, alt.type),) for key in keys)
+            else:
+                own = tuple(key for key in keys if key.label in alt.labels)
+                if own:
+                    groups.append(own)
+        out.append(
+            RightEvent(
+                tracked["tick"],
+                tracked["rep"],
+                frozenset({alt.type}),
+                frozenset(alt.labels),
+                defined_labels(unless.left),
+                _and(conditions) if conditions else None,
+                groups=tuple(groups),
+                defined=defined,
+            )
+        )
+    return out
 
 
 def _every_event_as(node: ast.Node, label: str) -> ast.Node:
@@ -493,7 +604,7 @@ def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
         tuple(
             label
             for label in labels
-            if label[0] != "\x00" and label not in right.labels and (left or label not in right.left)
+            if label[0] != "\x00" and label not in (right.defined or right.labels) and (left or label not in right.left)
         )
         for labels, left in zip(sets, in_left)
     ]

@@ -58,18 +58,21 @@ from ceql.runtime.kernel.joins import (
     fixed_columns,
     int_keys,
     join_shape,
+    linked_values,
     role_labels,
 )
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
 from ceql.runtime.kernel.postfilter import (
     PostFilter,
+    RightCheck,
     first_per_trigger,
     local_indexes,
     post_filter,
     right_event_hits,
     select_matches,
 )
+from ceql.runtime.kernel.projected import drops_events
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
 from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
@@ -92,11 +95,12 @@ def unsupported(plan: Plan) -> str | None:
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
         checked = isinstance(post, PostFilter) and (post.condition is not None or post.groups or post.instances or post.unless)
-        if checked and any(isinstance(node, ast.Project) for node in walk(plan.formula, formulas_only=True)):
+        if checked and drops_events(plan.formula, plan.checked.query.partition_labels):
             # The events the checks read stay in the enumerated complex event, so the kernel's
             # window would also span the events PROJECT drops (the reference measures the
-            # projected complex event): tests/test_known_bugs.py.
-            return "conditions across events inside PROJECT under a window"
+            # projected complex event): tests/test_known_bugs.py. Where PROJECT drops none,
+            # both have the same events (projected.py).
+            return "conditions across events on events PROJECT drops, under a window"
     return None
 
 
@@ -117,7 +121,7 @@ def _fast_shapes(
     """The hash join or the column-wise chain that evaluates the plan (issue 34), or neither
     (the automaton): ``source`` is the compiled plan, ``plan`` the one the kernel runs (the
     per-complex-event checks' pattern where ``post`` has checks). The one place that decides."""
-    join = join_shape(plan, post, measures) if plan.checked.query.within is not None else None
+    join = join_shape(source, plan, post, measures) if plan.checked.query.within is not None else None
     return join, (chain_shape(source, plan, post, measures) if join is None else None)
 
 
@@ -134,11 +138,19 @@ def kernel_path(plan: Plan) -> tuple[str, str]:
     if join is not None:
         roles = " ; ".join(f"{plan.type_names[t]} AS {label}" for t, label in zip(join.types, join.labels))
         keys = ", ".join(f"{name}: [{', '.join(key)}]" for name, key in sorted(run.partition_types.items()))
+        linked = ""
+        if join.links:
+            names = join.attributes
+            tests = " AND ".join(
+                f"{join.labels[ra]}.{names[ia]} = {join.labels[rb]}.{names[ib]}" for ra, ia, rb, ib in join.links
+            )
+            linked = f", and equalities beyond the key checked on probe ({tests})"
+        source = "PARTITION BY (each complex event names its key)" if join.reported else "key equalities"
         return "join", (
             f"hash join inside the window (kernel/joins.py): {roles} is one event per role, every "
-            f"role linked by key equalities (the key per event type: {keys}), in WITHIN "
+            f"role linked by {source} (the key per event type: {keys}){linked}, in WITHIN "
             f"{print_within(within)} over a measure that never decreases, with ALL, no CONSUME BY, "
-            "LIMIT, measures or checks per complex event; a hash table per role (key -> its latest "
+            "LIMIT, measures or other checks per complex event; a hash table per role (key -> its latest "
             "event), each trigger walks its key's chains back to the window's edge: no automaton, "
             "no partition per key, memory the events of the window"
         )
@@ -227,19 +239,22 @@ class KeyCodes:
         self.count = 0  # codes given so far
         self._ints = IntCodes()  # int key -> code, filled by compiled code
         self._keys: list[tuple] | None = []
+        self._built = 0  # the segments ``_keys`` lists
 
     @property
     def keys(self) -> list[tuple]:
         """code -> key tuple (built when asked: only reported partitions and saved states
         need them)."""
         if self._keys is None or len(self._keys) != self.count:
-            keys: list[tuple] = []
-            for segment in self._segments:
+            # Only the segments added since the last time (a run asks once per chunk).
+            keys: list[tuple] = self._keys if self._keys is not None else []
+            done = self._built if self._keys is not None else 0
+            for segment in self._segments[done:]:
                 if isinstance(segment, tuple):
                     keys.append(segment)
                 else:
                     keys.extend((value,) for value in segment.tolist())
-            self._keys = keys
+            self._keys, self._built = keys, len(self._segments)
         return self._keys
 
     @keys.setter
@@ -247,6 +262,7 @@ class KeyCodes:
         self._segments = list(keys)
         self.count = len(keys)
         self._keys = list(keys)
+        self._built = len(self._segments)
         self.codes = {}
         self._ints = IntCodes()
         for code, key in enumerate(keys):
@@ -405,7 +421,7 @@ class WindowKeyCodes(KeyCodes):
         value = key[0]
         if len(key) != 1 or type(value) is not int or not -(2**63) <= value < 2**63:
             return -1  # (not an int64: no partition has this key)
-        return int(self.window.encode(np.array([value], dtype=np.int64), None)[0])
+        return self.window.encode_one(value)
 
     cacheable = False  # codes are given back and reused: push's caches must ask every time
 
@@ -433,14 +449,14 @@ class PlanKernel:
         self.partitioned = bool(plan.partition_groups)
         self.measures = _measure_columns(plan)
         self.conditions = None
-        self.unless: list[Conditions] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
+        self.unless: list[RightCheck] = []  # UNLESS's right sides of one event (postfilter.RightEvent)
         self.instance_checks: list = []
         if self.post is not None:
             predicates = self.post.predicates
             column = (lambda pred: f"{PREDICATE}{predicates.intern(pred)}") if predicates is not None else None
             if self.post.condition is not None:
                 self.conditions = Conditions(self.post.condition, column)
-            self.unless = [Conditions(right.condition, column) for right in self.post.unless]
+            self.unless = [RightCheck(right, column) for right in self.post.unless]
             for instanced in self.post.instances:
                 if isinstance(instanced.source, tuple):
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
@@ -524,6 +540,9 @@ class PlanKernel:
         self._time_types = np.array(
             [i for i, name in enumerate(plan.type_names) if name in plan.time_attributes], dtype=np.int64
         )
+        # Whether each type index has a time (the last item: -1, no type): a lookup, not isin.
+        self._timed_type = np.zeros(len(plan.type_names) + 1, dtype=bool)
+        self._timed_type[self._time_types] = True
 
     def _chooses(self) -> bool:
         """Whether the per-complex-event checks choose among each trigger's complex events."""
@@ -643,6 +662,7 @@ class PlanKernel:
         then the compiled hash join."""
         join, keys = self.join, self.keys
         assert join is not None and keys is not None
+        base = self.position
         types, measures, missing, at = self._columnwise(table, positions, types)
         rows = np.arange(table.num_rows)
         if join.shape.int_keys:
@@ -650,13 +670,19 @@ class PlanKernel:
         else:
             values = keys.encode(table, rows, types)
             valid = values >= 0
+        linked = linked_values(table, join.shape.attributes) if join.shape.attributes else (None, None)
         roles = join.roles
         label_ids = self._role_labels(join.shape.types, join.shape.labels)
-        for triggers, flat in join.process(types, at, measures, values, valid):
+        for triggers, flat in join.process(types, at, measures, values, valid, *linked):
             m = len(triggers)
+            partition = np.zeros(m, dtype=np.int64)
+            if join.shape.reported and m:
+                # The trigger's key names the sub-stream (a code: only reported keys get one).
+                row = triggers - base if positions is None else np.searchsorted(at, triggers)
+                partition = keys._int_codes(values[row]) if join.shape.int_keys else values[row]
             yield KernelMatches(
                 triggers,
-                np.zeros(m, dtype=np.int64),
+                partition,
                 np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
                 flat,
                 role_labels(label_ids, m),
@@ -852,7 +878,9 @@ class PlanKernel:
         names = set(plan.time_attributes.values())
         if len(names) == 1:  # one attribute for every type: whole-column operations
             column = pc.cast(table.column(names.pop()), pa.int64())
-            timed = np.isin(types, self._time_types)
+            timed = self._timed_type[types]
+            if column.null_count == 0 and timed.all():  # the common case: no pass to fill or mask
+                return np.array(column.to_numpy(zero_copy_only=False), dtype=np.int64), np.zeros(n, dtype=bool)
             values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
             nulls = pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool)
             return np.where(timed, values, 0), np.where(timed, nulls, True)
@@ -883,7 +911,15 @@ class PlanKernel:
     ) -> None:
         """Time windows need events in non-decreasing primary_time order."""
         at = (lambda row: base + row) if positions is None else (lambda row: int(positions[row]))
-        rows = np.nonzero(np.isin(types, self._time_types))[0]
+        timed = self._timed_type[types]
+        if len(types) and timed.all() and not missing.any():
+            # Every event has a time (the common case): in order iff no step back, checked
+            # without gathering the timed rows (the rows of a step back are found below).
+            first = self.last_time if self.last_time is not None else np.iinfo(np.int64).min
+            if measures[0] >= first and not (measures[1:] < measures[:-1]).any():
+                self.last_time = int(measures[-1])
+                return
+        rows = np.flatnonzero(timed)
         values = measures[rows]
         missing = missing[rows]
         if missing.any():

@@ -411,13 +411,16 @@ def _check_join(runner: PlanKernel, state: dict, position: int) -> None:
         if names:
             raise StateError("saved kernel state has join entries, but this query is not a join")
         return
-    if names != {f"{JOIN_PREFIX}{name}" for name in JOIN_FIELDS}:
+    if names != {f"{JOIN_PREFIX}{name}" for name in join.state_fields}:
         raise StateError("saved kernel state of a join lacks its entries")
-    arrays = _int_arrays(state, JOIN_PREFIX, JOIN_FIELDS, "join entries")
+    arrays = _int_arrays(state, JOIN_PREFIX, join.state_fields, "join entries")
     pos, meas, key, role, now = (arrays[name] for name in JOIN_FIELDS)
     n = len(pos)
-    if len(meas) != n or len(key) != n or len(role) != n or len(now) != 1:
+    linked = [arrays[name] for name in join.state_fields[len(JOIN_FIELDS) :]]
+    if any(len(array) != n for array in [meas, key, role, *linked]) or len(now) != 1:
         raise StateError("saved kernel state has join entries of different lengths")
+    if any(name.startswith("valid.") and np.any((arrays[name] != 0) & (arrays[name] != 1)) for name in arrays):
+        raise StateError("saved kernel state has a join entry whose validity is neither 0 nor 1")
     if n * 48 > MAX_BYTES:
         raise StateError("saved kernel state's join entries would exceed the 1 GiB bound")
     if n and (pos[0] < 0 or pos[-1] >= position or np.any(np.diff(pos) < 0)):
