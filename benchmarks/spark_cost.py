@@ -12,13 +12,15 @@ Per master, in a fresh process (its own driver, JVM and Python workers):
 - **floor**: read the Parquet files, group by the partition key, ``applyInArrow`` returning a
   count per group, write: the least any per-key evaluation on Spark costs;
 - **find**: ``find`` on a partitioned query with about 300,000 matches (``MANY``), each written
-  with the ids of its events, as Parquet;
+  with the ids of its events, as Parquet; and the same into Spark's ``noop`` sink (find's cost
+  without Parquet's writer, which the floor hardly uses: it writes a row per key);
 - **batch (time) / stream (time)**: a query with a time window, by ``find`` on the files and as a
   stream over the same files (``trigger(availableNow=True)``), both written as Parquet;
 - **users** (``--users`` events, 60,000 user keys, ``users()``): the funnel LOGIN -> FAIL ->
   PURCHASE > 500 per user within 30 minutes by ``find`` and by a hand-written self-join (the
   same complex events), and LOGIN NOT FOLLOWED BY PURCHASE per user (``ABSENCE``), each against
-  the local engine's CPU on the same rows.
+  the local engine's CPU on the same rows; and the funnel's steps in a row per user as
+  MATCH_RECOGNIZE (``RECOGNIZE``) by ``ceql.spark.sql`` against ``ceql.sql.run``.
 
 Figures are CPU seconds of the whole process tree (driver, JVM, Python daemon and workers; from
 /proc, sampled so that a process that ends is still counted: ``TreeSampler``), wall seconds in brackets; ratios are of CPU seconds. A warm-up job runs before floor,
@@ -70,6 +72,12 @@ FUNNEL = (
 )
 ABSENCE = "SELECT * FROM S WHERE LOGIN AS l NOT FOLLOWED BY PURCHASE AS p PARTITION BY [user_id] WITHIN 30 MINUTES"
 USER_KEYS = 60_000
+# The funnel's three steps in a row per user, as MATCH_RECOGNIZE (``ceql.spark.sql``).
+RECOGNIZE = (
+    "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY user_id ORDER BY ts, id MEASURES L.id AS l, F.id AS f, "
+    "P.id AS p ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (L F P) DEFINE L AS L.event_type = 'LOGIN', "
+    "F AS F.event_type = 'FAIL', P AS P.event_type = 'PURCHASE' AND P.amount > 500)"
+)
 
 
 def users(events: int, keys: int = USER_KEYS, seed: int = 12):
@@ -258,6 +266,11 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
         found = find(frame, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"])
         found.write.mode("overwrite").parquet(f"{out}/find")
 
+    def many_unwritten() -> None:  # the same job into Spark's noop sink: find without the Parquet writer
+        find(frame, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"]).write.format("noop").mode(
+            "overwrite"
+        ).save()
+
     def batch() -> None:
         found = find(frame, TIME_QUERY, TIME_DECLARATION, tie_break="id", id_columns=["id"])
         found.write.mode("overwrite").parquet(f"{out}/batch")
@@ -282,6 +295,7 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
     stream(f"{out}/warm-up-input", "warm-up-stream")
     figures["floor"] = measured(floor)
     figures["find"] = measured(many)
+    figures["find_unwritten"] = measured(many_unwritten)
     figures["batch"] = measured(batch)
     figures["stream"] = measured(stream)
     if user_data:
@@ -296,10 +310,13 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
         figures["funnel"] = measured(written(funnel, "funnel"))
         figures["self_join"] = measured(written(self_join(people), "self_join"))
         figures["absence"] = measured(written(absent, "absence"))
+        import ceql.spark
+
+        figures["recognize"] = measured(written(ceql.spark.sql(RECOGNIZE, ev=people), "recognize"))
         from ceql.spark.batch import _buckets
 
         figures["absence_tasks"] = _buckets(people)
-        for name in ("funnel", "self_join", "absence"):
+        for name in ("funnel", "self_join", "absence", "recognize"):
             figures[f"{name}_matches"] = spark.read.parquet(f"{out}/{name}").count()
     figures["find_matches"] = spark.read.parquet(f"{out}/find").count()
     figures["batch_matches"] = spark.read.parquet(f"{out}/batch").count()
@@ -390,9 +407,12 @@ def main() -> None:
             pq.write_table(people.slice(index * step, step), folder / f"part-{index}.parquet")
         user_data = str(folder)
         schema = ceql.declare(USERS_DECLARATION)
-        for name, text in (("funnel", FUNNEL), ("absence", ABSENCE)):
+        for name, text in (("funnel", FUNNEL), ("absence", ABSENCE), ("recognize", RECOGNIZE)):
             cpu, wall = time.process_time(), time.perf_counter()
-            count = ceql.compile(text, schema).run(pq.read_table(folder), output="arrow").num_rows
+            if name == "recognize":
+                count = ceql.sql.run(text, {"ev": pq.read_table(folder)}).num_rows
+            else:
+                count = ceql.compile(text, schema).run(pq.read_table(folder), output="arrow").num_rows
             local_users[name] = (round(time.process_time() - cpu, 2), round(time.perf_counter() - wall, 2), count)
             print(f"local engine, {name} ({args.users:,} user events): {local_users[name][0]} ({local_users[name][1]}) s, {count:,} matches")
         print()
@@ -438,12 +458,16 @@ def main() -> None:
             f"| {show(f['session_process'])} | {show(f['cli_tiny_process'])} |"
         )
     print()
-    print("| master | floor | find (matches) | find/floor | batch (time) | stream (time) | stream/batch |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| master | floor | find (matches) | find/floor | find, not written | its /floor "
+        "| batch (time) | stream (time) | stream/batch |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for f in rows:
         print(
             f"| {f['master']} | {show(f['floor'])} | {show(f['find'])} ({f['find_matches']:,}) "
-            f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
+            f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['find_unwritten'])} "
+            f"| {f['find_unwritten'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
             f"| {f['stream'][0] / f['batch'][0]:.2f} |"
         )
     if local_users:
@@ -457,6 +481,15 @@ def main() -> None:
                 f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_tasks']}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} |"
             )
             assert f["funnel_matches"] == local_users["funnel"][2] and f["absence_matches"] == local_users["absence"][2], f
+        print()
+        print("| master | MATCH_RECOGNIZE, ceql.spark.sql (matches) | x local |")
+        print("|---|---:|---:|")
+        for f in rows:
+            print(
+                f"| {f['master']} | {show(f['recognize'])} ({f['recognize_matches']:,}) "
+                f"| {f['recognize'][0] / max(local_users['recognize'][0], 0.01):.2f} |"
+            )
+            assert f["recognize_matches"] == local_users["recognize"][2], f
     print(json.dumps(rows), file=sys.stderr)
     shutil.rmtree(root, ignore_errors=True)
 

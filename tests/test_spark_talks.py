@@ -165,13 +165,11 @@ def test_a_time_column_of_another_type_is_refused_by_find(spark) -> None:
         find(frame, "SELECT * FROM S WHERE A; B PARTITION BY [id]", declared)
 
 
-class _Stage:
-    def __init__(self, stage_id: int, done: int, active: int, total: int, age_s: float) -> None:
-        import time
+def _Stage(stage_id: int, done: int, active: int, total: int):  # noqa: N802 - as Spark's type
+    """A stage as Spark's status tracker gives it (its own type: no start time in it)."""
+    from pyspark.status import SparkStageInfo
 
-        self.stageId, self.numCompletedTasks, self.numActiveTasks, self.numTasks = stage_id, done, active, total
-        self.name = "collect at <stdin>:1"
-        self.submissionTime = int((time.time() - age_s) * 1000)
+    return SparkStageInfo(stage_id, 0, "collect at <stdin>:1", total, active, done, 0)
 
 
 class _Tracker:
@@ -213,7 +211,7 @@ def test_a_long_task_is_never_silent() -> None:
     from ceql.spark.progress import Progress
 
     lines: list[str] = []
-    stage = _Stage(7, 0, 1, 1, age_s=60)
+    stage = _Stage(7, 0, 1, 1)
     cli = Progress(write=lines.append, heartbeat=0.05)
     cli.context = _Context(_Tracker([stage]))
     cli.step("finding and writing the matches")
@@ -228,8 +226,11 @@ def test_a_long_task_is_never_silent() -> None:
     assert len(lines) == 2 and lines[1].endswith("finding and writing the matches: preparing the next Spark stage")
     session_lines: list[str] = []
     watcher = Progress(prefix="ceql", write=session_lines.append, heartbeat=0.05, every_job=True)
+    watcher.context = _Context(_Tracker([stage]))
+    watcher._poll()  # stage 7 seen running from now
+    assert session_lines == []
     time.sleep(0.06)
-    watcher.context = _Context(_Tracker([stage, _Stage(8, 0, 2, 2, age_s=0.0)]))
+    watcher.context = _Context(_Tracker([stage, _Stage(8, 0, 2, 2)]))
     watcher._poll()
     # The stage that just started stays quiet (short jobs print nothing).
     assert session_lines == [session_lines[0]] and session_lines[0].startswith("ceql: [") and "collect: stage 7" in session_lines[0]
@@ -283,3 +284,31 @@ def test_ceql_sql_on_spark_equals_local_and_fails_in_one_line(spark, tmp_path, c
     assert "Traceback" not in err and "\tat " not in err
     assert main([*spark_run, "--conf", "novalue"]) == 2
     assert "--conf takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_ceql_sql_on_spark_ticks_while_spark_starts(spark, tmp_path, capsys, monkeypatch) -> None:
+    """``ceql sql --engine spark`` is not silent while the JVM starts: its ``ceql sql:`` ticker
+    lines come while the session is being made (here a slow start: the shared session, late),
+    and none after."""
+    import functools
+    import sys
+    import time
+
+    import ceql.spark.progress as progress
+
+    spark_session = sys.modules["ceql.spark.session"]  # (ceql.spark.session is also the function)
+
+    real_session = spark_session.session
+
+    def slow_session(*args, **kwargs):
+        time.sleep(0.3)
+        return real_session(*args, **kwargs)
+
+    monkeypatch.setattr(spark_session, "session", slow_session)
+    monkeypatch.setattr(progress, "ticking", functools.partial(progress.ticking, every=0.05))
+    pa.csv.write_csv(pa.Table.from_pylist([{"p": 1, "t": 1, "k": "a", "v": 1, "seq": 0}]), tmp_path / "ev.csv")
+    capsys.readouterr()
+    assert main(["sql", SQL_QUERY, "-i", str(tmp_path / "ev.csv"), "--engine", "spark", "-o", str(tmp_path / "o.jsonl")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert 3 <= len(lines) <= 8, lines
+    assert all(line.startswith("ceql sql: [") and line.endswith("] starting Spark: still running") for line in lines)

@@ -149,6 +149,32 @@ def test_a_ceql_error_in_a_spark_task_is_one_ceql_message(spark, tmp_path: Path,
         assert noise not in err, err
 
 
+def test_many_partitions_share_tasks_and_equal_local(spark) -> None:
+    """Many PARTITION BY keys (two columns, a double with both zeros, nulls) in few tasks: each
+    task matches its buckets' partitions at once and the rows equal the local engine's."""
+    rng = random.Random(11)
+    rows = [
+        {
+            "p": rng.choice([0.0, -0.0, 1.5, None]),
+            "q": rng.choice([None, *range(40)]),
+            "t": i // 3,
+            "v": rng.randint(0, 9),
+            "seq": i,
+        }
+        for i in range(600)
+    ]
+    text = (
+        "SELECT * FROM ev MATCH_RECOGNIZE (PARTITION BY p, q ORDER BY t, seq MEASURES FIRST(A.seq) AS a, "
+        "LAST(B.seq) AS b, MATCH_NUMBER() AS m ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.v >= PREV(B.v))"
+    )
+    df = spark.createDataFrame(rows, "p double, q long, t long, v long, seq long").repartition(4)
+    found = ceql.spark.sql(text, ev=df)
+    got = sorted((tuple(r) for r in found.collect()), key=repr)  # (None and numbers do not compare)
+    local = ceql.sql.run(text, {"ev": pa.Table.from_pylist(rows)}).to_pylist()
+    assert got == sorted((tuple(r.values()) for r in local), key=repr)
+    assert len(got) > 50
+
+
 def test_exact_decimals_through_spark(spark) -> None:
     # a DecimalType column arrives as Arrow decimal128; decimal measures go back as DecimalType,
     # and Spark SQL sums them exactly around MATCH_RECOGNIZE, as DuckDB does locally

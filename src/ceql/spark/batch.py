@@ -3,8 +3,8 @@
 Plans (``explain_plan`` says which one a query gets; docs/spark.md explains them):
 - **partitioned**: PARTITION BY (and not CONSUME BY ANY, whose effect crosses keys): keys go to
   buckets by a hash, and each bucket's rows are sorted and evaluated by one evaluator, which
-  keeps each key's sub-stream apart as the local engine does (``groupBy(bucket).applyInArrow``:
-  one Python call per bucket, not per key). NOT FOLLOWED BY too when that is exact
+  keeps each key's sub-stream apart as the local engine does (``repartition(keys)`` then
+  ``mapInArrow``: one Python call per bucket, not per key, and no sort in the JVM). NOT FOLLOWED BY too when that is exact
   (``absence_splits_by_key``): a key's deadlines are then passed by its own events and by the end
   of its rows, and the trigger the whole stream would give is found afterwards
   (``_global_triggers``). NOT FOLLOWED BY without PARTITION BY goes the same way when an
@@ -46,7 +46,6 @@ from ceql.spark.rows import output_batch
 SHARD = "__ceql_shard"
 HOME = "__ceql_home"
 KEY = "__ceql_key"
-BUCKET = "__ceql_bucket"  # the partitioned plan's bucket of keys
 DEADLINE = "__ceql_deadline"  # NOT FOLLOWED BY split by key: each match's deadline, for its trigger
 _FLUSH_ROWS = 10_000
 
@@ -332,6 +331,9 @@ def plan_batch(
     def evaluate_stream(batches):
         return _evaluate_stream(batches, job=job)
 
+    def evaluate_partition(batches):
+        return _evaluate_partition(batches, job=job)
+
     # Only what the tasks read travels: the query's columns, ids, order and plan columns.
     schema = compiled.checked.schema
     times = [d.time_attribute for d in schema.event_types.values() if d.time_attribute]
@@ -348,12 +350,15 @@ def plan_batch(
             grouped, key_columns = _with_routing_keys(keyed, routing)
         else:
             grouped, key_columns = _with_partition_keys(keyed, compiled, reuse=True)
-        # Keys in hashed buckets, one evaluator per bucket running PARTITION BY inside it: the
-        # local engine restricted to the bucket's keys (every event of a key is in its bucket),
-        # with a Python call and a sort per bucket rather than per key.
-        buckets = _buckets(df)
-        bucketed = grouped.withColumn(BUCKET, F.pmod(F.xxhash64(*key_columns), F.lit(buckets)))
-        found = bucketed.groupBy(BUCKET).applyInArrow(evaluate_group, task_schema)
+        # Keys hashed into buckets (the exchange's partitions), one evaluator per bucket running
+        # PARTITION BY inside it: the local engine restricted to the bucket's keys (every event
+        # of a key is in its bucket), with a Python call and a sort per bucket rather than per
+        # key. mapInArrow over the exchange, not groupBy(bucket).applyInArrow: that would also
+        # sort every row by its bucket in the JVM, which the task's own sort makes needless.
+        # No number of partitions: the shuffle partitions, which adaptive execution may merge
+        # for small inputs (a merged partition still holds whole keys).
+        spread = grouped.repartition(*[F.col(f"`{c}`") for c in key_columns])
+        found = spread.mapInArrow(evaluate_partition, task_schema)
         if fix_triggers:
             return _global_triggers(found, timeline, compiled, counted, out_schema)
         return found
@@ -743,6 +748,16 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
     except EventError as exc:  # named by its id columns too
         rows = np.arange(table.num_rows) if positions is None else positions
         raise _naming_the_event(exc, table, job, int(np.searchsorted(rows, exc.row or 0))) from None
+
+
+def _evaluate_partition(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
+    """One task of the partitioned plan: its rows are whole key sub-streams (the exchange hashes
+    the keys), evaluated at once in stream order as one bucket."""
+    received = list(batches)
+    if not received or not any(b.num_rows for b in received):
+        return
+    found = _evaluate_group(pa.Table.from_batches(received), job=job)
+    yield from found.to_batches(max_chunksize=_FLUSH_ROWS)
 
 
 def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None) -> None:

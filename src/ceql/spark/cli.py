@@ -420,14 +420,19 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
     local``), then handed to Spark. A failed job is one message naming its cause."""
     from ceql.io.run import check_input
-    from ceql.spark.progress import Progress
+    from ceql.spark.progress import Progress, ticking
     from ceql.spark.session import session
 
     light = _small(list(paths.values()))
-    spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
+    # The JVM's start has no stage to report: a line every 20 s while it lasts, as `ceql run`.
+    with ticking("starting Spark", prefix="ceql sql"):
+        spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
     progress = Progress(enabled=False, prefix="ceql sql")
     progress.attach(spark)  # Spark's log off while the job runs: the cause is reported below
-    with one_message(progress):
+    # A stage that runs 20 s or more gets a line every 20 s (tasks done and running).
+    heartbeat = Progress(prefix="ceql sql", every_job=True, interval=1.0)
+    heartbeat.attach(spark)
+    with one_message(progress), contextlib.closing(heartbeat):
         import ceql.spark.sql as spark_sql
 
         frames = {}

@@ -125,6 +125,7 @@ class Progress:
         self._groups: list[tuple[str, str]] = []  # (job group, step name)
         self._tenths: dict[int, int] = {}  # stage id -> tenths of its tasks reported
         self._done: set[int] = set()
+        self._since: dict[int, float] = {}  # every_job: active stage id -> when first seen
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -176,11 +177,14 @@ class Progress:
         tracker = context.statusTracker()
         running: list[tuple[str, Any]] = []
         if self.every_job:
-            now_ms = time.time() * 1000
-            for stage_id in sorted(tracker.getActiveStageIds()):
+            now = time.perf_counter()
+            active = sorted(tracker.getActiveStageIds())
+            # SparkStageInfo has no start time: a stage's is when it was first seen active.
+            self._since = {stage_id: self._since.get(stage_id, now) for stage_id in active}
+            for stage_id in active:
                 stage = tracker.getStageInfo(stage_id)
                 # Only stages that have run a while: short jobs stay quiet.
-                if stage is not None and now_ms - (stage.submissionTime or now_ms) >= self.heartbeat * 1000:
+                if stage is not None and now - self._since[stage_id] >= self.heartbeat:
                     running.append((stage.name.split(" at ")[0] or "job", stage))
         else:
             with self._lock:

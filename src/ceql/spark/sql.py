@@ -1,8 +1,9 @@
 """MATCH_RECOGNIZE on Spark DataFrames: ``ceql.spark.sql(text, t=df)`` returns a lazy DataFrame.
 
-Batch. The partitioned plan of ``ceql.spark.batch``: rows are grouped by the PARTITION BY
-columns (``groupBy(...).applyInArrow``) and each partition is matched in its own task by the
-local engine (docs/sql.md); without PARTITION BY the whole input is one group (one task). Spark
+Batch. The partitioned plan of ``ceql.spark.batch``: partitions go to buckets by a hash of the
+PARTITION BY columns (``repartition(keys)``) and each bucket is matched in its own task by
+the local engine (docs/sql.md), which keeps its partitions apart (``mapInArrow``: a Python call
+per task, not per partition); without PARTITION BY the whole input is one task. Spark
 has no row order of its own, so the input order that breaks ORDER BY ties is
 ``monotonically_increasing_id()`` (the order of the input's partitions, then of rows within
 them): give ORDER BY keys that order rows fully for results that do not depend on it.
@@ -152,12 +153,28 @@ def _batch(text: str, checked, df):
     input_columns = tuple(df.columns)
     result_schema = checked.output_schema
 
-    def evaluate(table: pa.Table) -> pa.Table:
-        return _evaluate_group(table, text=text, columns=input_columns, schema=result_schema)
+    def evaluate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _evaluate_task(batches, text=text, columns=input_columns, schema=result_schema)
 
-    if keys is None:  # one group (a literal in groupBy would be read as a column ordinal)
-        return numbered.withColumn("ceql_group", F.lit(0)).groupBy("ceql_group").applyInArrow(evaluate, out_schema)
-    return numbered.groupBy(*keys).applyInArrow(evaluate, out_schema)
+    if keys is None:  # one task reads every row
+        return numbered.repartition(1).mapInArrow(evaluate, out_schema)
+    # Partitions hashed into buckets (the exchange's partitions, one task each), each bucket
+    # matched at once by the local engine, which keeps its partitions apart: a Python call per
+    # task, not per partition (groupBy(keys).applyInArrow made one per key, and a JVM sort).
+    # (No number: the shuffle partitions, which adaptive execution may merge for small inputs.)
+    kinds = dict(df.dtypes)
+    return numbered.repartition(*[_hashed(key, kinds[key]) for key in keys]).mapInArrow(evaluate, out_schema)
+
+
+def _hashed(column: str, kind: str):
+    """The value a partition key is hashed by: the column, with -0.0 as 0.0 for floating point
+    (equal keys must land in one bucket; Spark hashes the two zeros apart)."""
+    from pyspark.sql import functions as F
+
+    value = F.col(f"`{column}`")
+    if kind in ("float", "double"):
+        return F.when(value == F.lit(0.0), F.lit(0.0).cast(kind)).otherwise(value)
+    return value
 
 
 @functools.lru_cache(maxsize=32)
@@ -170,8 +187,21 @@ def _compiled(text: str, schema: pa.Schema):
     return compile_query(analyze(parse_sql(text), schema))
 
 
+def _evaluate_task(
+    batches: Iterator[pa.RecordBatch], *, text: str, columns: tuple[str, ...], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """One task: its rows are whole partitions (or the whole input), matched at once."""
+    received = [batch for batch in batches if batch.num_rows]
+    if not received:
+        return
+    yield from _evaluate_group(pa.Table.from_batches(received), text=text, columns=columns, schema=schema).to_batches(
+        max_chunksize=10_000
+    )
+
+
 def _evaluate_group(table: pa.Table, *, text: str, columns: tuple[str, ...], schema: pa.Schema) -> pa.Table:
-    """One partition (or the whole input), in input order, through the local engine."""
+    """Whole partitions (or the whole input), in input order, through the local engine (which
+    keeps the partitions apart)."""
     from ceql.sql import engine
 
     table = table.sort_by(SEQ).select(list(columns))
