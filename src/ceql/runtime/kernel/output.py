@@ -80,9 +80,12 @@ def project(matches: KernelMatches, projection: Projection, measures: dict | Non
     offsets, positions = matches.offsets, matches.positions
     trigger, partition = matches.trigger, matches.partition
     measures = measures or {}
-    if not projection.needs_labels or matches.labels is None:
-        return MatchColumns(trigger, offsets, positions, {}, partition, measures=measures)
     sets = matches.label_sets
+    # (An event reported only under the compiler's own labels, such as the event a NOT(E
+    # FILTER c) reads, is not a position of the match: dropped here.)
+    private = any(labels and all(label[0] == "\x00" for label in labels) for labels in sets)
+    if (not projection.needs_labels and not private) or matches.labels is None:
+        return MatchColumns(trigger, offsets, positions, {}, partition, measures=measures)
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
     ids: dict[tuple[str, ...], int] = {}

@@ -551,6 +551,20 @@ def select_matches(chunk, keep: np.ndarray):
     )
 
 
+def public_supports(chunk, frame) -> tuple[np.ndarray, np.ndarray]:
+    """Each complex event's support (offsets, positions) without the events reported only under
+    the compiler's own labels (the event a ``NOT(E FILTER c)`` reads is not a position of the
+    match: NEXT, LAST and MAX compare the supports the user sees)."""
+    public = frame.has(None)
+    if public.all():
+        return chunk.offsets, chunk.positions
+    base, end = int(chunk.offsets[0]), int(chunk.offsets[-1])
+    counts = np.bincount(frame.segment[public], minlength=frame.n)
+    offsets = np.zeros(frame.n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets, chunk.positions[base:end][public]
+
+
 def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.ndarray:
     """``keep`` restricted to the first ``limit`` kept matches of each trigger (matches of one
     trigger are consecutive)."""

@@ -69,6 +69,7 @@ from ceql.runtime.kernel.postfilter import (
     first_per_trigger,
     local_indexes,
     post_filter,
+    public_supports,
     right_event_hits,
     select_matches,
 )
@@ -508,7 +509,11 @@ class PlanKernel:
             perm=within is None or within.kind != "attribute",
             # ANY / LIMIT after checks or a merging projection: enumerate lazily, stop once
             # enough pass (issue 40: the rest of a trigger's candidates are never enumerated).
-            more=self._enough if self.source.strategy == "ANY" and self.checked or self.limit is not None else None,
+            # Not with CONSUME BY emulated after the checks: it consumes trigger by trigger in
+            # order, and a paused later trigger must not consume before the earlier ones.
+            more=self._enough
+            if (self.source.strategy == "ANY" and self.checked or self.limit is not None) and self.consumed is None
+            else None,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
         # Equality correlation of single events: a hash join in the window (joins.py), or
@@ -751,7 +756,8 @@ class PlanKernel:
             keep = self.consumed.apply(chunk.trigger, chunk.partition, chunk.offsets, chunk.positions, keep)
         if post.select is not None and not post.in_kernel:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
-            select_supports(chunk.trigger, chunk.offsets, chunk.positions, keep, mode)
+            offsets, positions = public_supports(chunk, frame)
+            select_supports(chunk.trigger, offsets, positions, keep, mode)
         if self.source.strategy == "ANY":
             keep = first_per_trigger(chunk.trigger, keep, 1)
         return keep
