@@ -68,6 +68,13 @@ def test_temporary_view_and_errors(spark) -> None:
         ceql.spark.sql(QUERIES[0].replace("FROM ev ", "FROM missing "))
     with pytest.raises(ceql.QueryError, match="no such column"):
         ceql.spark.sql(QUERIES[0].replace("A.k = 'a'", "A.kind = 'a'"), ev=spark.createDataFrame(rows))
+    # what the compiler refuses (after analysis) is refused on the driver, before any task runs
+    refused = QUERIES[0].replace("B.k <> 'a'", "CONCAT(CLASSIFIER(), B.k) <> 'a'")
+    with pytest.raises(ceql.QueryError, match="computed while matching") as local:
+        ceql.sql.run(refused, {"ev": pa.Table.from_pylist(rows)})
+    with pytest.raises(ceql.QueryError, match="computed while matching") as on_spark:
+        ceql.spark.sql(refused, ev=spark.createDataFrame(rows))
+    assert str(on_spark.value) == str(local.value)
 
 
 def test_streaming_matches_batch(spark, tmp_path: Path) -> None:

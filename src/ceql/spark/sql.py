@@ -64,6 +64,11 @@ def run(text: str, dataframes: dict[str, Any], *, allowed_lateness: str | None =
     df = _dataframe(query, dataframes)
     arrow_schema = to_arrow_schema(df.schema)
     checked = analyze(query, arrow_schema)
+    # Compiled here too, so what the compiler refuses is one ceql error on the driver, not a
+    # PythonException from every task (the workers compile again, cached: _compiled).
+    from ceql.sql.compiler import compile_query
+
+    compile_query(checked)
     if df.isStreaming:
         return _streaming(text, checked, df, allowed_lateness)
     return _batch(text, checked, df)
