@@ -226,6 +226,11 @@ def schema_events(schema: ceql.Schema, n: int, literals: list[str], seed: int = 
 
 #: The most complex events the size check counts on 5,000 events (20 per event).
 GROWTH_CAP = 20 * 5_000
+#: The most reported events (positions over every complex event) the size check counts on
+#: 5,000 events (400 per event): ``SELECT LAST * FROM S WHERE A+; B`` reports one complex event
+#: per B, but each holds every A before it, so its output, not any state the kernel keeps,
+#: is quadratic (5e9 positions on 200,000 events: past 10 GB as one Arrow table).
+POSITIONS_CAP = 20 * GROWTH_CAP
 #: The CPU seconds the size check gives one query on 5,000 events (MAX on ``SELL ; BUY+`` with
 #: no window takes minutes on the Python evaluator before it has counted the bound).
 GROWTH_CPU_S = 10.0
@@ -233,14 +238,17 @@ GROWTH_CPU_S = 10.0
 
 def count_capped(query: ceql.Query, table: pa.Table, cap: int, cpu_s: float = GROWTH_CPU_S) -> tuple[int, float]:
     """The matches of ``query`` over ``table``, counted chunk by chunk as the evaluator streams
-    them (none held), stopping once past ``cap`` or ``cpu_s`` CPU seconds: the count (``cap +
-    1`` when cut) and the CPU seconds spent."""
-    started, total = time.process_time(), 0
+    them (none held), stopping once past ``cap`` matches, ``cap * POSITIONS_CAP / GROWTH_CAP``
+    reported events or ``cpu_s`` CPU seconds: the count (``cap + 1`` when cut) and the CPU
+    seconds spent."""
+    started, total, positions = time.process_time(), 0, 0
+    position_cap = cap * (POSITIONS_CAP // GROWTH_CAP)
     # The path the timed run takes (``auto`` leaves a small input to Python when it returns
     # columns, so ``compiled``: it still runs on Python what the kernel does not evaluate).
     for chunk in query.evaluator(engine="compiled").columns(table, batch=1_000, finish=True):
         total += len(chunk)
-        if total > cap or time.process_time() - started > cpu_s:
+        positions += len(chunk.positions)
+        if total > cap or positions > position_cap or time.process_time() - started > cpu_s:
             return cap + 1, time.process_time() - started
     return total, time.process_time() - started
 

@@ -72,7 +72,8 @@ S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
 S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
 S_STOP = 15  # C_LAZY: the current trigger's enumeration pauses when S_TCOUNT reaches this
-S_SIZE = 16
+S_STEPS = 16  # nodes the enumeration visited, all triggers together (a cost measure for tests)
+S_SIZE = 17
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
 P_COUNT = 0  # active (state, node) entries
@@ -488,6 +489,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
         limit = stack[sp, 3]
         empty_ok = stack[sp, 4]
         while True:
+            st[S_STEPS] += 1
             kind = nodes[node, KH] >> 1
             if kind == BOTTOM_KIND:
                 if empty_ok and (not selecting or depth == slen):
@@ -525,6 +527,13 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 b = nodes[node, A if newest else B]
                 a_ok = not has_limit or nodes[a, MF] >= limit or ((nodes[a, KH] & empty_ok) == 1)
                 b_ok = not has_limit or nodes[b, MF] >= limit or ((nodes[b, KH] & empty_ok) == 1)
+                if has_limit:
+                    # Only the empty complex event of a side can be in the window: take it
+                    # as BOTTOM, without walking down to it (a long union chain with the
+                    # empty one at its bottom, as B+ without a partition builds, would
+                    # otherwise be walked to its start at every trigger: issue 40).
+                    a = _only_empty(nodes, a, limit)
+                    b = _only_empty(nodes, b, limit)
                 if a_ok and b_ok:
                     if sp + 2 > stack.shape[0]:  # keep one row free to save the current position
                         st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
@@ -549,6 +558,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 empty_ok = 1 if not gone and m >= limit else 0
                 if not (nodes[child, MF] >= limit or (nodes[child, KH] & empty_ok) == 1):
                     break
+                child = _only_empty(nodes, child, limit)
             if selecting and (depth >= slen or nodes[node, POS] != memo[depth, MEMO_BEST]):
                 break  # not the chosen support
             if depth >= path.shape[0]:
@@ -557,6 +567,17 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             path[depth] = node
             depth += 1
             node = child
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _only_empty(nodes, node, limit):
+    """BOTTOM for a node whose only complex event that may start at or after ``limit`` is the
+    empty one (it has it, and every other starts before the limit), else the node. (One
+    derivation of the empty complex event: a node holds a complex event once, and where the
+    plan allows repeats they are dropped per trigger anyway.)"""
+    if node != 0 and (nodes[node, KH] & 1) == 1 and nodes[node, MF] < limit:
+        return 0
+    return node
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -748,6 +769,9 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
         if kind == UNION_KIND:
             a = nodes[node, A]
             b = nodes[node, B]
+            if has_limit:  # (as in _enumerate: a side with only its empty one in the window)
+                a = _only_empty(nodes, a, limit)
+                b = _only_empty(nodes, b, limit)
             va = -1
             if _viable(nodes, a, has_limit, limit, eok):
                 va = _lookup(nodes, stack, memo, sel, stamp, a, eok, has_limit, limit, sp, mode)
@@ -781,6 +805,8 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
         if has_limit:
             ceok = 1 if not gone and nodes[node, M] >= limit else 0
         child = nodes[node, A]
+        if has_limit:
+            child = _only_empty(nodes, child, limit)
         vc = -1
         if _viable(nodes, child, has_limit, limit, ceok):
             vc = _lookup(nodes, stack, memo, sel, stamp, child, ceok, has_limit, limit, sp, mode)
