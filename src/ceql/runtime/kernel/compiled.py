@@ -103,6 +103,7 @@ NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
 NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
 NEED_MORE = 10  # C_LAZY: S_STOP complex events of a trigger are out: Python says whether to go on
+NEED_POOL = 11  # MAX: the pool of supports and antichains (``_choose_max``)
 OK = DONE
 
 STATUS_NAMES = {
@@ -117,6 +118,7 @@ STATUS_NAMES = {
     NEED_PATH: "path",
     NEED_CHECK: "check",
     NEED_MORE: "more",
+    NEED_POOL: "pool",
 }
 
 
@@ -216,7 +218,7 @@ def _take_slot(st, slot_of, slot_info, free, code):
 @njit(cache=True, nogil=True)
 def run(
     syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
-    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel,
+    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel, pool,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
@@ -225,7 +227,8 @@ def run(
     returned index: an event is either fully applied or not at all, and an enumeration that
     stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
     the one entry (initial state, BOTTOM) of a partition seen for the first time. ``memo`` and
-    ``sel``: NEXT / LAST chosen over the tECS (``_choose``; ``sel[SEL_MODE]`` 0: not used)."""
+    ``sel``: NEXT / LAST / MAX chosen over the tECS (``_choose``, ``_choose_max``; ``sel[SEL_MODE]``
+    0: not used); ``pool``: MAX's supports and antichains."""
     window = cfg[C_WINDOW]
     prune = window >= 0 and cfg[C_MONOTONE] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -236,7 +239,7 @@ def run(
     if st[S_ENUM] == 1:
         i = st[S_EVENT]
         status = _enumerate(
-            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel
+            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel, pool
         )
         if status != OK:
             return status, i, 0, 0
@@ -359,7 +362,7 @@ def run(
             st[S_TFIRST] = st[S_NMATCH]
             st[S_STOP] = cfg[C_LAZY]
             sel[SEL_CHOSEN] = 0
-            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel)
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel, pool)
             if status != OK:
                 return status, i, 0, 0
             if _must_check(cfg, st):
@@ -416,7 +419,7 @@ def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel):
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
@@ -433,11 +436,17 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     (``_choose``) and only the paths spelling it are followed."""
     window = cfg[C_WINDOW]
     selecting = sel[SEL_MODE] != 0
+    maximal = sel[SEL_MODE] == SELECT_MAX
     if selecting and sel[SEL_CHOSEN] == 0:
-        status = _choose(cfg, st, nodes, finals, stack, memo, sel)
+        if maximal:
+            status = _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool)
+        else:
+            status = _choose(cfg, st, nodes, finals, stack, memo, sel)
         if status != OK:
             return status
         sel[SEL_CHOSEN] = 1
+        if maximal and sel[SEL_MAXAC] >= 0:
+            _load_support(memo, sel, pool)  # the first maximal support
         if sel[SEL_LEN] < 0:  # no complex event in the window
             st[S_SP] = 0
             st[S_FINAL] = st[S_NFINALS]
@@ -474,6 +483,13 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     while True:
         if sp == 0:
             f = st[S_FINAL]
+            if f >= st[S_NFINALS] and maximal and pool[sel[SEL_MAXAC], 1] >= 0:
+                # MAX: the next maximal support, its complex events from every final node.
+                sel[SEL_MAXAC] = pool[sel[SEL_MAXAC], 1]
+                _load_support(memo, sel, pool)
+                slen = sel[SEL_LEN]
+                st[S_FINAL] = 0
+                f = 0
             if f >= st[S_NFINALS]:
                 st[S_SP] = 0
                 return OK
@@ -604,7 +620,9 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 #: support is chosen, its length (-1: none in the window), the node numbering's generation
 #: (bumped by compaction), whether a node's best over all its paths may be kept for good.
 SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
-SEL_SIZE = 7  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
+#: MAX: the pool cells in use, and the antichain cell whose support is being enumerated.
+SEL_POOL, SEL_MAXAC = 7, 8
+SEL_SIZE = 9  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
 #: support (from the latest position down), a candidate's, and the trigger's top output nodes;
@@ -860,27 +878,9 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
     its own memo generation."""
     window = cfg[C_WINDOW]
     mode = sel[SEL_MODE]
-    # The top output nodes, below the final nodes' unions (no window limit is fixed there).
-    ntops = 0
-    empty = False
-    for f in range(st[S_NFINALS]):
-        sp = 1
-        stack[0, 0] = finals[f]
-        while sp > 0:
-            sp -= 1
-            node = stack[sp, 0]
-            kind = nodes[node, KH] >> 1
-            if kind == UNION_KIND:
-                if sp + 2 > stack.shape[0]:
-                    return NEED_STACK
-                stack[sp, 0] = nodes[node, B]
-                stack[sp + 1, 0] = nodes[node, A]
-                sp += 2
-            elif kind != BOTTOM_KIND:
-                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
-                ntops += 1
-            else:
-                empty = True  # the empty complex event: in every window, beaten by any other
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
     best = -1
     tie = False
     for t in range(ntops):
@@ -914,6 +914,269 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
     sel[SEL_LEN] = 0 if best < 0 and empty else best
     sel[SEL_DIRECT] = 1 if best > 0 and not tie else 0
     return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _tops(st, nodes, finals, stack, memo):
+    """The current trigger's top output nodes, below the final nodes' unions (no window limit
+    is fixed there), into memo[:, MEMO_TOPS]: (how many, -1 when the stack is too short;
+    whether a final node holds the empty complex event, which is in every window)."""
+    ntops = 0
+    empty = False
+    for f in range(st[S_NFINALS]):
+        sp = 1
+        stack[0, 0] = finals[f]
+        while sp > 0:
+            sp -= 1
+            node = stack[sp, 0]
+            kind = nodes[node, KH] >> 1
+            if kind == UNION_KIND:
+                if sp + 2 > stack.shape[0]:
+                    return -1, empty
+                stack[sp, 0] = nodes[node, B]
+                stack[sp + 1, 0] = nodes[node, A]
+                sp += 2
+            elif kind != BOTTOM_KIND:
+                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
+                ntops += 1
+            else:
+                empty = True
+    return ntops, empty
+
+
+# ====================================================================== MAX over the tECS
+# Per node, the antichain of the maximal supports of its complex events in the window (as
+# runtime/selection.py's MaxSelection does in Python): an output node prepends its position to
+# each of its child's (inclusion is kept), a union keeps the maximal ones of both sides. The
+# values are persistent lists in ``pool`` (int64[cells, 3]), rebuilt for each trigger:
+# a support cell is (position, rest, size) from the latest position down (rest -1: empty), an
+# antichain cell (support, next, 0) (support -1: the empty support; an antichain -1: no
+# complex event in the window). Memoised per node and trigger generation as _best_below, so a
+# trigger costs its nodes in the window times their antichains, not its complex events. The
+# complex events of each maximal support are then enumerated as NEXT's one support is.
+_POOL_FULL = -4
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _cell(pool, sel, x, y, z):
+    c = sel[SEL_POOL]
+    if c >= pool.shape[0]:
+        return _POOL_FULL
+    pool[c, 0] = x
+    pool[c, 1] = y
+    pool[c, 2] = z
+    sel[SEL_POOL] = c + 1
+    return c
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_size(pool, s):
+    return 0 if s < 0 else pool[s, 2]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_inside(pool, a, b):
+    """Whether support a is inside support b (both from the latest position down)."""
+    while a >= 0:
+        if a == b:
+            return True
+        if b < 0 or pool[a, 2] > pool[b, 2]:
+            return False
+        if pool[a, 0] == pool[b, 0]:
+            a = pool[a, 1]
+            b = pool[b, 1]
+        elif pool[b, 0] > pool[a, 0]:
+            b = pool[b, 1]
+        else:
+            return False
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_prepend(pool, sel, pos, ac):
+    """Every support of ``ac`` with ``pos`` (later than all of them) in front."""
+    out = -1
+    while ac >= 0:
+        s = pool[ac, 0]
+        t = _cell(pool, sel, pos, s, _sup_size(pool, s) + 1)
+        if t == _POOL_FULL:
+            return _POOL_FULL
+        out = _cell(pool, sel, t, out, 0)
+        if out == _POOL_FULL:
+            return _POOL_FULL
+        ac = pool[ac, 1]
+    return out
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_beaten(pool, s, x, a, b):
+    """Whether support s (of antichain cell x) is strictly inside a support of antichains a
+    then b, or equal to one of a cell met before x (repeats are kept once)."""
+    before = True
+    for head in (a, b):
+        y = head
+        while y >= 0:
+            if y == x:
+                before = False
+            else:
+                t = pool[y, 0]
+                if _sup_inside(pool, s, t) and (_sup_size(pool, s) < _sup_size(pool, t) or before):
+                    return True
+            y = pool[y, 1]
+    return False
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_union(pool, sel, a, b):
+    """The maximal supports of two antichains together (-1: none)."""
+    if a < 0 or a == b:
+        return b
+    if b < 0:
+        return a
+    out = -1
+    for head in (a, b):
+        x = head
+        while x >= 0:
+            s = pool[x, 0]
+            if not _ac_beaten(pool, s, x, a, b):
+                out = _cell(pool, sel, s, out, 0)
+                if out == _POOL_FULL:
+                    return _POOL_FULL
+            x = pool[x, 1]
+    return out
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _max_get(memo, stamp, node, eok, empty_ac):
+    if node == 0:
+        return empty_ac if eok == 1 else -1
+    if eok == 1:
+        return memo[node, MEMO_REP1] if memo[node, MEMO_STAMP1] == stamp else _UNKNOWN_REP
+    return memo[node, MEMO_REP0] if memo[node, MEMO_STAMP0] == stamp else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _max_below(nodes, stack, memo, sel, pool, root, has_limit, limit, empty_ac):
+    """The antichain of maximal supports of the output node ``root`` (its window limit fixed),
+    -1 when none is in the window, _SHORT or _POOL_FULL. The walk of _best_below."""
+    stamp = sel[SEL_STAMP]
+    stack[0, 0] = root
+    stack[0, 1] = 1
+    sp = 1
+    while sp > 0:
+        if sp + 2 > stack.shape[0]:
+            return _SHORT
+        node = stack[sp - 1, 0]
+        eok = stack[sp - 1, 1]
+        if _max_get(memo, stamp, node, eok, empty_ac) != _UNKNOWN_REP:
+            sp -= 1
+            continue
+        kind = nodes[node, KH] >> 1
+        if kind == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            if has_limit:
+                a = _only_empty(nodes, a, limit)
+                b = _only_empty(nodes, b, limit)
+            va = _max_get(memo, stamp, a, eok, empty_ac) if _viable(nodes, a, has_limit, limit, eok) else -1
+            vb = _max_get(memo, stamp, b, eok, empty_ac) if _viable(nodes, b, has_limit, limit, eok) else -1
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                if va == _UNKNOWN_REP:
+                    stack[sp, 0] = a
+                    stack[sp, 1] = eok
+                    sp += 1
+                if vb == _UNKNOWN_REP:
+                    stack[sp, 0] = b
+                    stack[sp, 1] = eok
+                    sp += 1
+                continue
+            r = _ac_union(pool, sel, va, vb)
+            if r == _POOL_FULL:
+                return _POOL_FULL
+            if eok == 1:
+                memo[node, MEMO_STAMP1] = stamp
+                memo[node, MEMO_REP1] = r
+            else:
+                memo[node, MEMO_STAMP0] = stamp
+                memo[node, MEMO_REP0] = r
+            sp -= 1
+            continue
+        # an output node: its value does not depend on the empty bit it is reached with
+        ceok = 1
+        if has_limit:
+            ceok = 1 if kind != GONE_KIND and nodes[node, M] >= limit else 0
+        child = nodes[node, A]
+        if has_limit:
+            child = _only_empty(nodes, child, limit)
+        vc = -1
+        if _viable(nodes, child, has_limit, limit, ceok):
+            vc = _max_get(memo, stamp, child, ceok, empty_ac)
+        if vc == _UNKNOWN_REP:
+            stack[sp, 0] = child
+            stack[sp, 1] = ceok
+            sp += 1
+            continue
+        r = -1
+        if vc >= 0:
+            r = _ac_prepend(pool, sel, nodes[node, POS], vc)
+            if r == _POOL_FULL:
+                return _POOL_FULL
+        memo[node, MEMO_STAMP0] = stamp
+        memo[node, MEMO_REP0] = r
+        memo[node, MEMO_STAMP1] = stamp
+        memo[node, MEMO_REP1] = r
+        sp -= 1
+    return _max_get(memo, stamp, root, 1, empty_ac)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool):
+    """The maximal supports of the current trigger's complex events in the window: an
+    antichain in ``pool`` from sel[SEL_MAXAC] (-1 and SEL_LEN -1: none)."""
+    window = cfg[C_WINDOW]
+    sel[SEL_POOL] = 0
+    sel[SEL_DIRECT] = 0
+    sel[SEL_LEN] = -1
+    sel[SEL_MAXAC] = -1
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
+    empty_ac = _cell(pool, sel, -1, -1, 0)
+    if empty_ac == _POOL_FULL:
+        return NEED_POOL
+    total = -1
+    for t in range(ntops):
+        top = memo[t, MEMO_TOPS]
+        has_limit = window >= 0
+        if has_limit and (nodes[top, KH] >> 1) == GONE_KIND:
+            continue
+        limit = _lowest_first(nodes[top, M], window) if has_limit else 0
+        sel[SEL_STAMP] += 1
+        r = _max_below(nodes, stack, memo, sel, pool, top, has_limit, limit, empty_ac)
+        if r == _SHORT:
+            return NEED_STACK
+        if r == _POOL_FULL:
+            return NEED_POOL
+        total = _ac_union(pool, sel, total, r)
+        if total == _POOL_FULL:
+            return NEED_POOL
+    if total < 0 and empty:
+        total = empty_ac  # the empty complex event alone
+    sel[SEL_MAXAC] = total
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _load_support(memo, sel, pool):
+    """The support of antichain cell sel[SEL_MAXAC] into memo[:SEL_LEN, MEMO_BEST], from the
+    latest position down (what the guided enumeration follows)."""
+    s = pool[sel[SEL_MAXAC], 0]
+    d = 0
+    while s >= 0:
+        memo[d, MEMO_BEST] = pool[s, 0]
+        d += 1
+        s = pool[s, 1]
+    sel[SEL_LEN] = d
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)

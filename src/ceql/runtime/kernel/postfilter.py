@@ -163,9 +163,9 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
-    # NEXT and LAST alone are chosen over the kernel's tECS where the candidates are many (few
-    # are cheaper to enumerate and compare: select_supports).
-    in_kernel = bounded is None and select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
+    # NEXT, LAST and MAX alone are chosen over the kernel's tECS where the candidates are many
+    # (few are cheaper to enumerate and compare: select_supports).
+    in_kernel = bounded is None and select is not None and plan.registers is None and not plan.strict_filter
     if bounded is None:
         if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"
@@ -176,7 +176,8 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             return None
         post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel)
         if in_kernel:
-            post.notes.append(f"strategy {select}: each trigger's best support chosen over the tECS")
+            chosen = "maximal supports" if select == "MAX" else "best support"
+            post.notes.append(f"strategy {select}: each trigger's {chosen} chosen over the tECS")
         elif select is not None:
             post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
