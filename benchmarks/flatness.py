@@ -88,6 +88,8 @@ KERNEL = "(kernel)"
 #: compares them, which costs what the twin with ALL costs, and grows with the window.)
 for _name in ("NEXT A;B+;C, window never cuts", "LAST A;B+;C, window never cuts"):
     WORKLOADS[f"{_name} {KERNEL}"] = (*WORKLOADS[_name][:3], 2_000)
+for _name in ("MAX A+;B (one maximal complex event of every A)", "MAX A;B, window never cuts"):
+    WORKLOADS[f"{_name} {KERNEL}"] = WORKLOADS[_name]
 #: (The enumeration walked that chain down to its empty complex event at every trigger.)
 WORKLOADS[f"B+ WITHIN 4 EVENTS, no partition {KERNEL}"] = (
     g.VALUES_DECLARATION, "SELECT * FROM S WHERE B+ AS b WITHIN 4 EVENTS", _buys, 2_000,

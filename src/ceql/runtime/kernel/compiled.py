@@ -452,30 +452,18 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             st[S_FINAL] = st[S_NFINALS]
             return OK
     slen = sel[SEL_LEN]
-    if selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
+    stop_after = 1 if cfg[C_ANY] == 1 else cfg[C_LIMIT]  # -1: no limit
+    while selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
         # One path spells the chosen support: its output nodes are in MEMO_ROWS.
-        nm = st[S_NMATCH]
-        npos = st[S_NPOS]
-        labels = cfg[C_LABELS] == 1
-        if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+        if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
             return OUTPUT_FULL
-        for d in range(slen):
-            row = memo[slen - 1 - d, MEMO_ROWS]
-            out_pos[npos + d] = nodes[row, POS]
-            if labels:
-                out_lab[npos + d] = nodes[row, LAB]
-        out_m[O_TRIGGER, nm] = trigger
-        if cfg[C_PARTITIONED] == 1:
-            out_m[O_CODE, nm] = code
-        out_m[O_END, nm + 1] = npos + slen
-        st[S_NMATCH] = nm + 1
-        st[S_NPOS] = npos + slen
-        st[S_TCOUNT] += 1
         st[S_SP] = 0
         st[S_FINAL] = st[S_NFINALS]
-        return OK
+        if st[S_TCOUNT] == stop_after or not (maximal and _next_support(memo, sel, pool)):
+            return OK
+        slen = sel[SEL_LEN]  # MAX: the next maximal support
+        st[S_FINAL] = 0
     newest = cfg[C_ANY] == 1
-    stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
     lazy = cfg[C_LAZY] > 0  # pause at S_STOP instead: Python checks what is out
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -483,16 +471,23 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     while True:
         if sp == 0:
             f = st[S_FINAL]
-            if f >= st[S_NFINALS] and maximal and pool[sel[SEL_MAXAC], 1] >= 0:
+            if f >= st[S_NFINALS]:
                 # MAX: the next maximal support, its complex events from every final node.
-                sel[SEL_MAXAC] = pool[sel[SEL_MAXAC], 1]
-                _load_support(memo, sel, pool)
+                if not (maximal and _next_support(memo, sel, pool)):
+                    st[S_SP] = 0
+                    return OK
                 slen = sel[SEL_LEN]
                 st[S_FINAL] = 0
                 f = 0
-            if f >= st[S_NFINALS]:
-                st[S_SP] = 0
-                return OK
+                while sel[SEL_DIRECT] == 1:
+                    if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
+                        st[S_SP] = 0
+                        return OUTPUT_FULL  # (resumed by the loop above: S_FINAL is 0)
+                    if st[S_TCOUNT] == stop_after or not _next_support(memo, sel, pool):
+                        st[S_SP] = 0
+                        st[S_FINAL] = st[S_NFINALS]
+                        return OK
+                    slen = sel[SEL_LEN]
             st[S_FINAL] = f + 1
             # ANY takes the newest complex event (as the Python evaluator does): the last final
             # node first, and the second (newer) side of every union first.
@@ -583,6 +578,30 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             path[depth] = node
             depth += 1
             node = child
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
+    """Output the one complex event whose output nodes are memo[:slen, MEMO_ROWS] (from the
+    latest down); False when the output buffer is full."""
+    nm = st[S_NMATCH]
+    npos = st[S_NPOS]
+    labels = cfg[C_LABELS] == 1
+    if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+        return False
+    for d in range(slen):
+        row = memo[slen - 1 - d, MEMO_ROWS]
+        out_pos[npos + d] = nodes[row, POS]
+        if labels:
+            out_lab[npos + d] = nodes[row, LAB]
+    out_m[O_TRIGGER, nm] = trigger
+    if cfg[C_PARTITIONED] == 1:
+        out_m[O_CODE, nm] = code
+    out_m[O_END, nm + 1] = npos + slen
+    st[S_NMATCH] = nm + 1
+    st[S_NPOS] = npos + slen
+    st[S_TCOUNT] += 1
+    return True
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -948,23 +967,34 @@ def _tops(st, nodes, finals, stack, memo):
 # Per node, the antichain of the maximal supports of its complex events in the window (as
 # runtime/selection.py's MaxSelection does in Python): an output node prepends its position to
 # each of its child's (inclusion is kept), a union keeps the maximal ones of both sides. The
-# values are persistent lists in ``pool`` (int64[cells, 3]), rebuilt for each trigger:
-# a support cell is (position, rest, size) from the latest position down (rest -1: empty), an
-# antichain cell (support, next, 0) (support -1: the empty support; an antichain -1: no
-# complex event in the window). Memoised per node and trigger generation as _best_below, so a
-# trigger costs its nodes in the window times their antichains, not its complex events. The
-# complex events of each maximal support are then enumerated as NEXT's one support is.
+# values are persistent lists in ``pool`` (int64[cells, 6]), rebuilt for each trigger:
+# a support cell is (position, rest, size, output node, tie, 0) from the latest position down
+# (rest -1: empty; tie 1: several paths may spell it, so its complex events are found by the
+# guided enumeration, else the one path of output nodes is output as is); an antichain cell
+# (support, next, and over the list from it: smallest and largest size, smallest and largest
+# latest position) (support -1: the empty support; an antichain -1: no complex event in the
+# window). Two antichains whose supports cannot contain one another (one side's latest
+# positions all below the other's, and its sizes all at least the other's) are joined by
+# putting one side's cells before the other's list, shared: a union chain (``A ; B``: one A
+# per link) costs one cell per link. Memoised per node and trigger generation as
+# _best_below, so a trigger costs its nodes in the window and their antichains, not its
+# complex events.
 _POOL_FULL = -4
+POOL_FIELDS = 6
+_AC_MINS, _AC_MAXS, _AC_MINT, _AC_MAXT = 2, 3, 4, 5
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _cell(pool, sel, x, y, z):
+def _cell(pool, sel, x, y, z, row, tie):
     c = sel[SEL_POOL]
     if c >= pool.shape[0]:
         return _POOL_FULL
     pool[c, 0] = x
     pool[c, 1] = y
     pool[c, 2] = z
+    pool[c, 3] = row
+    pool[c, 4] = tie
+    pool[c, 5] = 0
     sel[SEL_POOL] = c + 1
     return c
 
@@ -972,6 +1002,32 @@ def _cell(pool, sel, x, y, z):
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _sup_size(pool, s):
     return 0 if s < 0 else pool[s, 2]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_top(pool, s):
+    return -1 if s < 0 else pool[s, 0]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_push(pool, sel, s, rest):
+    """The antichain cell of support s before the list ``rest`` (-1: none)."""
+    c = _cell(pool, sel, s, rest, 0, 0, 0)
+    if c == _POOL_FULL:
+        return c
+    size = _sup_size(pool, s)
+    top = _sup_top(pool, s)
+    if rest >= 0:
+        pool[c, _AC_MINS] = min(size, pool[rest, _AC_MINS])
+        pool[c, _AC_MAXS] = max(size, pool[rest, _AC_MAXS])
+        pool[c, _AC_MINT] = min(top, pool[rest, _AC_MINT])
+        pool[c, _AC_MAXT] = max(top, pool[rest, _AC_MAXT])
+    else:
+        pool[c, _AC_MINS] = size
+        pool[c, _AC_MAXS] = size
+        pool[c, _AC_MINT] = top
+        pool[c, _AC_MAXT] = top
+    return c
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -993,15 +1049,16 @@ def _sup_inside(pool, a, b):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _ac_prepend(pool, sel, pos, ac):
-    """Every support of ``ac`` with ``pos`` (later than all of them) in front."""
+def _ac_prepend(pool, sel, pos, row, ac):
+    """Every support of ``ac`` with ``pos`` (later than all of them, at output node ``row``)
+    in front."""
     out = -1
     while ac >= 0:
         s = pool[ac, 0]
-        t = _cell(pool, sel, pos, s, _sup_size(pool, s) + 1)
+        t = _cell(pool, sel, pos, s, _sup_size(pool, s) + 1, row, 1 if s >= 0 and pool[s, 4] == 1 else 0)
         if t == _POOL_FULL:
             return _POOL_FULL
-        out = _cell(pool, sel, t, out, 0)
+        out = _ac_push(pool, sel, t, out)
         if out == _POOL_FULL:
             return _POOL_FULL
         ac = pool[ac, 1]
@@ -1011,7 +1068,8 @@ def _ac_prepend(pool, sel, pos, ac):
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _ac_beaten(pool, s, x, a, b):
     """Whether support s (of antichain cell x) is strictly inside a support of antichains a
-    then b, or equal to one of a cell met before x (repeats are kept once)."""
+    then b, or equal to one of a cell met before x (repeats are kept once: that one is then
+    spelled by several paths)."""
     before = True
     for head in (a, b):
         y = head
@@ -1020,10 +1078,21 @@ def _ac_beaten(pool, s, x, a, b):
                 before = False
             else:
                 t = pool[y, 0]
-                if _sup_inside(pool, s, t) and (_sup_size(pool, s) < _sup_size(pool, t) or before):
-                    return True
+                if _sup_inside(pool, s, t):
+                    if _sup_size(pool, s) < _sup_size(pool, t):
+                        return True
+                    if before:
+                        if t >= 0:
+                            pool[t, 4] = 1
+                        return True
             y = pool[y, 1]
     return False
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _apart(pool, a, b):
+    """Whether no support of b can be inside one of a, nor one of a strictly inside one of b."""
+    return pool[a, _AC_MAXT] < pool[b, _AC_MINT] and pool[a, _AC_MINS] >= pool[b, _AC_MAXS]
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -1033,13 +1102,24 @@ def _ac_union(pool, sel, a, b):
         return b
     if b < 0:
         return a
+    if _apart(pool, b, a):
+        a, b = b, a
+    if _apart(pool, a, b):
+        out = a  # b's cells before a's list, shared
+        x = b
+        while x >= 0:
+            out = _ac_push(pool, sel, pool[x, 0], out)
+            if out == _POOL_FULL:
+                return _POOL_FULL
+            x = pool[x, 1]
+        return out
     out = -1
     for head in (a, b):
         x = head
         while x >= 0:
             s = pool[x, 0]
             if not _ac_beaten(pool, s, x, a, b):
-                out = _cell(pool, sel, s, out, 0)
+                out = _ac_push(pool, sel, s, out)
                 if out == _POOL_FULL:
                     return _POOL_FULL
             x = pool[x, 1]
@@ -1118,7 +1198,7 @@ def _max_below(nodes, stack, memo, sel, pool, root, has_limit, limit, empty_ac):
             continue
         r = -1
         if vc >= 0:
-            r = _ac_prepend(pool, sel, nodes[node, POS], vc)
+            r = _ac_prepend(pool, sel, nodes[node, POS], node, vc)
             if r == _POOL_FULL:
                 return _POOL_FULL
         memo[node, MEMO_STAMP0] = stamp
@@ -1141,7 +1221,7 @@ def _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool):
     ntops, empty = _tops(st, nodes, finals, stack, memo)
     if ntops < 0:
         return NEED_STACK
-    empty_ac = _cell(pool, sel, -1, -1, 0)
+    empty_ac = _ac_push(pool, sel, -1, -1)
     if empty_ac == _POOL_FULL:
         return NEED_POOL
     total = -1
@@ -1169,14 +1249,28 @@ def _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool):
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _load_support(memo, sel, pool):
     """The support of antichain cell sel[SEL_MAXAC] into memo[:SEL_LEN, MEMO_BEST], from the
-    latest position down (what the guided enumeration follows)."""
+    latest position down (what the guided enumeration follows), and its output nodes into
+    MEMO_ROWS with SEL_DIRECT when one path spells it."""
     s = pool[sel[SEL_MAXAC], 0]
+    sel[SEL_DIRECT] = 1 if s >= 0 and pool[s, 4] == 0 else 0
     d = 0
     while s >= 0:
         memo[d, MEMO_BEST] = pool[s, 0]
+        memo[d, MEMO_ROWS] = pool[s, 3]
         d += 1
         s = pool[s, 1]
     sel[SEL_LEN] = d
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _next_support(memo, sel, pool):
+    """MAX: move on to the next maximal support of the trigger (False: none left)."""
+    nxt = pool[sel[SEL_MAXAC], 1]
+    if nxt < 0:
+        return False
+    sel[SEL_MAXAC] = nxt
+    _load_support(memo, sel, pool)
+    return True
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)

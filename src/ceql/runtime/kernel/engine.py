@@ -163,7 +163,7 @@ class KernelEvaluator:
             self.cfg[k.C_LAZY] = LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
         self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST, "MAX": k.SELECT_MAX}[select]
-        self.pool = np.zeros((1024 if select == "MAX" else 1, 3), dtype=np.int64)
+        self.pool = np.zeros((1024 if select == "MAX" else 1, k.POOL_FIELDS), dtype=np.int64)
         self.sel[k.SEL_EPOCH] = 1
         # A node's best over all its paths is kept for good unless an event may lack its
         # window measure (a missing value is in no window, which the nodes' bounds ignore).
@@ -292,7 +292,7 @@ class KernelEvaluator:
             elif status == k.NEED_MORE:
                 self._more()
             elif status == k.NEED_POOL:  # (MAX: the trigger's choice starts again)
-                self.pool = np.zeros((2 * len(self.pool), 3), dtype=np.int64)
+                self.pool = np.zeros((2 * len(self.pool), k.POOL_FIELDS), dtype=np.int64)
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
