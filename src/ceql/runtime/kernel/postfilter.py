@@ -21,11 +21,12 @@ register values per run: the plan decides at compile time whether they are exact
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST** with no other check on patterns with many candidates: the kernel chooses each
-  trigger's best support over its tECS, memoised per node, and enumerates only the complex
-  events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
-  on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
-  events by their supports (compiled ``select_supports``).
+- **NEXT, LAST, MAX** with no other check on patterns with many candidates: the kernel chooses
+  each trigger's best support (NEXT, LAST: compiled ``_choose``) or maximal supports (MAX:
+  compiled ``_choose_max``, an antichain per node) over its tECS, memoised per node, and
+  enumerates only the complex events with those supports. With checks (conditions, STRICT, a
+  double window), on patterns with few candidates: chosen among each trigger's complex events
+  by their supports (compiled ``select_supports``).
 - **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
   d FILTER d.n = a.n)``): the automaton marks f's events and the D events of f's span with the
   compiler's labels; each (complex event, D event) pair is checked column-wise and a complex
