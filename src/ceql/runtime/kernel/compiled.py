@@ -775,6 +775,44 @@ def _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mod
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _push_unknown(stack, sp, a, va, b, vb, eok):
+    """Push the sides of a union whose value is not known yet (with the empty bit); the new depth."""
+    if va == _UNKNOWN_REP:
+        stack[sp, 0] = a
+        stack[sp, 1] = eok
+        sp += 1
+    if vb == _UNKNOWN_REP:
+        stack[sp, 0] = b
+        stack[sp, 1] = eok
+        sp += 1
+    return sp
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _child_of(nodes, node, has_limit, limit):
+    """An output node's child as the window sees it (BOTTOM where only its empty complex event
+    is in), and whether that empty one may be taken (the node's event is in the window)."""
+    ceok = 1
+    if has_limit:
+        ceok = 1 if (nodes[node, KH] >> 1) != GONE_KIND and nodes[node, M] >= limit else 0
+    child = nodes[node, A]
+    if has_limit:
+        child = _only_empty(nodes, child, limit)
+    return child, ceok
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _store_rep(memo, node, eok, stamp, r):
+    """A node's value for this trigger generation, under the empty bit ``eok``."""
+    if eok == 1:
+        memo[node, MEMO_STAMP1] = stamp
+        memo[node, MEMO_REP1] = r
+    else:
+        memo[node, MEMO_STAMP0] = stamp
+        memo[node, MEMO_REP0] = r
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _viable(nodes, node, has_limit, limit, eok):
     """Whether some complex event below ``node`` may start in the window (as ``_enumerate``)."""
     return not has_limit or nodes[node, MF] >= limit or (nodes[node, KH] & eok) == 1
@@ -818,50 +856,27 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
             if va == _SHORT or vb == _SHORT:
                 return _SHORT
             if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
-                if va == _UNKNOWN_REP:
-                    stack[sp, 0] = a
-                    stack[sp, 1] = eok
-                    sp += 1
-                if vb == _UNKNOWN_REP:
-                    stack[sp, 0] = b
-                    stack[sp, 1] = eok
-                    sp += 1
+                sp = _push_unknown(stack, sp, a, va, b, vb, eok)
                 continue
-            r = _better_rep(nodes, memo, va, vb, mode)
-            if eok == 1:
-                memo[node, MEMO_STAMP1] = stamp
-                memo[node, MEMO_REP1] = r
-            else:
-                memo[node, MEMO_STAMP0] = stamp
-                memo[node, MEMO_REP0] = r
+            _store_rep(memo, node, eok, stamp, _better_rep(nodes, memo, va, vb, mode))
             sp -= 1
             continue
         # an output node: its value does not depend on the empty bit it is reached with
-        gone = kind == GONE_KIND
-        ceok = 1
-        if has_limit:
-            ceok = 1 if not gone and nodes[node, M] >= limit else 0
-        child = nodes[node, A]
-        if has_limit:
-            child = _only_empty(nodes, child, limit)
+        child, ceok = _child_of(nodes, node, has_limit, limit)
         vc = -1
         if _viable(nodes, child, has_limit, limit, ceok):
             vc = _lookup(nodes, stack, memo, sel, stamp, child, ceok, has_limit, limit, sp, mode)
         if vc == _SHORT:
             return _SHORT
         if vc == _UNKNOWN_REP:
-            stack[sp, 0] = child
-            stack[sp, 1] = ceok
-            sp += 1
+            sp = _push_unknown(stack, sp, child, vc, 0, 0, ceok)
             continue
         r = -1
         if vc >= 0:
             memo[node, MEMO_TAIL] = vc
             r = node | (vc & _TIE)
-        memo[node, MEMO_STAMP0] = stamp
-        memo[node, MEMO_REP0] = r
-        memo[node, MEMO_STAMP1] = stamp
-        memo[node, MEMO_REP1] = r
+        _store_rep(memo, node, 0, stamp, r)
+        _store_rep(memo, node, 1, stamp, r)
         sp -= 1
     return memo[root, MEMO_REP1]
 
@@ -1011,7 +1026,10 @@ def _sup_top(pool, s):
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _ac_push(pool, sel, s, rest):
-    """The antichain cell of support s before the list ``rest`` (-1: none)."""
+    """The antichain cell of support s before the list ``rest`` (-1: none); _POOL_FULL when
+    either is (or the pool is) full."""
+    if s == _POOL_FULL or rest == _POOL_FULL:
+        return _POOL_FULL
     c = _cell(pool, sel, s, rest, 0, 0, 0)
     if c == _POOL_FULL:
         return c
@@ -1053,14 +1071,10 @@ def _ac_prepend(pool, sel, pos, row, ac):
     """Every support of ``ac`` with ``pos`` (later than all of them, at output node ``row``)
     in front."""
     out = -1
-    while ac >= 0:
+    while ac >= 0 and out != _POOL_FULL:
         s = pool[ac, 0]
-        t = _cell(pool, sel, pos, s, _sup_size(pool, s) + 1, row, 1 if s >= 0 and pool[s, 4] == 1 else 0)
-        if t == _POOL_FULL:
-            return _POOL_FULL
-        out = _ac_push(pool, sel, t, out)
-        if out == _POOL_FULL:
-            return _POOL_FULL
+        tie = 1 if s >= 0 and pool[s, 4] == 1 else 0
+        out = _ac_push(pool, sel, _cell(pool, sel, pos, s, _sup_size(pool, s) + 1, row, tie), out)
         ac = pool[ac, 1]
     return out
 
@@ -1107,21 +1121,16 @@ def _ac_union(pool, sel, a, b):
     if _apart(pool, a, b):
         out = a  # b's cells before a's list, shared
         x = b
-        while x >= 0:
+        while x >= 0 and out != _POOL_FULL:
             out = _ac_push(pool, sel, pool[x, 0], out)
-            if out == _POOL_FULL:
-                return _POOL_FULL
             x = pool[x, 1]
         return out
     out = -1
     for head in (a, b):
         x = head
-        while x >= 0:
-            s = pool[x, 0]
-            if not _ac_beaten(pool, s, x, a, b):
-                out = _ac_push(pool, sel, s, out)
-                if out == _POOL_FULL:
-                    return _POOL_FULL
+        while x >= 0 and out != _POOL_FULL:
+            if not _ac_beaten(pool, pool[x, 0], x, a, b):
+                out = _ac_push(pool, sel, pool[x, 0], out)
             x = pool[x, 1]
     return out
 
@@ -1140,72 +1149,41 @@ def _max_below(nodes, stack, memo, sel, pool, root, has_limit, limit, empty_ac):
     """The antichain of maximal supports of the output node ``root`` (its window limit fixed),
     -1 when none is in the window, _SHORT or _POOL_FULL. The walk of _best_below."""
     stamp = sel[SEL_STAMP]
-    stack[0, 0] = root
-    stack[0, 1] = 1
-    sp = 1
+    sp = _save(stack, 0, root, 1, 0, 0, 0)  # (node, empty bit) rows
     while sp > 0:
+        node, eok = stack[sp - 1, 0], stack[sp - 1, 1]
         if sp + 2 > stack.shape[0]:
             return _SHORT
-        node = stack[sp - 1, 0]
-        eok = stack[sp - 1, 1]
         if _max_get(memo, stamp, node, eok, empty_ac) != _UNKNOWN_REP:
             sp -= 1
-            continue
-        kind = nodes[node, KH] >> 1
-        if kind == UNION_KIND:
-            a = nodes[node, A]
-            b = nodes[node, B]
+        elif (nodes[node, KH] >> 1) == UNION_KIND:
+            a, b = nodes[node, A], nodes[node, B]
             if has_limit:
-                a = _only_empty(nodes, a, limit)
-                b = _only_empty(nodes, b, limit)
+                a, b = _only_empty(nodes, a, limit), _only_empty(nodes, b, limit)
             va = _max_get(memo, stamp, a, eok, empty_ac) if _viable(nodes, a, has_limit, limit, eok) else -1
             vb = _max_get(memo, stamp, b, eok, empty_ac) if _viable(nodes, b, has_limit, limit, eok) else -1
             if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
-                if va == _UNKNOWN_REP:
-                    stack[sp, 0] = a
-                    stack[sp, 1] = eok
-                    sp += 1
-                if vb == _UNKNOWN_REP:
-                    stack[sp, 0] = b
-                    stack[sp, 1] = eok
-                    sp += 1
-                continue
-            r = _ac_union(pool, sel, va, vb)
-            if r == _POOL_FULL:
-                return _POOL_FULL
-            if eok == 1:
-                memo[node, MEMO_STAMP1] = stamp
-                memo[node, MEMO_REP1] = r
+                sp = _push_unknown(stack, sp, a, va, b, vb, eok)
             else:
-                memo[node, MEMO_STAMP0] = stamp
-                memo[node, MEMO_REP0] = r
+                r = _ac_union(pool, sel, va, vb)
+                if r == _POOL_FULL:
+                    return _POOL_FULL
+                _store_rep(memo, node, eok, stamp, r)
+                sp -= 1
+        else:  # an output node (its value does not depend on the empty bit it is reached with)
+            child, ceok = _child_of(nodes, node, has_limit, limit)
+            vc = _max_get(memo, stamp, child, ceok, empty_ac) if _viable(nodes, child, has_limit, limit, ceok) else -1
+            if vc == _UNKNOWN_REP:
+                sp = _push_unknown(stack, sp, child, vc, 0, 0, ceok)
+                continue
+            r = -1
+            if vc >= 0:
+                r = _ac_prepend(pool, sel, nodes[node, POS], node, vc)
+                if r == _POOL_FULL:
+                    return _POOL_FULL
+            _store_rep(memo, node, 0, stamp, r)
+            _store_rep(memo, node, 1, stamp, r)
             sp -= 1
-            continue
-        # an output node: its value does not depend on the empty bit it is reached with
-        ceok = 1
-        if has_limit:
-            ceok = 1 if kind != GONE_KIND and nodes[node, M] >= limit else 0
-        child = nodes[node, A]
-        if has_limit:
-            child = _only_empty(nodes, child, limit)
-        vc = -1
-        if _viable(nodes, child, has_limit, limit, ceok):
-            vc = _max_get(memo, stamp, child, ceok, empty_ac)
-        if vc == _UNKNOWN_REP:
-            stack[sp, 0] = child
-            stack[sp, 1] = ceok
-            sp += 1
-            continue
-        r = -1
-        if vc >= 0:
-            r = _ac_prepend(pool, sel, nodes[node, POS], node, vc)
-            if r == _POOL_FULL:
-                return _POOL_FULL
-        memo[node, MEMO_STAMP0] = stamp
-        memo[node, MEMO_REP0] = r
-        memo[node, MEMO_STAMP1] = stamp
-        memo[node, MEMO_REP1] = r
-        sp -= 1
     return _max_get(memo, stamp, root, 1, empty_ac)
 
 
