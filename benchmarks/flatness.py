@@ -38,6 +38,13 @@ def _a_then_bc(n: int, tail: int) -> pa.Table:
     return pa.table({"event_type": types, "id": list(range(len(types))), "v": [i % 1000 for i in range(len(types))]})
 
 
+def _buys(n: int, tail: int) -> pa.Table:
+    """B's with an A every fourth event, no key: the run of ``B+`` with no PARTITION BY keeps a
+    union chain of every B of the prefix (until a compaction), which a window of 4 events cuts."""
+    types = ["A" if i % 4 == 0 else "B" for i in range(n + tail)]
+    return pa.table({"event_type": types, "id": list(range(len(types))), "v": [i % 7 for i in range(len(types))]})
+
+
 def _threads(n: int, tail: int) -> pa.Table:
     # n events leave about n live partial matches (half of them tweets, each one alive).
     return g.threads(n + tail)
@@ -81,6 +88,15 @@ KERNEL = "(kernel)"
 #: compares them, which costs what the twin with ALL costs, and grows with the window.)
 for _name in ("NEXT A;B+;C, window never cuts", "LAST A;B+;C, window never cuts"):
     WORKLOADS[f"{_name} {KERNEL}"] = (*WORKLOADS[_name][:3], 2_000)
+for _name in ("MAX A+;B (one maximal complex event of every A)", "MAX A;B, window never cuts"):
+    WORKLOADS[f"{_name} {KERNEL}"] = WORKLOADS[_name]
+#: (The enumeration walked that chain down to its empty complex event at every trigger.)
+WORKLOADS[f"B+ WITHIN 4 EVENTS, no partition {KERNEL}"] = (
+    g.VALUES_DECLARATION, "SELECT * FROM S WHERE B+ AS b WITHIN 4 EVENTS", _buys, 2_000,
+)
+WORKLOADS[f"B+ FILTER b.v > PREV(b.v) WITHIN 4 EVENTS, no partition {KERNEL}"] = (
+    g.VALUES_DECLARATION, "SELECT * FROM S WHERE B+ AS b FILTER b.v > PREV(b.v) WITHIN 4 EVENTS", _buys, 2_000,
+)
 
 
 def measure(declaration: str, text: str, make, n: int, tail: int, engine: str = "python") -> tuple[float, float, int, int]:

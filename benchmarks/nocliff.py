@@ -241,42 +241,55 @@ def schema_events(schema: ceql.Schema, n: int, literals: list[str], seed: int = 
 
 #: The most complex events the size check counts on 5,000 events (20 per event).
 GROWTH_CAP = 20 * 5_000
+#: The most reported events (positions over every complex event) the timed run's output may
+#: hold, as projected from the size check: ``SELECT LAST * FROM S WHERE A+; B`` reports one
+#: complex event per B, but each holds every A before it, so its output, not any state the
+#: kernel keeps, is quadratic (5e9 positions on 200,000 events: past 10 GB as one Arrow table).
+MAX_POSITIONS = 200_000_000
 #: The CPU seconds the size check gives one query on 5,000 events (MAX on ``SELL ; BUY+`` with
 #: no window takes minutes on the Python evaluator before it has counted the bound).
 GROWTH_CPU_S = 10.0
 
 
-def count_capped(query: ceql.Query, table: pa.Table, cap: int, cpu_s: float = GROWTH_CPU_S) -> tuple[int, float]:
+def count_capped(
+    query: ceql.Query, table: pa.Table, cap: int, cpu_s: float = GROWTH_CPU_S
+) -> tuple[int, float, int]:
     """The matches of ``query`` over ``table``, counted chunk by chunk as the evaluator streams
-    them (none held), stopping once past ``cap`` or ``cpu_s`` CPU seconds: the count (``cap +
-    1`` when cut) and the CPU seconds spent."""
-    started, total = time.process_time(), 0
+    them (none held), stopping once past ``cap`` matches, ``MAX_POSITIONS`` reported events or
+    ``cpu_s`` CPU seconds: the count (``cap + 1`` when cut), the CPU seconds spent and the
+    events the matches report."""
+    started, total, positions = time.process_time(), 0, 0
+    position_cap = MAX_POSITIONS
     # The path the timed run takes (``auto`` leaves a small input to Python when it returns
     # columns, so ``compiled``: it still runs on Python what the kernel does not evaluate).
     for chunk in query.evaluator(engine="compiled").columns(table, batch=1_000, finish=True):
         total += len(chunk)
-        if total > cap or time.process_time() - started > cpu_s:
-            return cap + 1, time.process_time() - started
-    return total, time.process_time() - started
+        positions += len(chunk.positions)
+        if total > cap or positions > position_cap or time.process_time() - started > cpu_s:
+            return cap + 1, time.process_time() - started, positions
+    return total, time.process_time() - started, positions
 
 
 def outgrows(query: ceql.Query, schema: ceql.Schema, literals: list[str], events: int = EVENTS) -> bool:
     """Whether the query's output or cost outgrows its input on generated data: more than 20
     complex events per event on 5,000 events (or more than ``GROWTH_CPU_S`` to count them),
-    more than 3x the output when the input doubles from 2,500, or a cost that, grown from
+    more than 3x the output when the input doubles from 2,500, reported events that, grown
+    from 2,500 to 5,000 events as they grow on to ``events``, pass ``MAX_POSITIONS``, or a cost that, grown from
     2,500 to 5,000 events (and confirmed from 5,000 to 20,000) as it grows on to ``events``,
     passes ``GROWTH_CPU_S`` a run (``SELECT b … SELL AS s; BUY AS b`` with no window:
     quadratic work, linear output)."""
-    small, small_s = count_capped(query, schema_events(schema, 2_500, literals), GROWTH_CAP)
+    small, small_s, small_positions = count_capped(query, schema_events(schema, 2_500, literals), GROWTH_CAP)
     if small > GROWTH_CAP:
         return True
-    large, large_s = count_capped(query, schema_events(schema, 5_000, literals), GROWTH_CAP)
+    large, large_s, large_positions = count_capped(query, schema_events(schema, 5_000, literals), GROWTH_CAP)
     if large > GROWTH_CAP or large > 3 * max(small, 1) and large > 5_000:
         return True
+    if _projected(small_positions, large_positions, 2, events / 5_000) > MAX_POSITIONS:
+        return True  # few complex events, but each grows with the input (LAST A+; B)
     if _projected(small_s, large_s, 2, events / 5_000) <= GROWTH_CPU_S:
         return False
     # Times of a few ms on a loaded machine mislead: confirm on 20,000 events.
-    confirm, confirm_s = count_capped(query, schema_events(schema, 20_000, literals), 4 * GROWTH_CAP)
+    confirm, confirm_s, _ = count_capped(query, schema_events(schema, 20_000, literals), 4 * GROWTH_CAP)
     return confirm > 4 * GROWTH_CAP or _projected(large_s, confirm_s, 4, events / 20_000) > GROWTH_CPU_S
 
 

@@ -1,5 +1,6 @@
 """Selection strategies and LIMIT on the compiled kernel for patterns with many candidates
-(issue 40): NEXT and LAST chosen over the tECS (compiled ``_choose``), checked against
+(issue 40): NEXT and LAST chosen over the tECS (compiled ``_choose``), MAX's maximal supports
+too (compiled ``_choose_max``), checked against
 ``ceql.reference`` on generated queries through run (batches and a saved-state round trip),
 push (one event at a time) and workers.
 """
@@ -28,7 +29,7 @@ CASES = settings(max_examples=120, deadline=None, suppress_health_check=list(Hea
 
 #: Queries with iterations that skip events (many candidates), every clause drawn.
 many_cases = cases(
-    shaped_queries(3, CORE_OPERATORS + ("iter", "iter"), clauses=True, strategies_=("NEXT", "LAST")),
+    shaped_queries(3, CORE_OPERATORS + ("iter", "iter"), clauses=True, strategies_=("NEXT", "LAST", "MAX")),
     min_size=6,
     max_size=16,
 )

@@ -72,7 +72,8 @@ S_SLOTS = 12  # partition slots ever allocated (high-water mark)
 S_NFREE = 13  # free partition slots on the free stack
 S_CHECKED = 14  # 1 once the current trigger's complex events were checked (C_CHECK)
 S_STOP = 15  # C_LAZY: the current trigger's enumeration pauses when S_TCOUNT reaches this
-S_SIZE = 16
+S_STEPS = 16  # nodes the enumeration visited, all triggers together (a cost measure for tests)
+S_SIZE = 17
 
 # ---------------------------------------------------------------- partition slot columns (slot_info)
 P_COUNT = 0  # active (state, node) entries
@@ -102,6 +103,7 @@ NEED_STACK = 7  # enumeration stack
 NEED_PATH = 8  # enumeration path (complex event length)
 NEED_CHECK = 9  # a trigger's complex events are in the output buffer: Python checks them
 NEED_MORE = 10  # C_LAZY: S_STOP complex events of a trigger are out: Python says whether to go on
+NEED_POOL = 11  # MAX: the pool of supports and antichains (``_choose_max``)
 OK = DONE
 
 STATUS_NAMES = {
@@ -116,6 +118,7 @@ STATUS_NAMES = {
     NEED_PATH: "path",
     NEED_CHECK: "check",
     NEED_MORE: "more",
+    NEED_POOL: "pool",
 }
 
 
@@ -215,7 +218,7 @@ def _take_slot(st, slot_of, slot_info, free, code):
 @njit(cache=True, nogil=True)
 def run(
     syms, meas, miss, codes, poss, start, stop, cfg, st, nodes, tr, trans, final, slot_of, act, slot_info,
-    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel,
+    free, new, finals, stack, path, out_m, out_pos, out_lab, first, memo, sel, pool,
 ):  # fmt: skip
     """Process events ``start..stop`` of the input arrays; returns (status, event index, a, b).
 
@@ -224,7 +227,8 @@ def run(
     returned index: an event is either fully applied or not at all, and an enumeration that
     stopped half-way resumes where it was (its state is in ``st`` and ``stack``). ``first`` holds
     the one entry (initial state, BOTTOM) of a partition seen for the first time. ``memo`` and
-    ``sel``: NEXT / LAST chosen over the tECS (``_choose``; ``sel[SEL_MODE]`` 0: not used)."""
+    ``sel``: NEXT / LAST / MAX chosen over the tECS (``_choose``, ``_choose_max``; ``sel[SEL_MODE]``
+    0: not used); ``pool``: MAX's supports and antichains."""
     window = cfg[C_WINDOW]
     prune = window >= 0 and cfg[C_MONOTONE] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -235,7 +239,7 @@ def run(
     if st[S_ENUM] == 1:
         i = st[S_EVENT]
         status = _enumerate(
-            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel
+            cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, poss[i], codes[i], memo, sel, pool
         )
         if status != OK:
             return status, i, 0, 0
@@ -358,7 +362,7 @@ def run(
             st[S_TFIRST] = st[S_NMATCH]
             st[S_STOP] = cfg[C_LAZY]
             sel[SEL_CHOSEN] = 0
-            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel)
+            status = _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, pos, code, memo, sel, pool)
             if status != OK:
                 return status, i, 0, 0
             if _must_check(cfg, st):
@@ -415,7 +419,7 @@ def _finish(cfg, st, nodes, act, slot_of, slot_info, free, code, pos):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel):
+def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
     """Write the complex events of the trigger's final nodes (within the window) to the output
     buffers; resumable (the DFS stack lives in ``stack``, the current path in ``path``).
 
@@ -432,40 +436,34 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     (``_choose``) and only the paths spelling it are followed."""
     window = cfg[C_WINDOW]
     selecting = sel[SEL_MODE] != 0
+    maximal = sel[SEL_MODE] == SELECT_MAX
     if selecting and sel[SEL_CHOSEN] == 0:
-        status = _choose(cfg, st, nodes, finals, stack, memo, sel)
+        if maximal:
+            status = _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool)
+        else:
+            status = _choose(cfg, st, nodes, finals, stack, memo, sel)
         if status != OK:
             return status
         sel[SEL_CHOSEN] = 1
+        if maximal and sel[SEL_MAXAC] >= 0:
+            _load_support(memo, sel, pool)  # the first maximal support
         if sel[SEL_LEN] < 0:  # no complex event in the window
             st[S_SP] = 0
             st[S_FINAL] = st[S_NFINALS]
             return OK
     slen = sel[SEL_LEN]
-    if selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
+    stop_after = 1 if cfg[C_ANY] == 1 else cfg[C_LIMIT]  # -1: no limit
+    while selecting and sel[SEL_DIRECT] == 1 and st[S_FINAL] < st[S_NFINALS]:
         # One path spells the chosen support: its output nodes are in MEMO_ROWS.
-        nm = st[S_NMATCH]
-        npos = st[S_NPOS]
-        labels = cfg[C_LABELS] == 1
-        if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+        if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
             return OUTPUT_FULL
-        for d in range(slen):
-            row = memo[slen - 1 - d, MEMO_ROWS]
-            out_pos[npos + d] = nodes[row, POS]
-            if labels:
-                out_lab[npos + d] = nodes[row, LAB]
-        out_m[O_TRIGGER, nm] = trigger
-        if cfg[C_PARTITIONED] == 1:
-            out_m[O_CODE, nm] = code
-        out_m[O_END, nm + 1] = npos + slen
-        st[S_NMATCH] = nm + 1
-        st[S_NPOS] = npos + slen
-        st[S_TCOUNT] += 1
         st[S_SP] = 0
         st[S_FINAL] = st[S_NFINALS]
-        return OK
+        if st[S_TCOUNT] == stop_after or not (maximal and _next_support(memo, sel, pool)):
+            return OK
+        slen = sel[SEL_LEN]  # MAX: the next maximal support
+        st[S_FINAL] = 0
     newest = cfg[C_ANY] == 1
-    stop_after = 1 if newest else cfg[C_LIMIT]  # -1: no limit
     lazy = cfg[C_LAZY] > 0  # pause at S_STOP instead: Python checks what is out
     labels = cfg[C_LABELS] == 1
     partitioned = cfg[C_PARTITIONED] == 1
@@ -474,8 +472,22 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
         if sp == 0:
             f = st[S_FINAL]
             if f >= st[S_NFINALS]:
-                st[S_SP] = 0
-                return OK
+                # MAX: the next maximal support, its complex events from every final node.
+                if not (maximal and _next_support(memo, sel, pool)):
+                    st[S_SP] = 0
+                    return OK
+                slen = sel[SEL_LEN]
+                st[S_FINAL] = 0
+                f = 0
+                while sel[SEL_DIRECT] == 1:
+                    if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
+                        st[S_SP] = 0
+                        return OUTPUT_FULL  # (resumed by the loop above: S_FINAL is 0)
+                    if st[S_TCOUNT] == stop_after or not _next_support(memo, sel, pool):
+                        st[S_SP] = 0
+                        st[S_FINAL] = st[S_NFINALS]
+                        return OK
+                    slen = sel[SEL_LEN]
             st[S_FINAL] = f + 1
             # ANY takes the newest complex event (as the Python evaluator does): the last final
             # node first, and the second (newer) side of every union first.
@@ -488,6 +500,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
         limit = stack[sp, 3]
         empty_ok = stack[sp, 4]
         while True:
+            st[S_STEPS] += 1
             kind = nodes[node, KH] >> 1
             if kind == BOTTOM_KIND:
                 if empty_ok and (not selecting or depth == slen):
@@ -525,6 +538,13 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 b = nodes[node, A if newest else B]
                 a_ok = not has_limit or nodes[a, MF] >= limit or ((nodes[a, KH] & empty_ok) == 1)
                 b_ok = not has_limit or nodes[b, MF] >= limit or ((nodes[b, KH] & empty_ok) == 1)
+                if has_limit:
+                    # Only the empty complex event of a side can be in the window: take it
+                    # as BOTTOM, without walking down to it (a long union chain with the
+                    # empty one at its bottom, as B+ without a partition builds, would
+                    # otherwise be walked to its start at every trigger: issue 40).
+                    a = _only_empty(nodes, a, limit)
+                    b = _only_empty(nodes, b, limit)
                 if a_ok and b_ok:
                     if sp + 2 > stack.shape[0]:  # keep one row free to save the current position
                         st[S_SP] = _save(stack, sp, node, depth, has_limit, limit, empty_ok)
@@ -549,6 +569,7 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
                 empty_ok = 1 if not gone and m >= limit else 0
                 if not (nodes[child, MF] >= limit or (nodes[child, KH] & empty_ok) == 1):
                     break
+                child = _only_empty(nodes, child, limit)
             if selecting and (depth >= slen or nodes[node, POS] != memo[depth, MEMO_BEST]):
                 break  # not the chosen support
             if depth >= path.shape[0]:
@@ -557,6 +578,41 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
             path[depth] = node
             depth += 1
             node = child
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, slen):
+    """Output the one complex event whose output nodes are memo[:slen, MEMO_ROWS] (from the
+    latest down); False when the output buffer is full."""
+    nm = st[S_NMATCH]
+    npos = st[S_NPOS]
+    labels = cfg[C_LABELS] == 1
+    if nm + 1 >= out_m.shape[1] or npos + slen > out_pos.shape[0] or (labels and npos + slen > out_lab.shape[0]):
+        return False
+    for d in range(slen):
+        row = memo[slen - 1 - d, MEMO_ROWS]
+        out_pos[npos + d] = nodes[row, POS]
+        if labels:
+            out_lab[npos + d] = nodes[row, LAB]
+    out_m[O_TRIGGER, nm] = trigger
+    if cfg[C_PARTITIONED] == 1:
+        out_m[O_CODE, nm] = code
+    out_m[O_END, nm + 1] = npos + slen
+    st[S_NMATCH] = nm + 1
+    st[S_NPOS] = npos + slen
+    st[S_TCOUNT] += 1
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _only_empty(nodes, node, limit):
+    """BOTTOM for a node whose only complex event that may start at or after ``limit`` is the
+    empty one (it has it, and every other starts before the limit), else the node. (One
+    derivation of the empty complex event: a node holds a complex event once, and where the
+    plan allows repeats they are dropped per trigger anyway.)"""
+    if node != 0 and (nodes[node, KH] & 1) == 1 and nodes[node, MF] < limit:
+        return 0
+    return node
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -583,7 +639,9 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 #: support is chosen, its length (-1: none in the window), the node numbering's generation
 #: (bumped by compaction), whether a node's best over all its paths may be kept for good.
 SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
-SEL_SIZE = 7  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
+#: MAX: the pool cells in use, and the antichain cell whose support is being enumerated.
+SEL_POOL, SEL_MAXAC = 7, 8
+SEL_SIZE = 9  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
 #: support (from the latest position down), a candidate's, and the trigger's top output nodes;
@@ -717,6 +775,44 @@ def _lookup(nodes, stack, memo, sel, stamp, node, eok, has_limit, limit, sp, mod
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _push_unknown(stack, sp, a, va, b, vb, eok):
+    """Push the sides of a union whose value is not known yet (with the empty bit); the new depth."""
+    if va == _UNKNOWN_REP:
+        stack[sp, 0] = a
+        stack[sp, 1] = eok
+        sp += 1
+    if vb == _UNKNOWN_REP:
+        stack[sp, 0] = b
+        stack[sp, 1] = eok
+        sp += 1
+    return sp
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _child_of(nodes, node, has_limit, limit):
+    """An output node's child as the window sees it (BOTTOM where only its empty complex event
+    is in), and whether that empty one may be taken (the node's event is in the window)."""
+    ceok = 1
+    if has_limit:
+        ceok = 1 if (nodes[node, KH] >> 1) != GONE_KIND and nodes[node, M] >= limit else 0
+    child = nodes[node, A]
+    if has_limit:
+        child = _only_empty(nodes, child, limit)
+    return child, ceok
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _store_rep(memo, node, eok, stamp, r):
+    """A node's value for this trigger generation, under the empty bit ``eok``."""
+    if eok == 1:
+        memo[node, MEMO_STAMP1] = stamp
+        memo[node, MEMO_REP1] = r
+    else:
+        memo[node, MEMO_STAMP0] = stamp
+        memo[node, MEMO_REP0] = r
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _viable(nodes, node, has_limit, limit, eok):
     """Whether some complex event below ``node`` may start in the window (as ``_enumerate``)."""
     return not has_limit or nodes[node, MF] >= limit or (nodes[node, KH] & eok) == 1
@@ -748,6 +844,9 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
         if kind == UNION_KIND:
             a = nodes[node, A]
             b = nodes[node, B]
+            if has_limit:  # (as in _enumerate: a side with only its empty one in the window)
+                a = _only_empty(nodes, a, limit)
+                b = _only_empty(nodes, b, limit)
             va = -1
             if _viable(nodes, a, has_limit, limit, eok):
                 va = _lookup(nodes, stack, memo, sel, stamp, a, eok, has_limit, limit, sp, mode)
@@ -757,48 +856,27 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
             if va == _SHORT or vb == _SHORT:
                 return _SHORT
             if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
-                if va == _UNKNOWN_REP:
-                    stack[sp, 0] = a
-                    stack[sp, 1] = eok
-                    sp += 1
-                if vb == _UNKNOWN_REP:
-                    stack[sp, 0] = b
-                    stack[sp, 1] = eok
-                    sp += 1
+                sp = _push_unknown(stack, sp, a, va, b, vb, eok)
                 continue
-            r = _better_rep(nodes, memo, va, vb, mode)
-            if eok == 1:
-                memo[node, MEMO_STAMP1] = stamp
-                memo[node, MEMO_REP1] = r
-            else:
-                memo[node, MEMO_STAMP0] = stamp
-                memo[node, MEMO_REP0] = r
+            _store_rep(memo, node, eok, stamp, _better_rep(nodes, memo, va, vb, mode))
             sp -= 1
             continue
         # an output node: its value does not depend on the empty bit it is reached with
-        gone = kind == GONE_KIND
-        ceok = 1
-        if has_limit:
-            ceok = 1 if not gone and nodes[node, M] >= limit else 0
-        child = nodes[node, A]
+        child, ceok = _child_of(nodes, node, has_limit, limit)
         vc = -1
         if _viable(nodes, child, has_limit, limit, ceok):
             vc = _lookup(nodes, stack, memo, sel, stamp, child, ceok, has_limit, limit, sp, mode)
         if vc == _SHORT:
             return _SHORT
         if vc == _UNKNOWN_REP:
-            stack[sp, 0] = child
-            stack[sp, 1] = ceok
-            sp += 1
+            sp = _push_unknown(stack, sp, child, vc, 0, 0, ceok)
             continue
         r = -1
         if vc >= 0:
             memo[node, MEMO_TAIL] = vc
             r = node | (vc & _TIE)
-        memo[node, MEMO_STAMP0] = stamp
-        memo[node, MEMO_REP0] = r
-        memo[node, MEMO_STAMP1] = stamp
-        memo[node, MEMO_REP1] = r
+        _store_rep(memo, node, 0, stamp, r)
+        _store_rep(memo, node, 1, stamp, r)
         sp -= 1
     return memo[root, MEMO_REP1]
 
@@ -834,27 +912,9 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
     its own memo generation."""
     window = cfg[C_WINDOW]
     mode = sel[SEL_MODE]
-    # The top output nodes, below the final nodes' unions (no window limit is fixed there).
-    ntops = 0
-    empty = False
-    for f in range(st[S_NFINALS]):
-        sp = 1
-        stack[0, 0] = finals[f]
-        while sp > 0:
-            sp -= 1
-            node = stack[sp, 0]
-            kind = nodes[node, KH] >> 1
-            if kind == UNION_KIND:
-                if sp + 2 > stack.shape[0]:
-                    return NEED_STACK
-                stack[sp, 0] = nodes[node, B]
-                stack[sp + 1, 0] = nodes[node, A]
-                sp += 2
-            elif kind != BOTTOM_KIND:
-                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
-                ntops += 1
-            else:
-                empty = True  # the empty complex event: in every window, beaten by any other
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
     best = -1
     tie = False
     for t in range(ntops):
@@ -888,6 +948,307 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
     sel[SEL_LEN] = 0 if best < 0 and empty else best
     sel[SEL_DIRECT] = 1 if best > 0 and not tie else 0
     return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _tops(st, nodes, finals, stack, memo):
+    """The current trigger's top output nodes, below the final nodes' unions (no window limit
+    is fixed there), into memo[:, MEMO_TOPS]: (how many, -1 when the stack is too short;
+    whether a final node holds the empty complex event, which is in every window)."""
+    ntops = 0
+    empty = False
+    for f in range(st[S_NFINALS]):
+        sp = 1
+        stack[0, 0] = finals[f]
+        while sp > 0:
+            sp -= 1
+            node = stack[sp, 0]
+            kind = nodes[node, KH] >> 1
+            if kind == UNION_KIND:
+                if sp + 2 > stack.shape[0]:
+                    return -1, empty
+                stack[sp, 0] = nodes[node, B]
+                stack[sp + 1, 0] = nodes[node, A]
+                sp += 2
+            elif kind != BOTTOM_KIND:
+                memo[ntops, MEMO_TOPS] = node  # (memo has a row per node)
+                ntops += 1
+            else:
+                empty = True
+    return ntops, empty
+
+
+# ====================================================================== MAX over the tECS
+# Per node, the antichain of the maximal supports of its complex events in the window (as
+# runtime/selection.py's MaxSelection does in Python): an output node prepends its position to
+# each of its child's (inclusion is kept), a union keeps the maximal ones of both sides. The
+# values are persistent lists in ``pool`` (int64[cells, 6]), rebuilt for each trigger:
+# a support cell is (position, rest, size, output node, tie, 0) from the latest position down
+# (rest -1: empty; tie 1: several paths may spell it, so its complex events are found by the
+# guided enumeration, else the one path of output nodes is output as is); an antichain cell
+# (support, next, and over the list from it: smallest and largest size, smallest and largest
+# latest position) (support -1: the empty support; an antichain -1: no complex event in the
+# window). Two antichains whose supports cannot contain one another (one side's latest
+# positions all below the other's, and its sizes all at least the other's) are joined by
+# putting one side's cells before the other's list, shared: a union chain (``A ; B``: one A
+# per link) costs one cell per link. Memoised per node and trigger generation as
+# _best_below, so a trigger costs its nodes in the window and their antichains, not its
+# complex events.
+_POOL_FULL = -4
+POOL_FIELDS = 6
+_AC_MINS, _AC_MAXS, _AC_MINT, _AC_MAXT = 2, 3, 4, 5
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _cell(pool, sel, x, y, z, row, tie):
+    c = sel[SEL_POOL]
+    if c >= pool.shape[0]:
+        return _POOL_FULL
+    pool[c, 0] = x
+    pool[c, 1] = y
+    pool[c, 2] = z
+    pool[c, 3] = row
+    pool[c, 4] = tie
+    pool[c, 5] = 0
+    sel[SEL_POOL] = c + 1
+    return c
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_size(pool, s):
+    return 0 if s < 0 else pool[s, 2]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_top(pool, s):
+    return -1 if s < 0 else pool[s, 0]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_push(pool, sel, s, rest):
+    """The antichain cell of support s before the list ``rest`` (-1: none); _POOL_FULL when
+    either is (or the pool is) full."""
+    if s == _POOL_FULL or rest == _POOL_FULL:
+        return _POOL_FULL
+    c = _cell(pool, sel, s, rest, 0, 0, 0)
+    if c == _POOL_FULL:
+        return c
+    size = _sup_size(pool, s)
+    top = _sup_top(pool, s)
+    if rest >= 0:
+        pool[c, _AC_MINS] = min(size, pool[rest, _AC_MINS])
+        pool[c, _AC_MAXS] = max(size, pool[rest, _AC_MAXS])
+        pool[c, _AC_MINT] = min(top, pool[rest, _AC_MINT])
+        pool[c, _AC_MAXT] = max(top, pool[rest, _AC_MAXT])
+    else:
+        pool[c, _AC_MINS] = size
+        pool[c, _AC_MAXS] = size
+        pool[c, _AC_MINT] = top
+        pool[c, _AC_MAXT] = top
+    return c
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _sup_inside(pool, a, b):
+    """Whether support a is inside support b (both from the latest position down)."""
+    while a >= 0:
+        if a == b:
+            return True
+        if b < 0 or pool[a, 2] > pool[b, 2]:
+            return False
+        if pool[a, 0] == pool[b, 0]:
+            a = pool[a, 1]
+            b = pool[b, 1]
+        elif pool[b, 0] > pool[a, 0]:
+            b = pool[b, 1]
+        else:
+            return False
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_prepend(pool, sel, pos, row, ac):
+    """Every support of ``ac`` with ``pos`` (later than all of them, at output node ``row``)
+    in front."""
+    out = -1
+    while ac >= 0 and out != _POOL_FULL:
+        s = pool[ac, 0]
+        tie = 1 if s >= 0 and pool[s, 4] == 1 else 0
+        out = _ac_push(pool, sel, _cell(pool, sel, pos, s, _sup_size(pool, s) + 1, row, tie), out)
+        ac = pool[ac, 1]
+    return out
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_beaten(pool, s, x, a, b):
+    """Whether support s (of antichain cell x) is strictly inside a support of antichains a
+    then b, or equal to one of a cell met before x (repeats are kept once: that one is then
+    spelled by several paths)."""
+    before = True
+    for head in (a, b):
+        y = head
+        while y >= 0:
+            if y == x:
+                before = False
+            else:
+                t = pool[y, 0]
+                if _sup_inside(pool, s, t):
+                    if _sup_size(pool, s) < _sup_size(pool, t):
+                        return True
+                    if before:
+                        if t >= 0:
+                            pool[t, 4] = 1
+                        return True
+            y = pool[y, 1]
+    return False
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _apart(pool, a, b):
+    """Whether no support of b can be inside one of a, nor one of a strictly inside one of b."""
+    return pool[a, _AC_MAXT] < pool[b, _AC_MINT] and pool[a, _AC_MINS] >= pool[b, _AC_MAXS]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _ac_union(pool, sel, a, b):
+    """The maximal supports of two antichains together (-1: none)."""
+    if a < 0 or a == b:
+        return b
+    if b < 0:
+        return a
+    if _apart(pool, b, a):
+        a, b = b, a
+    if _apart(pool, a, b):
+        out = a  # b's cells before a's list, shared
+        x = b
+        while x >= 0 and out != _POOL_FULL:
+            out = _ac_push(pool, sel, pool[x, 0], out)
+            x = pool[x, 1]
+        return out
+    out = -1
+    for head in (a, b):
+        x = head
+        while x >= 0 and out != _POOL_FULL:
+            if not _ac_beaten(pool, pool[x, 0], x, a, b):
+                out = _ac_push(pool, sel, pool[x, 0], out)
+            x = pool[x, 1]
+    return out
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _max_get(memo, stamp, node, eok, empty_ac):
+    if node == 0:
+        return empty_ac if eok == 1 else -1
+    if eok == 1:
+        return memo[node, MEMO_REP1] if memo[node, MEMO_STAMP1] == stamp else _UNKNOWN_REP
+    return memo[node, MEMO_REP0] if memo[node, MEMO_STAMP0] == stamp else _UNKNOWN_REP
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _max_below(nodes, stack, memo, sel, pool, root, has_limit, limit, empty_ac):
+    """The antichain of maximal supports of the output node ``root`` (its window limit fixed),
+    -1 when none is in the window, _SHORT or _POOL_FULL. The walk of _best_below."""
+    stamp = sel[SEL_STAMP]
+    sp = _save(stack, 0, root, 1, 0, 0, 0)  # (node, empty bit) rows
+    while sp > 0:
+        node, eok = stack[sp - 1, 0], stack[sp - 1, 1]
+        if sp + 2 > stack.shape[0]:
+            return _SHORT
+        if _max_get(memo, stamp, node, eok, empty_ac) != _UNKNOWN_REP:
+            sp -= 1
+        elif (nodes[node, KH] >> 1) == UNION_KIND:
+            a, b = nodes[node, A], nodes[node, B]
+            if has_limit:
+                a, b = _only_empty(nodes, a, limit), _only_empty(nodes, b, limit)
+            va = _max_get(memo, stamp, a, eok, empty_ac) if _viable(nodes, a, has_limit, limit, eok) else -1
+            vb = _max_get(memo, stamp, b, eok, empty_ac) if _viable(nodes, b, has_limit, limit, eok) else -1
+            if va == _UNKNOWN_REP or vb == _UNKNOWN_REP:
+                sp = _push_unknown(stack, sp, a, va, b, vb, eok)
+            else:
+                r = _ac_union(pool, sel, va, vb)
+                if r == _POOL_FULL:
+                    return _POOL_FULL
+                _store_rep(memo, node, eok, stamp, r)
+                sp -= 1
+        else:  # an output node (its value does not depend on the empty bit it is reached with)
+            child, ceok = _child_of(nodes, node, has_limit, limit)
+            vc = _max_get(memo, stamp, child, ceok, empty_ac) if _viable(nodes, child, has_limit, limit, ceok) else -1
+            if vc == _UNKNOWN_REP:
+                sp = _push_unknown(stack, sp, child, vc, 0, 0, ceok)
+                continue
+            r = -1
+            if vc >= 0:
+                r = _ac_prepend(pool, sel, nodes[node, POS], node, vc)
+                if r == _POOL_FULL:
+                    return _POOL_FULL
+            _store_rep(memo, node, 0, stamp, r)
+            _store_rep(memo, node, 1, stamp, r)
+            sp -= 1
+    return _max_get(memo, stamp, root, 1, empty_ac)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _choose_max(cfg, st, nodes, finals, stack, memo, sel, pool):
+    """The maximal supports of the current trigger's complex events in the window: an
+    antichain in ``pool`` from sel[SEL_MAXAC] (-1 and SEL_LEN -1: none)."""
+    window = cfg[C_WINDOW]
+    sel[SEL_POOL] = 0
+    sel[SEL_DIRECT] = 0
+    sel[SEL_LEN] = -1
+    sel[SEL_MAXAC] = -1
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
+    empty_ac = _ac_push(pool, sel, -1, -1)
+    if empty_ac == _POOL_FULL:
+        return NEED_POOL
+    total = -1
+    for t in range(ntops):
+        top = memo[t, MEMO_TOPS]
+        has_limit = window >= 0
+        if has_limit and (nodes[top, KH] >> 1) == GONE_KIND:
+            continue
+        limit = _lowest_first(nodes[top, M], window) if has_limit else 0
+        sel[SEL_STAMP] += 1
+        r = _max_below(nodes, stack, memo, sel, pool, top, has_limit, limit, empty_ac)
+        if r == _SHORT:
+            return NEED_STACK
+        if r == _POOL_FULL:
+            return NEED_POOL
+        total = _ac_union(pool, sel, total, r)
+        if total == _POOL_FULL:
+            return NEED_POOL
+    if total < 0 and empty:
+        total = empty_ac  # the empty complex event alone
+    sel[SEL_MAXAC] = total
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _load_support(memo, sel, pool):
+    """The support of antichain cell sel[SEL_MAXAC] into memo[:SEL_LEN, MEMO_BEST], from the
+    latest position down (what the guided enumeration follows), and its output nodes into
+    MEMO_ROWS with SEL_DIRECT when one path spells it."""
+    s = pool[sel[SEL_MAXAC], 0]
+    sel[SEL_DIRECT] = 1 if s >= 0 and pool[s, 4] == 0 else 0
+    d = 0
+    while s >= 0:
+        memo[d, MEMO_BEST] = pool[s, 0]
+        memo[d, MEMO_ROWS] = pool[s, 3]
+        d += 1
+        s = pool[s, 1]
+    sel[SEL_LEN] = d
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _next_support(memo, sel, pool):
+    """MAX: move on to the next maximal support of the trigger (False: none left)."""
+    nxt = pool[sel[SEL_MAXAC], 1]
+    if nxt < 0:
+        return False
+    sel[SEL_MAXAC] = nxt
+    _load_support(memo, sel, pool)
+    return True
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)

@@ -152,16 +152,18 @@ class KernelEvaluator:
         self.cfg[k.C_CHECK] = int(check is not None and consume != "NONE")
         self.whole_triggers = whole_triggers
         self.max_nodes = max_nodes
-        # NEXT / LAST: each trigger's best support is chosen over the tECS (compiled._choose).
-        if select not in (None, "NEXT", "LAST"):
-            raise ValueError(f"the kernel chooses NEXT or LAST over its tECS, not {select}")
+        # NEXT / LAST: each trigger's best support is chosen over the tECS (compiled._choose);
+        # MAX: its maximal supports (compiled._choose_max, in ``pool``).
+        if select not in (None, "NEXT", "LAST", "MAX"):
+            raise ValueError(f"the kernel chooses NEXT, LAST or MAX over its tECS, not {select}")
         # ANY / LIMIT with checks: a trigger's complex events are enumerated LAZY_BATCH at a
         # time, doubling; ``more`` keeps those that pass and says whether they are enough.
         self.more = more
         if more is not None and consume == "NONE":
             self.cfg[k.C_LAZY] = LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
-        self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST}[select]
+        self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST, "MAX": k.SELECT_MAX}[select]
+        self.pool = np.zeros((1024 if select == "MAX" else 1, k.POOL_FIELDS), dtype=np.int64)
         self.sel[k.SEL_EPOCH] = 1
         # A node's best over all its paths is kept for good unless an event may lack its
         # window measure (a missing value is in no window, which the nodes' bounds ignore).
@@ -259,7 +261,7 @@ class KernelEvaluator:
                 symbols, measures, miss, codes, positions, index, n, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel, self.pool,
             )  # fmt: skip
             if status == k.DONE:
                 break
@@ -289,6 +291,8 @@ class KernelEvaluator:
                 self._check_trigger()
             elif status == k.NEED_MORE:
                 self._more()
+            elif status == k.NEED_POOL:  # (MAX: the trigger's choice starts again)
+                self.pool = np.zeros((2 * len(self.pool), k.POOL_FIELDS), dtype=np.int64)
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
@@ -319,7 +323,7 @@ class KernelEvaluator:
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, self.st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel, self.pool,
             )[0]  # fmt: skip
             if status == k.DONE:
                 chunk = self._take_output(int(self.st[k.S_NMATCH])) if self.st[k.S_NMATCH] else None
@@ -500,7 +504,7 @@ class KernelEvaluator:
                 symbols, measures, miss, codes, positions, 0, 1, self.cfg, st, self.nodes,
                 self.tables.table, self.tables.flat, self.tables.final, self.slot_of, self.act,
                 self.slot_info, self.free, self.new, self.finals, self.stack, self.path, self.out_m,
-                self.out_pos, self.out_lab, self._first, self.memo, self.sel,
+                self.out_pos, self.out_lab, self._first, self.memo, self.sel, self.pool,
             )[0]  # fmt: skip
             if status == k.DONE:
                 n = int(st[k.S_NMATCH])

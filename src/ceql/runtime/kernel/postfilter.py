@@ -21,11 +21,12 @@ register values per run: the plan decides at compile time whether they are exact
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST** with no other check on patterns with many candidates: the kernel chooses each
-  trigger's best support over its tECS, memoised per node, and enumerates only the complex
-  events with that support (compiled ``_choose``). With few candidates, with checks (conditions, STRICT, a double window),
-  on patterns with few candidates, and **MAX** on those: chosen among each trigger's complex
-  events by their supports (compiled ``select_supports``).
+- **NEXT, LAST, MAX** with no other check on patterns with many candidates: the kernel chooses
+  each trigger's best support (NEXT, LAST: compiled ``_choose``) or maximal supports (MAX:
+  compiled ``_choose_max``, an antichain per node) over its tECS, memoised per node, and
+  enumerates only the complex events with those supports. With checks (conditions, STRICT, a
+  double window), on patterns with few candidates: chosen among each trigger's complex events
+  by their supports (compiled ``select_supports``).
 - **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
   d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
   marks f's events and the D events of f's span with the compiler's labels; each (complex
@@ -193,9 +194,9 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # them all too (strategy ALL, no LIMIT); NEXT, LAST, MAX, ANY and LIMIT pick few of them,
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
-    # NEXT and LAST alone are chosen over the kernel's tECS where the candidates are many (few
-    # are cheaper to enumerate and compare: select_supports).
-    in_kernel = bounded is None and select in ("NEXT", "LAST") and plan.registers is None and not plan.strict_filter
+    # NEXT, LAST and MAX alone are chosen over the kernel's tECS where the candidates are many
+    # (few are cheaper to enumerate and compare: select_supports).
+    in_kernel = bounded is None and select is not None and plan.registers is None and not plan.strict_filter
     if bounded is None:
         if select is not None and not in_kernel:
             return f"strategy {select} on a pattern with many candidates"
@@ -206,7 +207,8 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             return None
         post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel)
         if in_kernel:
-            post.notes.append(f"strategy {select}: each trigger's best support chosen over the tECS")
+            chosen = "maximal supports" if select == "MAX" else "best support"
+            post.notes.append(f"strategy {select}: each trigger's {chosen} chosen over the tECS")
         elif select is not None:
             post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
         if plan.strict_filter:
