@@ -366,7 +366,7 @@ class EventStep:
         offsets = chunk.offsets.tolist()
         positions = chunk.positions.tolist()
         trigger = int(chunk.trigger[0])
-        if not projection.needs_labels or chunk.labels is None:
+        if chunk.labels is None or not projection.needs_labels_for(chunk.label_sets):
             return [
                 Match(trigger, tuple(positions[offsets[i] : offsets[i + 1]]), {}, partition)
                 for i in range(len(offsets) - 1)

@@ -122,6 +122,12 @@ def event_column(raw: Raw) -> Col:
 # ====================================================================== a batch of matches
 
 
+def compiler_only(labels: tuple[str, ...]) -> bool:
+    """Whether an event reported under ``labels`` carries only the compiler's own (NUL-prefixed)
+    labels, such as the event a ``NOT(E FILTER c)`` reads: it is not a position of the match."""
+    return bool(labels) and all(label[0] == "\x00" for label in labels)
+
+
 class Frame:
     """A batch of complex events and the values of their events."""
 
@@ -214,10 +220,7 @@ class Frame:
         if self._private_sets is False:
             private = None
             if self.label_ids is not None:
-                private = np.array(
-                    [bool(labels) and all(label[0] == "\x00" for label in labels) for labels in self.label_sets],
-                    dtype=bool,
-                )
+                private = np.array([compiler_only(labels) for labels in self.label_sets], dtype=bool)
                 private = private if private.any() else None
             self._private_sets = private
         return self._private_sets

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ceql.runtime.arrow import MatchColumns
+from ceql.runtime.kernel.columns import compiler_only
 from ceql.runtime.kernel.compiled import dedupe_mask
 from ceql.runtime.kernel.engine import KernelMatches
 
@@ -21,12 +22,9 @@ from ceql.runtime.kernel.engine import KernelMatches
 class Projection:
     """SELECT *, SELECT NONE or SELECT label, ... applied to the events of a complex event."""
 
-    def __init__(
-        self, kind: str, kept: frozenset[str], as_labels: frozenset[str], private: bool = False
-    ) -> None:
+    def __init__(self, kind: str, kept: frozenset[str], as_labels: frozenset[str]) -> None:
         self.kind = kind
         self.distinct = False  # drop repeats of one complex event even with SELECT *
-        self.private = private  # the automaton may report events under the compiler's own labels
         self.kept = kept
         self.as_labels = as_labels
         if kind == "star":
@@ -53,9 +51,13 @@ class Projection:
 
     @property
     def needs_labels(self) -> bool:
-        """Whether the output depends on the events' label sets (also when the compiler's own
-        labels may appear: an event reported only under them is not a position of the match)."""
-        return self.merges or bool(self.output_labels) or self.private
+        """Whether the output depends on the events' label sets, whatever they are."""
+        return self.merges or bool(self.output_labels)
+
+    def needs_labels_for(self, label_sets: list[tuple[str, ...]]) -> bool:
+        """Whether output under these label sets depends on them: also when one holds only the
+        compiler's own labels (an event reported only under them is not a position)."""
+        return self.needs_labels or any(compiler_only(labels) for labels in label_sets)
 
     def event(self, labels: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
         """For an event reported under ``labels``: (position kept, labels reported). Labels
@@ -81,10 +83,7 @@ def project(matches: KernelMatches, projection: Projection, measures: dict | Non
     trigger, partition = matches.trigger, matches.partition
     measures = measures or {}
     sets = matches.label_sets
-    # (An event reported only under the compiler's own labels, such as the event a NOT(E
-    # FILTER c) reads, is not a position of the match: dropped here.)
-    private = any(labels and all(label[0] == "\x00" for label in labels) for labels in sets)
-    if (not projection.needs_labels and not private) or matches.labels is None:
+    if matches.labels is None or not projection.needs_labels_for(sets):
         return MatchColumns(trigger, offsets, positions, {}, partition, measures=measures)
     table = [projection.event(labels) for labels in sets] or [(True, ())]
     keep_table = np.array([kept for kept, _ in table], dtype=bool)
