@@ -112,13 +112,13 @@ def explain(query: Query, dot: bool = False) -> str:
     )
     for note in plan.notes:
         lines.append(f"  note: {note}")
-    from ceql.runtime.kernel import kernel_notes, unsupported
+    from ceql.runtime.kernel import kernel_notes, kernel_path, unsupported
     from ceql.runtime.limits import growth_warnings
 
     reason = unsupported(plan)
     if reason is None:
         lines.append("  engine: the compiled kernel on large inputs of any form (engine='compiled' always)")
-        path, why = kernel_path_of(query)
+        path, why = kernel_path(plan)
         lines.append(f"  kernel path: {path}: {why}")
         for note in kernel_notes(plan):
             lines.append(f"  kernel: {note}")

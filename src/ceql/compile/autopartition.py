@@ -86,11 +86,10 @@ def auto_partition(checked: CheckedQuery, formula: ast.Formula) -> AutoPartition
     edges.extend(fixed)
     if not edges:
         return None
-    if _component(edges) is not None:
-        found = _routing(checked, body, edges)
-        if found is not None:
-            rest = [c for c in conjuncts if not any(c is link for link in linking)]
-            return _routed(body, found, rest, edges)
+    found = _routing(checked, body, edges)  # (None where the edges are not one connected set)
+    if found is not None:
+        rest = [c for c in conjuncts if not any(c is link for link in linking)]
+        return _routed(body, found, rest, edges)
     # Several attributes per label (``x.id = y.id AND x.p = y.p``): route by one class of equal
     # values that links every event (the first that does, in the query's order); the other
     # equalities stay conditions, checked as before.

@@ -75,13 +75,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ceql.compile.plan import Plan, build_plan
 from ceql.errors import EventError
 from ceql.match import Match
 from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
-from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables, typed_indexes
+from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
 from ceql.runtime.kernel.absence import INT64_MAX, own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
 from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
@@ -363,7 +362,6 @@ class ParallelKernel:
         within = kernel_plan.checked.query.within
         self.window = None if within is None else int(within.value)
         self.type_names = pa.array(kernel_plan.type_names, pa.string())
-        self.type_list = tuple(kernel_plan.type_names)
         self.key_groups = self.checker.keys.groups if self.checker.keys is not None else []
         if plan.absence is not None:  # the routing of compile.plan.split_keys
             routing, _ = absence_split(plan)
@@ -505,10 +503,7 @@ class ParallelKernel:
             piece.error = error
             return piece
         piece.table = table
-        types = typed_indexes(table, self.type_list)  # (this thread typed it: no string match)
-        if types is None:
-            kinds = pc.index_in(table.column("event_type"), value_set=self.type_names)
-            types = np.asarray(pc.fill_null(kinds, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        types = self.checker._type_indexes(table)  # (this thread typed it: no string match)
         piece.types = types
         if self.window_kind not in (None, "events"):
             measures, missing = self.checker._measures(table, types, first)

@@ -369,12 +369,6 @@ def plan_batch(
     return single.mapInArrow(evaluate_stream, out_schema)
 
 
-def _buckets(df) -> int:
-    """How many buckets of keys the partitioned plan makes: the shuffle partitions (each a
-    task; ``spark.sql.shuffle.partitions``, ``CEQL_SHUFFLE_PARTITIONS`` for ``ceql.spark.session``)."""
-    return max(1, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8))
-
-
 def prepare_stream(
     df,
     query,

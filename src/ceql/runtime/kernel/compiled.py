@@ -637,11 +637,12 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 
 #: sel[...]: the strategy (0: none), the memo's generation, whether the current trigger's
 #: support is chosen, its length (-1: none in the window), the node numbering's generation
-#: (bumped by compaction), whether a node's best over all its paths may be kept for good.
+#: (bumped by compaction), whether a node's best over all its paths may be kept for good,
+#: whether one path spells the chosen support (MEMO_ROWS: output it as is).
 SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
 #: MAX: the pool cells in use, and the antichain cell whose support is being enumerated.
 SEL_POOL, SEL_MAXAC = 7, 8
-SEL_SIZE = 9  # SEL_DIRECT: one path spells the chosen support (MEMO_ROWS): output it as is
+SEL_SIZE = 9
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
 #: support (from the latest position down), a candidate's, and the trigger's top output nodes;

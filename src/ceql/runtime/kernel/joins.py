@@ -225,7 +225,7 @@ class EqualityJoin:
 
     def _allocate(self, capacity: int, keep: int = 0) -> None:
         """Entry arrays of ``capacity`` (the first ``keep`` entries copied); the first time,
-        tables of INITIAL_SLOTS (``_make_room`` sizes them by keys, ``compact`` fills them)."""
+        tables of 2**INITIAL_BITS slots (``_make_room`` sizes them by keys, ``compact`` fills them)."""
         old = getattr(self, "ent", None)
         ent = np.zeros((capacity, k.E_FIELDS), dtype=np.int64)  # an entry per row (compiled.E_POS ...)
         if old is not None and keep:
@@ -324,7 +324,7 @@ class EqualityJoin:
         tables half as large, so more of them stay in cache (the window's own cost). The
         tables are sized by the keys of the window, not its entries: a few keys with many
         events each (users and their clicks) keep small tables."""
-        live = self.compact()
+        live = int(self.js[k.J_ENTRIES])  # (join_run compacted before it asked for room)
         check_bound(live, self.max_nodes)
         capacity = len(self.ent)
         cleared = self.tables.size // 2  # slots each compaction clears

@@ -591,14 +591,13 @@ def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
     if n <= 0 or frame.events == 0:
         return np.zeros(max(n, 0), dtype=bool)
     sets = list(frame.label_sets)
-    public = np.array([any(label[0] != "\x00" for label in labels) for labels in sets] or [False], dtype=bool)
     ids = frame.label_ids[frame.base : frame.base + frame.events]
     right_column = frame.column(right.column)
     candidates = np.flatnonzero(frame.has(right.tick) & right_column.data.astype(bool) & right_column.valid)
     if not len(candidates):
         return np.zeros(n, dtype=bool)
     segment = frame.segment
-    reported = np.flatnonzero(public[ids])
+    reported = np.flatnonzero(frame.has(None))  # (not the events under the compiler's labels only)
     per_match = np.bincount(segment[reported], minlength=n)
     first = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per_match, out=first[1:])

@@ -548,6 +548,11 @@ class PlanKernel:
         # Whether each type index has a time (the last item: -1, no type): a lookup, not isin.
         self._timed_type = np.zeros(len(plan.type_names) + 1, dtype=bool)
         self._timed_type[self._time_types] = True
+        # Per UNLESS right side (postfilter.RightEvent), whether each type index is of its types.
+        self._right_types = [
+            np.array([name in right.types for name in plan.type_names] + [False], dtype=bool)
+            for right in (self.post.unless if self.post is not None else ())
+        ]
 
     def _chooses(self) -> bool:
         """Whether the per-complex-event checks choose among each trigger's complex events."""
@@ -716,9 +721,8 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
-        for right in post.unless:
-            chosen = np.array([i for i, name in enumerate(self.plan.type_names) if name in right.types], dtype=np.int64)
-            out[right.column] = Raw("boolean", np.isin(types, chosen), np.ones(n, dtype=bool))
+        for right, is_right in zip(post.unless, self._right_types):
+            out[right.column] = Raw("boolean", is_right[types], np.ones(n, dtype=bool))
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -753,6 +757,8 @@ class PlanKernel:
         if post.strict:
             keep &= consecutive(frame, LOCAL)
         if self.consumed is not None:  # CONSUME BY, before the strategy chooses (consume.py)
+            # (This moves the consumption markers: with it set, ``check`` and ``more`` are off,
+            # so the mask is asked once per chunk, in order.)
             keep = self.consumed.apply(chunk.trigger, chunk.partition, chunk.offsets, chunk.positions, keep)
         if post.select is not None and not post.in_kernel:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
