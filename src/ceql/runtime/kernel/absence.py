@@ -294,7 +294,6 @@ class KernelAbsence:
         )
         self._sets_seen: dict = {}  # (id of a kernel, label-set id) -> canonical id (push)
         self._shown: dict[int, tuple[bool, tuple[str, ...]]] = {}  # own label-set id -> projection
-        self._public: dict[int, tuple[str, ...]] = {}  # own label-set id -> its public labels, sorted
 
     def _share(self) -> np.ndarray | None:
         """What f's kernel may take from the cancelling one per batch (one pass over the
@@ -735,10 +734,11 @@ class KernelAbsence:
             shown = self._shown
             keys = self._key_of if self._keyed else None
             if len(items) > 1:  # (the order of _order: partition key, deadline, events)
+                ranks = self._label_ranks().tolist()  # (_order's label order)
                 try:  # (keys of numbers or of strings compare as they are, as partition_order does)
-                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same))
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same, ranks))
                 except TypeError:
-                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order))
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order, ranks))
             for _, (deadline, _, part, ps, ls) in items:
                 kept: list[int] = []
                 labels: dict[str, list[int]] = {}
@@ -758,21 +758,15 @@ class KernelAbsence:
                 out.append(Match(trigger, tuple(kept), {k: tuple(v) for k, v in labels.items()}, partition, {}, deadline))
         return out
 
-    def _push_order(self, item: tuple, keys: dict | None, order: Any) -> tuple:
-        """The sort key of a complex event ``push`` reports (``_order``'s order)."""
+    def _push_order(self, item: tuple, keys: dict | None, order: Any, ranks: list[int]) -> tuple:
+        """The sort key of a complex event ``push`` reports (``_order``'s order; ``ranks``:
+        ``_label_ranks``, per label-set id)."""
         deadline, _, part, ps, ls = item
-        sets = self.own.kernel.label_sets
-        public = self._public
-        events = []
-        for position, label in zip(ps, ls):
-            names = public.get(label)
-            if names is None:
-                names = public[label] = tuple(sorted(x for x in sets[label] if x[0] != "\x00"))
-            events.append((position, names))
+        events = tuple(zip(ps, [ranks[label] for label in ls]))
         if keys is None:
-            return (), deadline, tuple(events)
+            return (), deadline, events
         value = keys.get(part)
-        return order(value if value is not None else self.own.keys.keys[part]), deadline, tuple(events)
+        return order(value if value is not None else self.own.keys.keys[part]), deadline, events
 
     def _measure_of(self, position: int) -> int:
         """The window measure of an earlier event (a complex event's first)."""
