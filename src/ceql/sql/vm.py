@@ -644,7 +644,8 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
 
 
 # _run's results
-R_DONE, R_GROW_PATH, R_GROW_BT, R_GROW_TRAIL, R_GROW_OUT, R_ERROR = range(6)
+# (R_GROW_OUT: the output rows are full; R_GROW_LIST: the match list, ``track``'s, is.)
+R_DONE, R_GROW_PATH, R_GROW_BT, R_GROW_TRAIL, R_GROW_OUT, R_ERROR, R_GROW_LIST = range(7)
 # _run's state (W[W[W_STATE] + i]): partition, start row (-1: a fresh partition), matches so
 # far, last row in a match, output rows, search generation, memo valid since, steps
 S_PART, S_START, S_NUMBER, S_COVERED, S_NOUT, S_GEN, S_VALID, S_STEPS = range(8)
@@ -975,7 +976,7 @@ def _run(
             if nout + emit > out_cap or (track and OL[0] + length + 3 > OL.shape[0]):
                 _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1
-                return R_GROW_OUT
+                return R_GROW_OUT if nout + emit > out_cap else R_GROW_LIST
             number += 1
             W[st + S_VALID] = gen + 1  # a successful search's marks are not failures
             k_out = nout
@@ -1201,15 +1202,14 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
             btcap *= 2
         elif status == R_GROW_TRAIL:
             trailcap *= 2
+        elif status == R_GROW_LIST:  # (only the match list: the output rows have room)
+            OL = np.concatenate([OL, np.zeros_like(OL)])
+            continue
         else:
-            grown = 2 * OI.shape[1]
             OI = np.concatenate([OI, np.zeros_like(OI)], axis=1)
             OF = np.concatenate([OF, np.zeros_like(OF)], axis=1)
             ON = np.concatenate([ON, np.zeros_like(ON)], axis=1)
             OM = np.concatenate([OM, np.zeros_like(OM)], axis=1)
-            if track:
-                OL = np.concatenate([OL, np.zeros_like(OL)])
-            assert OI.shape[1] == grown
             continue
         W, WF = _workspace(nagg, cap, stack, btcap, nslots, trailcap, old=(W, WF))
     state = W[W[W_STATE] : W[W_STATE] + 8]
