@@ -442,18 +442,20 @@ def test_linked_joins_through_push_and_workers_agree_with_the_reference(text) ->
 def test_key_tables_are_a_dict(batches, alive) -> None:
     """The compiled key tables (keys.py: ``hash_codes`` growing by ``hash_insert``; WindowCodes'
     ``window_codes`` and ``recycle_codes``) give the codes of a dict model: first appearance
-    order, and recycled codes taken back from the top of the stack of the codes not live."""
+    order, and recycled codes taken back from the top of the stack of the codes not live; one
+    key at a time (``encode_one``) as in batches."""
     from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 
     ints, model, next_code = IntCodes(bits=2), {}, 0  # (2 bits: the table grows, rehashed)
     window, wmodel, free, fresh = WindowCodes(bits=2), {}, [], 0
-    for batch in batches:
+    for number, batch in enumerate(batches):
         values = np.array(batch, dtype=np.int64)
         codes, next_code, _ = ints.encode(values, None, next_code)
         for value, code in zip(batch, codes.tolist()):
             assert model.setdefault(value, code) == code
         assert sorted(model.values()) == list(range(next_code))
-        got = window.encode(values, None).tolist()
+        # (every other batch one key at a time: push's encode_one)
+        got = window.encode(values, None).tolist() if number % 2 else [window.encode_one(v) for v in batch]
         for value, code in zip(batch, got):
             if value not in wmodel:
                 if free:
