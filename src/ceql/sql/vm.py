@@ -184,6 +184,22 @@ def _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, r
 
 
 @njit(cache=True, inline="always")
+def _compare(kind, a, b):
+    """``a kind b`` (C_EQ ... C_GE), for ints or doubles (compiled once per type)."""
+    if kind == C_EQ:
+        return a == b
+    if kind == C_NE:
+        return a != b
+    if kind == C_LT:
+        return a < b
+    if kind == C_LE:
+        return a <= b
+    if kind == C_GT:
+        return a > b
+    return a >= b
+
+
+@njit(cache=True, inline="always")
 def _round_div(a, b):
     """a / b rounded half away from zero (b != 0, not INT64_MIN / -1): decimal division."""
     q = abs(a) // abs(b)
@@ -551,35 +567,9 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 W[stn + sp - 1] = 1
             else:
                 if op == E_CMP_I:
-                    a = W[sti + sp - 1]
-                    b = W[sti + sp]
-                    if kind == C_EQ:
-                        res = a == b
-                    elif kind == C_NE:
-                        res = a != b
-                    elif kind == C_LT:
-                        res = a < b
-                    elif kind == C_LE:
-                        res = a <= b
-                    elif kind == C_GT:
-                        res = a > b
-                    else:
-                        res = a >= b
+                    res = _compare(kind, W[sti + sp - 1], W[sti + sp])
                 else:
-                    x = WF[stf + sp - 1]
-                    y = WF[stf + sp]
-                    if kind == C_EQ:
-                        res = x == y
-                    elif kind == C_NE:
-                        res = x != y
-                    elif kind == C_LT:
-                        res = x < y
-                    elif kind == C_LE:
-                        res = x <= y
-                    elif kind == C_GT:
-                        res = x > y
-                    else:
-                        res = x >= y
+                    res = _compare(kind, WF[stf + sp - 1], WF[stf + sp])
                 W[sti + sp - 1] = 1 if res else 0
             pc += 2
         elif op == E_NOT:
