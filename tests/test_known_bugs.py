@@ -472,3 +472,23 @@ def test_a_restored_python_evaluator_picks_as_the_original_with_any() -> None:
     restored = pickle.loads(pickle.dumps(original))
     expected = [m.key() for m in original.push_batch(second)]
     assert [m.key() for m in restored.push_batch(second)] == expected
+
+
+@pytest.mark.parametrize("window", ["2 EVENTS", "3 EVENTS", "2 SECONDS"])
+def test_absence_push_and_batches_mixed_on_a_join_kernel(window: str) -> None:
+    """NOT FOLLOWED BY's push drove the automaton's per-event loop even where f's kernel
+    evaluates its plan as a hash join (joins.py), which keeps its state elsewhere: a complex
+    event begun by a pushed event and ended in a batch (or the reverse) was lost. Pushed events
+    now take the batch path there. Found by tests/test_absence_kernel.py under the default
+    Hypothesis profile."""
+    text = f"SELECT * WHERE A AS x; A AS y NOT FOLLOWED BY A AS p PARTITION BY [id] WITHIN {window}"
+    events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": i} for i in range(5)]
+    expected = sorted(reference(text, events))
+    compiled = ceql.compile(text, SCHEMA)
+    for cuts in ([0, 1, 5], [0, 4, 5], [0, 1, 4, 5]):
+        evaluator = compiled.evaluator(engine="compiled")
+        got = []
+        for lo, hi in zip(cuts, cuts[1:]):
+            got += evaluator.push(events[lo]) if hi == lo + 1 else evaluator.push_batch(events[lo:hi])
+        got += evaluator.finish()
+        assert sorted((m.trigger, m.positions, dict(m.labels)) for m in got) == expected, cuts

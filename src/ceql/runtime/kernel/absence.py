@@ -279,11 +279,15 @@ class KernelAbsence:
         self._cancel_codes: dict[tuple, int] = {}
         self._key_of: dict[int, tuple] = {}  # own key code -> key, for the codes push met
         self._heap: list[tuple[int, int, int]] = []
+        # Push's per-event path drives the automaton's loop; a kernel that evaluates its plan
+        # as a hash join or a column-wise chain (joins.py, contiguous.py) keeps its state
+        # elsewhere, so pushed events take the batch path there (as single.py does).
         self._light = (
             self.kept is None
             and not self.own.checked
             and not self.cancelling.checked
             and self.cancelling.kept is None
+            and all(kernel.join is None and kernel.chain is None for kernel in (self.own, self.cancelling))
         )
         self._simple = (
             self._light
