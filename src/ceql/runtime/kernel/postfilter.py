@@ -81,6 +81,10 @@ class PostFilter:
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
     unless: tuple[RightEvent, ...] = ()
+    #: The register programs replayed on each enumerated derivation (replay.py): the checks
+    #: no column-wise form decides (a right side of UNLESS of several events, labels of a
+    #: repeated scope). Every condition is then decided by the replay.
+    replay: bool = False
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -94,6 +98,7 @@ class PostFilter:
             or self.select is not None
             or self.window is not None
             or bool(self.unless)
+            or self.replay
         )
 
 
@@ -224,7 +229,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     if registers.tracked:
         found = right_events(plan)
         if isinstance(found, str):
-            return found
+            return _replayed(plan, select, bounded, found)
         unless = found
     inner = {id(site) for u in registers.tracked for site in u.sites}
     conditions: list[ast.Cond] = []
@@ -236,7 +241,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         if site.source is None:
             return "a condition site without its source (registers)"  # pragma: no cover
         if any(role.home is not None for role in site.free_roles.values()):
-            return "conditions across events on labels of a repeated scope (registers)"
+            return _replayed(plan, select, bounded, "conditions across events on labels of a repeated scope")
         roles = {**site.free_roles, **site.own_roles}
         if isinstance(site.source, tuple):
             source: ast.Node = tuple(_relabel_key(key, roles, site.star_label) for key in site.source)
@@ -284,6 +289,31 @@ def _decide(plan: Plan) -> PostFilter | str | None:
             "UNLESS: each complex event of the left side is checked against the events of "
             f"{', '.join(sorted(right.types))} in its span (the right side's condition on each pair)"
         )
+    if plan.strict_filter:
+        post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
+    if post.distinct:
+        post.notes.append("repeats of a complex event dropped per trigger")
+    return post
+
+
+def _replayed(plan: Plan, select: str | None, bounded: str, why: str) -> PostFilter:
+    """The checks no column-wise form decides, by the Python path's own register programs
+    replayed on each derivation the kernel enumerates (replay.py): exact, as every derivation
+    of every candidate is enumerated (``bounded`` says why that costs what the twin costs)."""
+    post = PostFilter(
+        plan,
+        strict=plan.strict_filter,
+        distinct=plan.repeats and plan.strategy != "ANY",
+        select=select,
+        replay=True,
+    )
+    reason = why.removesuffix(" (registers)")
+    post.notes.append(
+        f"conditions across events decided by the register programs replayed on each enumerated derivation "
+        f"({reason}; {bounded})"
+    )
+    if select is not None:
+        post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
     if post.distinct:
