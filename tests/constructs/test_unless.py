@@ -74,9 +74,18 @@ def test_conditions_only_registers_decide_agree_with_the_reference(case) -> None
 
 
 def test_replayed_queries_run_on_the_kernel() -> None:
-    """The shapes the column-wise checks cannot decide are on the kernel, by replay."""
+    """A sequence of one-event steps on the right side is checked column-wise (each choice of
+    increasing events of the span); the shapes no column-wise check decides are replayed."""
     for text in (
         "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e FILTER e.v = a.v) WITHIN 6 EVENTS",
+        "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; (B AS e FILTER e.v > d.v) ; D AS f FILTER f.v = a.v)",
+    ):
+        compiled = ceql.compile(text, SCHEMA)
+        assert unsupported(compiled.plan) is None, text
+        post = post_filter(compiled.plan)
+        assert not post.replay and post.unless[0].after, text
+    for text in (
+        "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e FILTER e.v = a.v AND COUNT(*) = 2) WITHIN 6 EVENTS",
         "SELECT * WHERE (A AS a ; C AS c) UNLESS (D+ AS d FILTER d.v > a.v) WITHIN 6 EVENTS",
         "SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ALL B AS e FILTER e.v = d.v + a.v) WITHIN 6 EVENTS",
         "SELECT * WHERE ((A AS a ; C AS c) UNLESS (D AS d FILTER d.v = a.v))+ WITHIN 6 EVENTS",
@@ -96,6 +105,9 @@ SEVERAL_EVENTS_RIGHT = [
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e FILTER e.v = a.v)", [ev("A", 1), ev("D", 0), ev("B", 2), ev("C")], {3: {(0, 3)}}),
     # The right side must lie within the span: a D before the A does not count.
     ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e FILTER e.v = a.v)", [ev("D", 0), ev("A", 1), ev("B", 1), ev("C")], {3: {(1, 3)}}),
+    # Three steps, the middle one compared with the first: D(2) B(3) D(1 = a.v) kills, D(2) B(1) D(1) does not.
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; (B AS e FILTER e.v > d.v) ; D AS f FILTER f.v = a.v)", [ev("A", 1), ev("D", 2), ev("B", 3), ev("D", 1), ev("C")], {}),
+    ("SELECT * WHERE (A AS a ; C AS c) UNLESS (D AS d ; (B AS e FILTER e.v > d.v) ; D AS f FILTER f.v = a.v)", [ev("A", 1), ev("D", 2), ev("B", 1), ev("D", 1), ev("C")], {4: {(0, 4)}}),
     # A repeated scope: each iteration's b compares with its own a.
     ("SELECT * WHERE (A AS a ; (B AS b FILTER b.v > a.v))+", [ev("A", 1), ev("B", 2), ev("A", 5), ev("B", 3)], {1: {(0, 1)}, 3: {(0, 3)}}),
 ]

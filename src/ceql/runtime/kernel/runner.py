@@ -205,7 +205,8 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
     if post is not None and post.window is not None:
         storages[WINDOW] = "double"
     for right in post.unless if post is not None else ():
-        storages[right.column] = "boolean"
+        for _, _, column in right.steps:
+            storages[column] = "boolean"
     if post is not None and post.replay:
         storages[TYPE] = storages[MASK] = "int"
     if post is not None and post.predicates is not None:
@@ -558,10 +559,12 @@ class PlanKernel:
         # Whether each type index has a time (the last item: -1, no type): a lookup, not isin.
         self._timed_type = np.zeros(len(plan.type_names) + 1, dtype=bool)
         self._timed_type[self._time_types] = True
-        # Per UNLESS right side (postfilter.RightEvent), whether each type index is of its types.
+        # Per UNLESS right side (postfilter.RightEvent) and step of it: its kept column, and
+        # whether each type index is of the step's types.
         self._right_types = [
-            np.array([name in right.types for name in plan.type_names] + [False], dtype=bool)
+            (column, np.array([name in types for name in plan.type_names] + [False], dtype=bool))
             for right in (self.post.unless if self.post is not None else ())
+            for types, _, column in right.steps
         ]
 
     def _chooses(self) -> bool:
@@ -731,8 +734,8 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
-        for right, is_right in zip(post.unless, self._right_types):
-            out[right.column] = Raw("boolean", is_right[types], np.ones(n, dtype=bool))
+        for column, is_right in self._right_types:
+            out[column] = Raw("boolean", is_right[types], np.ones(n, dtype=bool))
         if post.replay:
             masks = np.zeros(n, dtype=np.uint64)
             for bit, values in enumerate(self.plan.compiled.predicates.evaluate(table)):
