@@ -31,7 +31,12 @@ register values per run: the plan decides at compile time whether they are exact
   d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
   marks f's events and the D events of f's span with the compiler's labels; each (complex
   event, D event) pair is checked column-wise, per alternative of g (an OR's branches), and a
-  complex event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
+  complex event is dropped iff one holds (``RightEvent``, ``right_event_hits``). A right side
+  that is a sequence of such events (``D AS d ; B AS e FILTER e.n = a.n``) is checked on each
+  choice of increasing events of its steps' types in the span (``RightEvent.steps``).
+- **What only registers decide** (other right sides of UNLESS of several events, an UNLESS
+  with conditions under an iteration, renaming or projection, labels of an enclosing scope):
+  the register programs replayed on each enumerated derivation (replay.py, ``replay``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in

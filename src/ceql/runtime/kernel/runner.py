@@ -6,11 +6,11 @@ and partition key codes (a persistent dictionary, so codes are stable across bat
 kernel then does the per-event work and the enumeration; projection and Arrow building are
 vectorised again (output.py).
 
-Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side when it is more than one event (postfilter.py's
-RightEvent), on labels of a repeated scope, MAX (and NEXT/LAST
-with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
-more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
+Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY over what
+kernel/absence.py does not run, NEXT/LAST/MAX with conditions or STRICT on patterns with many
+candidates, and windows of 2**61 units or more. Conditions across events are checked per
+enumerated complex event (postfilter.py): column-wise where they have such a form, else by
+replaying the register programs on each derivation (replay.py). NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
 checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
 says so once per query).
 """
