@@ -2,7 +2,8 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. None is open.
+it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
+``test_consume_by_after_a_project_with_checks``.
 """
 
 from __future__ import annotations
@@ -492,3 +493,19 @@ def test_absence_push_and_batches_mixed_on_a_join_kernel(window: str) -> None:
             got += evaluator.push(events[lo]) if hi == lo + 1 else evaluator.push_batch(events[lo:hi])
         got += evaluator.finish()
         assert sorted((m.trigger, m.positions, dict(m.labels)) for m in got) == expected, cuts
+
+
+@pytest.mark.xfail(strict=True, reason="open: the kernel's CONSUME BY after per-match checks consumes the events PROJECT drops")
+@pytest.mark.parametrize("consume", ["ANY", "PARTITION"])
+def test_consume_by_after_a_project_with_checks(consume: str) -> None:
+    """CONSUME BY consumes the events of the reported (projected) complex event: after (6,) at
+    B6 the runs through A0 and C1 live on, so B7 reports (7,) too. The kernel, checking
+    ``PARTITION BY [A.id]`` per enumerated complex event, consumes A0 and C1 as well, which
+    PROJECT dropped (found by test_kernel's extended queries; same on main before issue 40's
+    register cases; without the check, or with a window, it agrees)."""
+    text = f"SELECT * WHERE PROJECT[B](A AS x; C; B PARTITION BY [A.id]) CONSUME BY {consume}"
+    events = events_of([("A", 0, 0), ("C", 0, 0), ("A", 0, 0), ("A", 0, 0), ("B", 0, 0), ("B", 0, 0)])
+    expected = reference(text, events)
+    assert [(t, p) for t, p, _ in expected] == [(4, (4,)), (5, (5,))]
+    assert engine(text, events, "python") == expected
+    assert engine(text, events, "compiled") == expected
