@@ -495,14 +495,14 @@ def test_absence_push_and_batches_mixed_on_a_join_kernel(window: str) -> None:
         assert sorted((m.trigger, m.positions, dict(m.labels)) for m in got) == expected, cuts
 
 
-@pytest.mark.xfail(strict=True, reason="open: the kernel's CONSUME BY after per-match checks consumes the events PROJECT drops")
 @pytest.mark.parametrize("consume", ["ANY", "PARTITION"])
 def test_consume_by_after_a_project_with_checks(consume: str) -> None:
     """CONSUME BY consumes the events of the reported (projected) complex event: after (6,) at
     B6 the runs through A0 and C1 live on, so B7 reports (7,) too. The kernel, checking
     ``PARTITION BY [A.id]`` per enumerated complex event, consumes A0 and C1 as well, which
     PROJECT dropped (found by test_kernel's extended queries; same on main before issue 40's
-    register cases; without the check, or with a window, it agrees)."""
+    register cases; without the check, or with a window, it agrees). The kernel now refuses
+    checks on events PROJECT drops with CONSUME BY (runner.unsupported): the Python path."""
     text = f"SELECT * WHERE PROJECT[B](A AS x; C; B PARTITION BY [A.id]) CONSUME BY {consume}"
     events = events_of([("A", 0, 0), ("C", 0, 0), ("A", 0, 0), ("A", 0, 0), ("B", 0, 0), ("B", 0, 0)])
     expected = reference(text, events)
