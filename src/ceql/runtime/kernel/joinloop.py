@@ -53,6 +53,8 @@ JOIN_DONE = 0
 JOIN_OUTPUT_FULL = 1  # the output buffer cannot take the current trigger's complex events
 JOIN_ENTRIES_FULL = 2  # the entry arrays or the table need room
 
+EMPTY = -1  # a head of a slot no key has taken (a slot is empty when every head is)
+GONE = -2  # a head whose entries all expired (the key keeps its slot until the table is rebuilt)
 GROUP = 32  # events whose home slots are loaded ahead of processing them
 MAX_ENTRIES = 2**31 - 1  # entry indexes are int32 lanes of the table
 
@@ -80,7 +82,7 @@ def _home(key, bits):
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _empty(h32, base, heads):
     for r in range(heads):
-        if h32[base + 2 + r] >= 0:
+        if h32[base + 2 + r] != EMPTY:
             return False
     return True
 
@@ -184,7 +186,10 @@ def join_run(
                 if (mine >> r) & 1:
                     plays += 1
             if js[J_ENTRIES] + plays > ent.shape[0] or 2 * (js[J_KEYS] + 1) > slots:
-                live = join_compact(js, window, tab, slot, bits, ent, heads)
+                # Rebuild the table only when its keys fill it (dropping the keys whose
+                # entries all expired); else shift the entries and heads down, in two
+                # sequential passes (a rebuild's probe per entry misses the cache).
+                live = join_compact(js, window, tab, slot, bits, ent, heads, 2 * (js[J_KEYS] + 1) > slots)
                 if (
                     (max_live > 0 and live > max_live)
                     or 2 * (live + k) > ent.shape[0]
@@ -323,11 +328,13 @@ def join_run(
 
 
 @njit(cache=True, nogil=True)
-def join_compact(js, window, tab, slot, bits, ent, heads):  # pragma: no cover
+def join_compact(js, window, tab, slot, bits, ent, heads, rebuild):  # pragma: no cover
     """Drop the entries outside the window of the last measure (a prefix: measures never
-    decrease) and rebuild the table (``bits`` may be new) from the rest, oldest first, so that
-    each key's chains are rebuilt in order (J_KEYS: the slots they fill). Returns the entries
-    kept."""
+    decrease); returns the entries kept. With ``rebuild``, the table (``bits`` may be new) is
+    rebuilt from the rest, oldest first, so that each key's chains are rebuilt in order
+    (J_KEYS: the slots they fill; keys without live entries lose their slot); else the entries
+    move down and every entry index, heads and E_PREV, drops by the entries cut (an expired
+    one becomes GONE: the key keeps its slot)."""
     h32 = tab.view(np.int32)
     n = js[J_ENTRIES]
     cut = 0
@@ -335,9 +342,28 @@ def join_compact(js, window, tab, slot, bits, ent, heads):  # pragma: no cover
         lowest = _lowest_first(js[J_NOW], window)
         while cut < n and ent[cut, E_MEAS] < lowest:
             cut += 1
-    tab[:] = -1
-    js[J_KEYS] = 0
     fields = ent.shape[1]
+    if not rebuild:
+        if cut == 0:
+            return n
+        for x in range(cut, n):
+            y = x - cut
+            for f in range(fields):
+                ent[y, f] = ent[x, f]
+            prev = ent[y, E_PREV]
+            ent[y, E_PREV] = prev - cut if prev >= cut else GONE
+        for s in range(len(tab) // slot):
+            for r in range(heads):
+                lane = 2 * slot * s + 2 + r
+                h = h32[lane]
+                if h >= cut:
+                    h32[lane] = h - cut
+                elif h >= 0:
+                    h32[lane] = GONE
+        js[J_ENTRIES] = n - cut
+        return n - cut
+    tab[:] = -1  # (EMPTY in every lane)
+    js[J_KEYS] = 0
     for x in range(cut, n):
         y = x - cut
         if cut:

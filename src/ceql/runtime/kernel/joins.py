@@ -339,9 +339,9 @@ class EqualityJoin:
             self.compact()
 
     def compact(self) -> int:
-        """Drop the entries outside the window; returns the entries kept."""
+        """Drop the entries outside the window and rebuild the table; returns the entries kept."""
         heads = max(self.roles - 1, 1)
-        return int(jl.join_compact(self.js, self.window, self.tab, self.slot, self.bits, self.ent, heads))
+        return int(jl.join_compact(self.js, self.window, self.tab, self.slot, self.bits, self.ent, heads, True))
 
     def live_positions(self) -> np.ndarray:
         """The positions of the entries a later event may still join (a superset: the expired
