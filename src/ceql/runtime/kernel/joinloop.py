@@ -100,16 +100,16 @@ def _find(tab, h32, slot, bits, heads, key, j):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _find_or_add(tab, h32, slot, bits, heads, key, j, js):
-    """The slot of ``key`` probing from ``j``, taken (heads all -1, J_KEYS counted) if new."""
+def _find_or_add(tab, h32, slot, bits, heads, key, j):
+    """The slot of ``key`` probing from ``j``, and 1 where it was empty and is now taken (its
+    heads all EMPTY), else 0."""
     mask = (1 << bits) - 1
     while True:
         if _empty(h32, 2 * slot * j, heads):
             tab[slot * j] = key
-            js[J_KEYS] += 1
-            return j
+            return j, 1
         if tab[slot * j] == key:
-            return j
+            return j, 0
         j = (j + 1) & mask
 
 
@@ -163,6 +163,9 @@ def join_run(
     slots = 1 << bits
     home = np.empty(GROUP, dtype=np.int64)
     sink = js[J_SINK]
+    # The scalars live in locals (js is written back before every return and compaction):
+    # stores to the arrays could alias js, which would pin them to memory.
+    entries, nkeys, nmatch, now = js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW]
     g0 = start
     while g0 < stop:
         g1 = min(g0 + GROUP, stop)
@@ -185,16 +188,18 @@ def join_run(
             for r in range(last):
                 if (mine >> r) & 1:
                     plays += 1
-            if js[J_ENTRIES] + plays > ent.shape[0] or 2 * (js[J_KEYS] + 1) > slots:
+            if entries + plays > ent.shape[0] or 2 * (nkeys + 1) > slots:
+                js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW] = entries, nkeys, nmatch, now
                 # Rebuild the table only when its keys fill it (dropping the keys whose
                 # entries all expired); else shift the entries and heads down, in two
                 # sequential passes (a rebuild's probe per entry misses the cache).
-                live = join_compact(js, window, tab, slot, bits, ent, heads, 2 * (js[J_KEYS] + 1) > slots)
+                live = join_compact(js, window, tab, slot, bits, ent, heads, 2 * (nkeys + 1) > slots)
+                entries, nkeys = js[J_ENTRIES], js[J_KEYS]
                 if (
                     (max_live > 0 and live > max_live)
                     or 2 * (live + k) > ent.shape[0]
                     or slots > 2 * (ent.shape[0] - live)
-                    or 4 * (js[J_KEYS] + k) > slots
+                    or 4 * (nkeys + k) > slots
                 ):
                     js[J_SINK] = sink
                     return JOIN_ENTRIES_FULL, i
@@ -202,13 +207,14 @@ def join_run(
             m = meas[i]
             p = poss[i]
             if plays:
-                s = _find_or_add(tab, h32, slot, bits, heads, key, home[i - g0], js)
+                s, added = _find_or_add(tab, h32, slot, bits, heads, key, home[i - g0])
+                nkeys += added
             else:
                 s = _find(tab, h32, slot, bits, heads, key, home[i - g0])
             base = 2 * slot * s
             if mine & last_bit and s >= 0:
                 lowest = _lowest_first(m, window)
-                first_match = js[J_NMATCH]
+                first_match = nmatch
                 if k == 2 and not linked:
                     # Two roles (the common join): count the chain's entries in the window,
                     # then write them oldest first from the end (no reversal).
@@ -221,6 +227,7 @@ def join_run(
                         count += 1
                         f = ent[f, E_PREV]
                     if first_match + count > cap_out:
+                        js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW] = entries, nkeys, nmatch, now
                         js[J_SINK] = sink
                         return JOIN_OUTPUT_FULL, i
                     x = first_match + count - 1
@@ -230,7 +237,7 @@ def join_run(
                         out_pos[2 * x + 1] = p
                         x -= 1
                         e = ent[e, E_PREV]
-                    js[J_NMATCH] = first_match + count
+                    nmatch = first_match + count
                 elif k == 2:
                     # Two roles and links: one walk (each candidate's links checked once),
                     # newest first, then the run reversed.
@@ -241,6 +248,7 @@ def join_run(
                     while e >= 0 and ent[e, E_MEAS] >= lowest:
                         if _links_hold(links, 0, e, i, last, cur, vals, vok, ent):
                             if x >= cap_out:
+                                js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW] = entries, nkeys, nmatch, now
                                 js[J_SINK] = sink
                                 return JOIN_OUTPUT_FULL, i
                             out_trigger[x] = p
@@ -255,7 +263,7 @@ def join_run(
                         out_pos[2 * hi] = a
                         lo += 1
                         hi -= 1
-                    js[J_NMATCH] = x
+                    nmatch = x
                 else:
                     n = first_match
                     # Depth-first over the roles last-1 .. 0, each candidate strictly before
@@ -279,7 +287,7 @@ def join_run(
                             continue
                         if r == 0:
                             if n >= cap_out:
-                                js[J_NMATCH] = first_match
+                                js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW] = entries, nkeys, nmatch, now
                                 js[J_SINK] = sink
                                 return JOIN_OUTPUT_FULL, i
                             out_trigger[n] = p
@@ -305,12 +313,12 @@ def join_run(
                             out_pos[hi * k + q] = a
                         lo += 1
                         hi -= 1
-                    js[J_NMATCH] = n
+                    nmatch = n
             # The event joins the chains of every role but the last it plays.
             if plays:
                 for r in range(last):
                     if (mine >> r) & 1:
-                        x = js[J_ENTRIES]
+                        x = entries
                         ent[x, E_POS] = p
                         ent[x, E_MEAS] = m
                         ent[x, E_KEY] = key
@@ -320,9 +328,10 @@ def join_run(
                             ent[x, E_LINKED + 2 * a + 1] = vok[i, a]
                         ent[x, E_PREV] = h32[base + 2 + r]
                         h32[base + 2 + r] = x
-                        js[J_ENTRIES] = x + 1
-            js[J_NOW] = m
+                        entries = x + 1
+            now = m
         g0 = g1
+    js[J_ENTRIES], js[J_KEYS], js[J_NMATCH], js[J_NOW] = entries, nkeys, nmatch, now
     js[J_SINK] = sink
     return JOIN_DONE, stop
 
@@ -370,7 +379,8 @@ def join_compact(js, window, tab, slot, bits, ent, heads, rebuild):  # pragma: n
             for f in range(fields):
                 ent[y, f] = ent[x, f]
         key = ent[y, E_KEY]
-        s = _find_or_add(tab, h32, slot, bits, heads, key, _home(key, bits), js)
+        s, added = _find_or_add(tab, h32, slot, bits, heads, key, _home(key, bits))
+        js[J_KEYS] += added
         lane = 2 * slot * s + 2 + ent[y, E_ROLE]
         ent[y, E_PREV] = h32[lane]
         h32[lane] = y

@@ -276,6 +276,11 @@ class EqualityJoin:
         measures = np.require(measures, np.int64, _ARGS)
         keys = np.require(keys, np.int64, _ARGS)
         valid = np.require(valid, np.bool_, _ARGS)
+        if len(self.out_trigger) < min(n, MAX_CHUNK_MATCHES):
+            # Room for a complex event per event of the batch at once: a join often reports
+            # about that many, and each overflow is a return to Python and a copy.
+            while len(self.out_trigger) < min(n, MAX_CHUNK_MATCHES):
+                self._grow_output()
         index, status = 0, None
         while status != jl.JOIN_DONE:  # resumed at ``index`` once Python made room
             status, index = jl.join_run(
