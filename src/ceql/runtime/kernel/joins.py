@@ -66,7 +66,6 @@ def join_shape(source: Plan, plan: Plan, post: object | None, measures: object |
     within = plan.checked.query.within
     if (
         not plan.partition_groups
-        or measures is not None
         or within is None
         or plan.window_kind not in ("events", "time")
         or not plan.monotone
@@ -454,11 +453,12 @@ def linked_values(table: pa.Table, attributes: tuple[str, ...]) -> tuple[np.ndar
     return values, present
 
 
-def fixed_columns(matches, projection, width: int):
+def fixed_columns(matches, projection, width: int, measures: dict | None = None):
     """``output.project`` for complex events of ``width`` events each, one per role, every
     complex event with the same label set per role (joins and chains): whole columns of the
-    (n, width) position matrix, without per-event label work. A projection that may merge
-    complex events (``projection.merges``) goes through ``project``."""
+    (n, width) position matrix, without per-event label work (``measures``: the chunk's, one
+    value per complex event, passed through). A projection that may merge complex events
+    (``projection.merges``) goes through ``project``."""
     from ceql.runtime.arrow import MatchColumns
 
     n = len(matches.trigger)
@@ -484,4 +484,4 @@ def fixed_columns(matches, projection, width: int):
         values = np.ascontiguousarray(matrix[:, mine[0]]) if len(mine) == 1 else matrix[:, mine].ravel()
         labels[name] = (offsets_of(len(mine)), values)
     offsets = offsets_of(len(kept))
-    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})
+    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures=measures or {})
