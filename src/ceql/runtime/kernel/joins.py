@@ -400,11 +400,37 @@ def check_bound(live: int, max_nodes: int | None) -> None:
         raise too_many_nodes(live, max_nodes)
 
 
+_PATTERNS: dict[tuple, np.ndarray] = {}  # shared read-only arrays of role_labels and steps
+
+
+def _pattern(key: tuple, items: int, build) -> np.ndarray:
+    """The first ``items`` of the pattern array ``key`` (``build(items)`` makes one of that
+    many), read-only and shared by every chunk that asks for at most as many: the chunks of a
+    join carry the same label ids and offsets, and fresh arrays cost a page fault every 4 KiB
+    (a fifth of a 200k-event join's run)."""
+    array = _PATTERNS.get(key)
+    if array is None or len(array) < items:
+        if len(_PATTERNS) >= 64:  # (queries come and go: keep a few)
+            _PATTERNS.clear()
+        array = build(max(items, 2 * len(array)) if array is not None else items)
+        array.flags.writeable = False
+        _PATTERNS[key] = array
+    return array[:items]
+
+
 def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:
-    """The label-set id of every event of ``count`` complex events of one event per role."""
-    out = np.empty(count * len(label_ids), dtype=np.int64)
-    out.reshape(count, len(label_ids))[:] = label_ids
-    return out
+    """The label-set id of every event of ``count`` complex events of one event per role
+    (read-only)."""
+    k = len(label_ids)
+    key = ("labels", *label_ids.tolist())
+    return _pattern(key, count * k, lambda items: np.tile(label_ids, -(-items // max(k, 1)))[:items])
+
+
+def steps(count: int, step: int, kind: type = np.int64) -> np.ndarray:
+    """0, step, 2 step, ...: ``count`` offsets of lists of ``step`` items each (read-only)."""
+    if step == 0:
+        return _pattern(("zeros", np.dtype(kind).str), count, lambda items: np.zeros(items, kind))
+    return _pattern(("steps", step, np.dtype(kind).str), count, lambda items: np.arange(0, items * step, step, dtype=kind))
 
 
 def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.ndarray, groups) -> tuple:
@@ -470,18 +496,15 @@ def fixed_columns(matches, projection, width: int, measures: dict | None = None)
     # Offsets of n lists of c items each, one array per c (labels of one event share it),
     # int32 where they fit: what the Arrow list columns take without converting them.
     kind = np.int32 if (n + 1) * width < 2**31 else np.int64
-    steps: dict[int, np.ndarray] = {}
-
-    def offsets_of(count: int) -> np.ndarray:
-        if count not in steps:
-            steps[count] = np.arange(0, (n + 1) * count, max(count, 1), dtype=kind)[: n + 1] if count else np.zeros(n + 1, kind)
-        return steps[count]
-
     labels = {}
     for name in projection.output_labels:
         mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
-        # One role: its column (a strided view made contiguous, no fancy indexing).
-        values = np.ascontiguousarray(matrix[:, mine[0]]) if len(mine) == 1 else matrix[:, mine].ravel()
-        labels[name] = (offsets_of(len(mine)), values)
-    offsets = offsets_of(len(kept))
+        if mine == [width - 1]:
+            values = matches.trigger  # (the last role's event is the trigger)
+        elif len(mine) == 1:
+            values = np.ascontiguousarray(matrix[:, mine[0]])  # (a strided view made contiguous)
+        else:
+            values = matrix[:, mine].ravel()
+        labels[name] = (steps(n + 1, len(mine), kind), values)
+    offsets = steps(n + 1, len(kept), kind)
     return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures=measures or {})

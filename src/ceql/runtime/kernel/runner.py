@@ -60,6 +60,7 @@ from ceql.runtime.kernel.joins import (
     join_shape,
     linked_values,
     role_labels,
+    steps,
 )
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
@@ -663,7 +664,7 @@ class PlanKernel:
             chunk = KernelMatches(
                 triggers,
                 keys,
-                np.arange(0, (m + 1) * k, k, dtype=np.int64),
+                steps(m + 1, k),
                 matrix.ravel(),
                 role_labels(self._role_labels(chain.shape.types, chain.shape.labels), m),
                 self.kernel.label_sets,
@@ -704,7 +705,7 @@ class PlanKernel:
             chunk = KernelMatches(
                 triggers,
                 partition,
-                np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
+                steps(m + 1, roles),
                 flat,
                 role_labels(label_ids, m),
                 self.kernel.label_sets,
