@@ -4,14 +4,15 @@ A plan whose pattern is a sequence of single labelled events, ``A AS x ; B AS y 
 every label linked to the others by key equalities (``FILTER x.id = y.id``, or ``PARTITION BY``
 over the labels: compile/autopartition.py turns them into a key per event type), inside a
 window over never-decreasing measures (events, time), with ALL, no CONSUME BY, LIMIT,
-projection, measures or checks, has exactly these complex events: one event per role, roles in
-stream order, the same key, the first and the last within the window. The automaton keeps a
-partition per key for it (created, grown and dropped as ids come and go); here the compiled
-loop (``compiled.join_run``) keeps, per role, a hash table key -> the latest event of that role
-and key, and per event the previous one of its role and key. An event of the last role walks
-those chains back to the window's edge and reports each combination; memory is the events of
-the window (``join_compact`` drops the expired prefix), and the work per event is a hash probe
-plus the complex events it reports, whatever the window's size.
+projection or checks, has exactly these complex events: one event per role, roles in stream
+order, the same key, the first and the last within the window (measures are computed per
+complex event from the kept values, as on the automaton). The automaton keeps a partition per
+key for it (created, grown and dropped as ids come and go); here the compiled loop
+(``joinloop.join_run``) keeps one hash table key -> the latest event of each role with that
+key, and per event the previous one of its role and key. An event of the last role walks those
+chains back to the window's edge and reports each combination; memory is the events of the
+window (``join_compact`` drops the expired prefix), and the work per event is a hash probe plus
+the complex events it reports, whatever the window's size.
 
 Integer keys are hashed as they are (no dictionary of every id seen); other keys (strings,
 doubles, several attributes) take the dense codes of ``KeyCodes``, which equate a double with
