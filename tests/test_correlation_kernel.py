@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ceql
-from ceql.runtime.kernel import PlanKernel, joins
+from ceql.runtime.batches import DEFAULT_BATCH
+from ceql.runtime.kernel import PlanKernel, joins, values
 from ceql.runtime.kernel.saved import export_json, import_json
 from ceql.runtime.state import StateError
 
@@ -53,12 +54,28 @@ LINKED_JOINS = [
     "SELECT * FROM S WHERE (T AS x ; R AS y ; U AS z) FILTER x.p = y.p AND x.id = z.id AND y.id = z.id "
     "WITHIN {w} EVENTS",
 ]
+# Joins with measures (computed per complex event from the kept values of the window's events):
+# attributes of every label, arithmetic, aggregates; doubles with NaN and nulls, times.
+MEASURED_JOINS = [
+    "SELECT *, x.v AS xv, y.t - x.t AS gap FROM S WHERE T AS x ; R AS y FILTER x.id = y.id WITHIN {w} EVENTS",
+    "SELECT *, COUNT(*) AS n, SUM(x.v) AS s, MAX(y.p) AS top FROM S WHERE (T AS x ; R AS y) PARTITION BY [id] "
+    "WITHIN {w} EVENTS",
+    "SELECT *, v.p AS product, b.t AS bought, c.v + v.v AS both FROM S WHERE (T AS v ; R AS c ; U AS b) "
+    "FILTER v.p = c.p PARTITION BY [id] WITHIN {w} SECONDS",
+    "SELECT *, z.id * 2 AS twice, FIRST(x).v AS first FROM S WHERE (T AS x ; T AS y ; R AS z) FILTER x.p = z.p "
+    "PARTITION BY [id] WITHIN {w} EVENTS",
+]
 CHAINS = [
     "SELECT * FROM S WHERE (T AS a : T AS b : T AS c) FILTER b.v < a.v AND c.v > b.v PARTITION BY [id]",
     "SELECT * FROM S WHERE (T AS a : R AS b) FILTER a.v <= b.v AND b.t != a.t",
     "SELECT * FROM S WHERE (T AS a : T AS b : R AS c) FILTER b.v >= a.v AND c.v = b.v PARTITION BY [id] "
     "WITHIN {w} EVENTS",
     "SELECT * FROM S WHERE (T AS a : T AS b) FILTER b.v <> a.v PARTITION BY [id] WITHIN {w} SECONDS",
+]
+MEASURED_CHAINS = [
+    "SELECT *, a.v AS av, c.t - a.t AS span, COUNT(*) AS n FROM S WHERE (T AS a : T AS b : T AS c) FILTER b.v < a.v "
+    "AND c.v > b.v PARTITION BY [id]",
+    "SELECT *, b.v - a.v AS rise, a.id AS aid FROM S WHERE (T AS a : R AS b) FILTER a.v <= b.v WITHIN {w} EVENTS",
 ]
 CASES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -137,6 +154,14 @@ def test_partitioned_and_linked_joins_agree_with_the_reference(query, window, ev
 
 
 @CASES
+@given(st.sampled_from(MEASURED_JOINS), st.integers(1, 6), streams(linked=True), cuts)
+def test_joins_with_measures_agree_with_the_reference(query, window, events, cut) -> None:
+    """Measures on the join path: the values of events of earlier pieces (and of saved states)
+    are kept while the window holds them."""
+    check(query.format(w=window), LINKED, events, cut, "join")
+
+
+@CASES
 @given(st.sampled_from(JOINS[:2]), st.integers(1, 6), streams(mixed=True), cuts)
 def test_joins_equate_double_and_int_keys(query, window, events, cut) -> None:
     """A double key equal to an int key is that key (dense codes), NaN and 2.5 are no int."""
@@ -146,6 +171,12 @@ def test_joins_equate_double_and_int_keys(query, window, events, cut) -> None:
 @CASES
 @given(st.sampled_from(CHAINS), st.integers(1, 6), streams(), cuts)
 def test_chains_agree_with_the_reference(query, window, events, cut) -> None:
+    check(query.format(w=window), INT_KEYS, events, cut, "chain")
+
+
+@CASES
+@given(st.sampled_from(MEASURED_CHAINS), st.integers(1, 6), streams(), cuts)
+def test_chains_with_measures_agree_with_the_reference(query, window, events, cut) -> None:
     check(query.format(w=window), INT_KEYS, events, cut, "chain")
 
 
@@ -241,6 +272,21 @@ def test_join_memory_is_bounded_by_the_window() -> None:
     assert kernel.arrow(table).num_rows == n // 2
     assert kernel.join.compact() <= 100
     assert len(kernel.join.ent) <= 4096
+
+
+def test_join_measures_keep_the_values_of_the_window_only() -> None:
+    """The values kept for measures are pruned to the join's entries: bounded by the window,
+    not the stream; each complex event's measures are its own events' values."""
+    n = 600_000  # (past PRUNE_MIN rows: pruned at least once)
+    table = _ids_table(n, np.arange(n) // 2)
+    text = "SELECT *, y.t - x.t AS gap, x.id AS xid FROM S WHERE T AS x ; R AS y FILTER x.id = y.id WITHIN 100 EVENTS"
+    kernel = PlanKernel(ceql.compile(text, INT_KEYS).plan)
+    assert kernel.join is not None
+    out = kernel.arrow(table)
+    assert out.num_rows == n // 2
+    assert out.column("gap").to_pylist() == [1] * (n // 2)
+    assert out.column("xid").to_pylist() == list(range(n // 2))
+    assert len(kernel.kept) <= values.PRUNE_MIN + DEFAULT_BATCH + 100
 
 
 def _ids_table(n: int, ids: np.ndarray) -> pa.Table:

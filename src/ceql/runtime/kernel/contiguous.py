@@ -65,7 +65,6 @@ def chain_shape(source: Plan, plan: Plan, post: object | None, measures: object 
     complex event), or None when it needs the automaton."""
     if (
         post is None
-        or measures is not None
         or plan.strategy != "ALL"
         or source.strategy != "ALL"
         or plan.consume != "NONE"

@@ -4,14 +4,15 @@ A plan whose pattern is a sequence of single labelled events, ``A AS x ; B AS y 
 every label linked to the others by key equalities (``FILTER x.id = y.id``, or ``PARTITION BY``
 over the labels: compile/autopartition.py turns them into a key per event type), inside a
 window over never-decreasing measures (events, time), with ALL, no CONSUME BY, LIMIT,
-projection, measures or checks, has exactly these complex events: one event per role, roles in
-stream order, the same key, the first and the last within the window. The automaton keeps a
-partition per key for it (created, grown and dropped as ids come and go); here the compiled
-loop (``compiled.join_run``) keeps, per role, a hash table key -> the latest event of that role
-and key, and per event the previous one of its role and key. An event of the last role walks
-those chains back to the window's edge and reports each combination; memory is the events of
-the window (``join_compact`` drops the expired prefix), and the work per event is a hash probe
-plus the complex events it reports, whatever the window's size.
+projection or checks, has exactly these complex events: one event per role, roles in stream
+order, the same key, the first and the last within the window (measures are computed per
+complex event from the kept values, as on the automaton). The automaton keeps a partition per
+key for it (created, grown and dropped as ids come and go); here the compiled loop
+(``joinloop.join_run``) keeps one hash table key -> the latest event of each role with that
+key, and per event the previous one of its role and key. An event of the last role walks those
+chains back to the window's edge and reports each combination; memory is the events of the
+window (``join_compact`` drops the expired prefix), and the work per event is a hash probe plus
+the complex events it reports, whatever the window's size.
 
 Integer keys are hashed as they are (no dictionary of every id seen); other keys (strings,
 doubles, several attributes) take the dense codes of ``KeyCodes``, which equate a double with
@@ -31,9 +32,10 @@ import pyarrow.compute as pc
 from ceql.compile.plan import Plan
 from ceql.lang import ast
 from ceql.runtime.kernel import compiled as k
+from ceql.runtime.kernel import joinloop as jl
 
 INITIAL_ENTRIES = 1 << 12
-INITIAL_BITS = 10  # slots per role's table at first: 2**10
+INITIAL_BITS = 10  # slots of the table at first: 2**10
 INITIAL_MATCHES = 1 << 12
 MAX_CHUNK_MATCHES = 1 << 18  # complex events per output chunk
 STATE_PREFIX = "join."  # saved state: the live entries (saved.py validates them)
@@ -65,7 +67,6 @@ def join_shape(source: Plan, plan: Plan, post: object | None, measures: object |
     within = plan.checked.query.within
     if (
         not plan.partition_groups
-        or measures is not None
         or within is None
         or plan.window_kind not in ("events", "time")
         or not plan.monotone
@@ -204,50 +205,47 @@ def sequence_roles(plan: Plan, formula: ast.Formula, contiguous: bool) -> tuple[
 
 
 class EqualityJoin:
-    """The state and the compiled loop of one join plan: entries of the window (position,
-    measure, key, role, previous entry of the same role and key) and one hash table per role."""
+    """The state and the compiled loop of one join plan (joinloop.py): entries of the window
+    (position, measure, previous entry of the same role and key, key, role, linked values),
+    and one hash table, key -> every role's latest entry."""
 
     def __init__(self, shape: JoinShape, window: int, max_nodes: int | None = None) -> None:
         self.shape = shape
         self.window = window
         self.max_nodes = max_nodes  # the live entries may not exceed it (as the automaton's nodes)
-        self.role_type = np.array(shape.types, dtype=np.int64)
         self.roles = len(shape.types)
+        # The roles each event type plays, a bit per role (indexed by type index).
+        self.type_roles = np.zeros(max(shape.types) + 1, dtype=np.int64)
+        for r, t in enumerate(shape.types):
+            self.type_roles[t] |= 1 << r
         self.links = np.array(shape.links, dtype=np.int64).reshape(len(shape.links), 4)
         self.width = len(shape.attributes)  # linked attribute values per entry
-        self.js = np.zeros(k.J_SIZE + max(self.roles - 1, 1), dtype=np.int64)  # (slots in use per role)
-        self.js[k.J_NOW] = k.MISSING
+        self.slot = jl.slot_words(self.roles)
+        self.js = np.zeros(jl.J_SIZE, dtype=np.int64)
+        self.js[jl.J_NOW] = k.MISSING
+        self.ent = np.zeros((0, jl.entry_fields(self.width)), dtype=np.int64)
         self._allocate(INITIAL_ENTRIES)
+        self._table(INITIAL_BITS)
         self.out_trigger = np.zeros(INITIAL_MATCHES, dtype=np.int64)
         self.out_pos = np.zeros(INITIAL_MATCHES * self.roles, dtype=np.int64)
         self.cur = np.zeros(self.roles, dtype=np.int64)
-        self.compact_at = INITIAL_ENTRIES
 
     def _allocate(self, capacity: int, keep: int = 0) -> None:
-        """Entry arrays of ``capacity`` (the first ``keep`` entries copied); the first time,
-        tables of 2**INITIAL_BITS slots (``_make_room`` sizes them by keys, ``compact`` fills them)."""
-        old = getattr(self, "ent", None)
-        ent = np.zeros((capacity, k.E_FIELDS), dtype=np.int64)  # an entry per row (compiled.E_POS ...)
-        if old is not None and keep:
-            ent[:keep] = old[:keep]
+        """Entry rows for ``capacity`` entries (the first ``keep`` copied)."""
+        if capacity > jl.MAX_ENTRIES:
+            raise MemoryError(f"a join window of more than {jl.MAX_ENTRIES:,} live events")
+        ent = np.zeros((capacity, self.ent.shape[1]), dtype=np.int64)
+        ent[:keep] = self.ent[:keep]
         self.ent = ent
-        e_val = np.zeros((capacity, self.width), dtype=np.int64)
-        e_vok = np.zeros((capacity, self.width), dtype=np.bool_)
-        if keep:
-            e_val[:keep] = self.e_val[:keep]
-            e_vok[:keep] = self.e_vok[:keep]
-        self.e_val, self.e_vok = e_val, e_vok
-        if not hasattr(self, "tables"):
-            self._tables(INITIAL_BITS)
 
-    def _tables(self, bits: int) -> None:
-        """Empty tables of 2**bits slots per role (``compact`` fills them)."""
+    def _table(self, bits: int) -> None:
+        """An empty table of 2**bits slots (``compact`` fills it)."""
         self.bits = bits
-        self.tables = np.full((max(self.roles - 1, 1), 2 << bits), -1, dtype=np.int64)
+        self.tab = np.full((1 << bits) * self.slot, -1, dtype=np.int64)
 
     @property
     def entries(self) -> int:
-        return int(self.js[k.J_ENTRIES])
+        return int(self.js[jl.J_ENTRIES])
 
     @property
     def state_fields(self) -> tuple[str, ...]:
@@ -278,26 +276,31 @@ class EqualityJoin:
         measures = np.require(measures, np.int64, _ARGS)
         keys = np.require(keys, np.int64, _ARGS)
         valid = np.require(valid, np.bool_, _ARGS)
+        if len(self.out_trigger) < min(n, MAX_CHUNK_MATCHES):
+            # Room for a complex event per event of the batch at once: a join often reports
+            # about that many, and each overflow is a return to Python and a copy.
+            while len(self.out_trigger) < min(n, MAX_CHUNK_MATCHES):
+                self._grow_output()
         index, status = 0, None
-        while status != k.JOIN_DONE:  # resumed at ``index`` once Python made room
-            status, index = k.join_run(
-                types, positions, measures, keys, valid, values, present, index, n, self.role_type, self.links,
-                self.window, self.js, self.tables, self.bits, self.ent, self.e_val, self.e_vok, self.cur,
+        while status != jl.JOIN_DONE:  # resumed at ``index`` once Python made room
+            status, index = jl.join_run(
+                types, positions, measures, keys, valid, values, present, index, n, self.type_roles, self.roles,
+                self.links, self.window, self.js, self.tab, self.slot, self.bits, self.ent, self.cur,
                 self.out_trigger, self.out_pos, self.max_nodes or 0,
             )  # fmt: skip
-            if status == k.JOIN_ENTRIES_FULL:
+            if status == jl.JOIN_ENTRIES_FULL:
                 self._make_room()
-            elif status == k.JOIN_OUTPUT_FULL:
-                if self.js[k.J_NMATCH] and len(self.out_trigger) >= MAX_CHUNK_MATCHES:
+            elif status == jl.JOIN_OUTPUT_FULL:
+                if self.js[jl.J_NMATCH] and len(self.out_trigger) >= MAX_CHUNK_MATCHES:
                     yield self._take()
                 else:
                     self._grow_output()
-        if self.js[k.J_NMATCH]:
+        if self.js[jl.J_NMATCH]:
             yield self._take()
 
     def _take(self) -> tuple[np.ndarray, np.ndarray]:
-        m = int(self.js[k.J_NMATCH])
-        self.js[k.J_NMATCH] = 0
+        m = int(self.js[jl.J_NMATCH])
+        self.js[jl.J_NMATCH] = 0
         if 2 * m < len(self.out_trigger):  # (a copy: a view would keep the whole buffer alive)
             return self.out_trigger[:m].copy(), self.out_pos[: m * self.roles].copy()
         # Mostly full: hand the buffers over and write the next chunk into fresh ones.
@@ -307,7 +310,7 @@ class EqualityJoin:
 
     def _grow_output(self) -> None:
         size = 2 * len(self.out_trigger)
-        m = int(self.js[k.J_NMATCH])
+        m = int(self.js[jl.J_NMATCH])
         trigger = np.zeros(size, dtype=np.int64)
         trigger[:m] = self.out_trigger[:m]
         pos = np.zeros(size * self.roles, dtype=np.int64)
@@ -316,53 +319,56 @@ class EqualityJoin:
 
     def _make_room(self) -> None:
         """Drop the expired entries; grow the entries when the live ones fill more than half
-        (or the room left is less than half the slots a compaction clears), and the tables
-        when their keys fill more than a quarter of a role's slots (each compaction clears the
-        tables and moves the live entries: it runs once per half of the capacity appended or a
+        (or the room left is less than half the slots a compaction clears), and the table
+        when its keys fill more than a quarter of its slots (each compaction clears the table
+        and moves the live entries: it runs once per half of the capacity appended or a
         quarter of the slots filled, so its cost per entry stays small; memory is a few
-        windows at most). Compacting at half rather than a quarter keeps a large window's entries and
-        tables half as large, so more of them stay in cache (the window's own cost). The
-        tables are sized by the keys of the window, not its entries: a few keys with many
-        events each (users and their clicks) keep small tables."""
-        live = int(self.js[k.J_ENTRIES])  # (join_run compacted before it asked for room)
+        windows at most). Compacting at half rather than a quarter keeps a large window's
+        entries and table half as large, so more of them stay in cache (the window's own
+        cost). The table is sized by the keys of the window, not its entries: a few keys with
+        many events each (users and their clicks) keep a small table."""
+        live = int(self.js[jl.J_ENTRIES])  # (join_run compacted before it asked for room)
         check_bound(live, self.max_nodes)
         capacity = len(self.ent)
-        cleared = self.tables.size // 2  # slots each compaction clears
+        cleared = 1 << self.bits  # slots each compaction clears
         if 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
             while 2 * (live + self.roles) > capacity or cleared > 2 * (capacity - live):
                 capacity *= 2
             self._allocate(capacity, keep=live)
-        keys = int(self.js[k.J_KEYS])
+        keys = int(self.js[jl.J_KEYS])
         if 4 * (keys + self.roles) > (1 << self.bits):
             bits = self.bits + 1
             while 4 * (keys + self.roles) > (1 << bits):
                 bits += 1
-            self._tables(bits)
+            self._table(bits)
             self.compact()
 
     def compact(self) -> int:
-        """Drop the entries outside the window; returns the entries kept."""
-        return int(
-            k.join_compact(
-                self.js, self.window, self.tables, self.bits, self.ent, self.e_val, self.e_vok,
-            )
-        )  # fmt: skip
+        """Drop the entries outside the window and rebuild the table; returns the entries kept."""
+        heads = max(self.roles - 1, 1)
+        return int(jl.join_compact(self.js, self.window, self.tab, self.slot, self.bits, self.ent, heads, True))
+
+    def live_positions(self) -> np.ndarray:
+        """The positions of the entries a later event may still join (a superset: the expired
+        prefix goes at the next compaction)."""
+        return self.ent[: self.entries, jl.E_POS]
 
     # ------------------------------------------------------------------ state
 
     def export(self) -> dict[str, np.ndarray]:
         """The live entries (oldest first) and the last measure."""
         n = self.compact()
+        ent = self.ent
         state = {
-            f"{STATE_PREFIX}position": self.ent[:n, k.E_POS].copy(),
-            f"{STATE_PREFIX}measure": self.ent[:n, k.E_MEAS].copy(),
-            f"{STATE_PREFIX}key": self.ent[:n, k.E_KEY].copy(),
-            f"{STATE_PREFIX}role": self.ent[:n, k.E_ROLE].copy(),
-            f"{STATE_PREFIX}now": np.array([self.js[k.J_NOW]], dtype=np.int64),
+            f"{STATE_PREFIX}position": ent[:n, jl.E_POS].copy(),
+            f"{STATE_PREFIX}measure": ent[:n, jl.E_MEAS].copy(),
+            f"{STATE_PREFIX}key": ent[:n, jl.E_KEY].copy(),
+            f"{STATE_PREFIX}role": ent[:n, jl.E_ROLE].copy(),
+            f"{STATE_PREFIX}now": np.array([self.js[jl.J_NOW]], dtype=np.int64),
         }
         for a in range(self.width):
-            state[f"{STATE_PREFIX}value.{a}"] = self.e_val[:n, a].copy()
-            state[f"{STATE_PREFIX}valid.{a}"] = self.e_vok[:n, a].astype(np.int64)
+            state[f"{STATE_PREFIX}value.{a}"] = ent[:n, jl.E_LINKED + 2 * a].copy()
+            state[f"{STATE_PREFIX}valid.{a}"] = (ent[:n, jl.E_LINKED + 2 * a + 1] != 0).astype(np.int64)
         return state
 
     def load(self, state: dict) -> None:
@@ -372,15 +378,16 @@ class EqualityJoin:
         while capacity < 2 * n + 2:
             capacity *= 2
         self.js[:] = 0
-        self.js[k.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
+        self.js[jl.J_NOW] = int(state[f"{STATE_PREFIX}now"][0])
         self._allocate(capacity)
-        self._tables(max(INITIAL_BITS, int(4 * (n + self.roles)).bit_length()))
-        for name, field in (("position", k.E_POS), ("measure", k.E_MEAS), ("key", k.E_KEY), ("role", k.E_ROLE)):
-            self.ent[:n, field] = state[f"{STATE_PREFIX}{name}"]
+        self._table(max(INITIAL_BITS, int(4 * (n + self.roles)).bit_length()))
+        ent = self.ent
+        for name, field in (("position", jl.E_POS), ("measure", jl.E_MEAS), ("key", jl.E_KEY), ("role", jl.E_ROLE)):
+            ent[:n, field] = state[f"{STATE_PREFIX}{name}"]
         for a in range(self.width):
-            self.e_val[:n, a] = state[f"{STATE_PREFIX}value.{a}"]
-            self.e_vok[:n, a] = state[f"{STATE_PREFIX}valid.{a}"] != 0
-        self.js[k.J_ENTRIES] = n
+            ent[:n, jl.E_LINKED + 2 * a] = state[f"{STATE_PREFIX}value.{a}"]
+            ent[:n, jl.E_LINKED + 2 * a + 1] = state[f"{STATE_PREFIX}valid.{a}"] != 0
+        self.js[jl.J_ENTRIES] = n
         self.compact()
 
 
@@ -394,11 +401,37 @@ def check_bound(live: int, max_nodes: int | None) -> None:
         raise too_many_nodes(live, max_nodes)
 
 
+_PATTERNS: dict[tuple, np.ndarray] = {}  # shared read-only arrays of role_labels and steps
+
+
+def _pattern(key: tuple, items: int, build) -> np.ndarray:
+    """The first ``items`` of the pattern array ``key`` (``build(items)`` makes one of that
+    many), read-only and shared by every chunk that asks for at most as many: the chunks of a
+    join carry the same label ids and offsets, and fresh arrays cost a page fault every 4 KiB
+    (a fifth of a 200k-event join's run)."""
+    array = _PATTERNS.get(key)
+    if array is None or len(array) < items:
+        if len(_PATTERNS) >= 64:  # (queries come and go: keep a few)
+            _PATTERNS.clear()
+        array = build(max(items, 2 * len(array)) if array is not None else items)
+        array.flags.writeable = False
+        _PATTERNS[key] = array
+    return array[:items]
+
+
 def role_labels(label_ids: np.ndarray, count: int) -> np.ndarray:
-    """The label-set id of every event of ``count`` complex events of one event per role."""
-    out = np.empty(count * len(label_ids), dtype=np.int64)
-    out.reshape(count, len(label_ids))[:] = label_ids
-    return out
+    """The label-set id of every event of ``count`` complex events of one event per role
+    (read-only)."""
+    k = len(label_ids)
+    key = ("labels", *label_ids.tolist())
+    return _pattern(key, count * k, lambda items: np.tile(label_ids, -(-items // max(k, 1)))[:items])
+
+
+def steps(count: int, step: int, kind: type = np.int64) -> np.ndarray:
+    """0, step, 2 step, ...: ``count`` offsets of lists of ``step`` items each (read-only)."""
+    if step == 0:
+        return _pattern(("zeros", np.dtype(kind).str), count, lambda items: np.zeros(items, kind))
+    return _pattern(("steps", step, np.dtype(kind).str), count, lambda items: np.arange(0, items * step, step, dtype=kind))
 
 
 def int_keys(table: pa.Table, rows: np.ndarray, types: np.ndarray, group_of: np.ndarray, groups) -> tuple:
@@ -447,11 +480,12 @@ def linked_values(table: pa.Table, attributes: tuple[str, ...]) -> tuple[np.ndar
     return values, present
 
 
-def fixed_columns(matches, projection, width: int):
+def fixed_columns(matches, projection, width: int, measures: dict | None = None):
     """``output.project`` for complex events of ``width`` events each, one per role, every
     complex event with the same label set per role (joins and chains): whole columns of the
-    (n, width) position matrix, without per-event label work. A projection that may merge
-    complex events (``projection.merges``) goes through ``project``."""
+    (n, width) position matrix, without per-event label work (``measures``: the chunk's, one
+    value per complex event, passed through). A projection that may merge complex events
+    (``projection.merges``) goes through ``project``."""
     from ceql.runtime.arrow import MatchColumns
 
     n = len(matches.trigger)
@@ -463,18 +497,15 @@ def fixed_columns(matches, projection, width: int):
     # Offsets of n lists of c items each, one array per c (labels of one event share it),
     # int32 where they fit: what the Arrow list columns take without converting them.
     kind = np.int32 if (n + 1) * width < 2**31 else np.int64
-    steps: dict[int, np.ndarray] = {}
-
-    def offsets_of(count: int) -> np.ndarray:
-        if count not in steps:
-            steps[count] = np.arange(0, (n + 1) * count, max(count, 1), dtype=kind)[: n + 1] if count else np.zeros(n + 1, kind)
-        return steps[count]
-
     labels = {}
     for name in projection.output_labels:
         mine = [q for q, (_, reported) in enumerate(roles) if name in reported]
-        # One role: its column (a strided view made contiguous, no fancy indexing).
-        values = np.ascontiguousarray(matrix[:, mine[0]]) if len(mine) == 1 else matrix[:, mine].ravel()
-        labels[name] = (offsets_of(len(mine)), values)
-    offsets = offsets_of(len(kept))
-    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures={})
+        if mine == [width - 1]:
+            values = matches.trigger  # (the last role's event is the trigger)
+        elif len(mine) == 1:
+            values = np.ascontiguousarray(matrix[:, mine[0]])  # (a strided view made contiguous)
+        else:
+            values = matrix[:, mine].ravel()
+        labels[name] = (steps(n + 1, len(mine), kind), values)
+    offsets = steps(n + 1, len(kept), kind)
+    return MatchColumns(matches.trigger, offsets, positions, labels, matches.partition, measures=measures or {})

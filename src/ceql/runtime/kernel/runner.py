@@ -60,6 +60,7 @@ from ceql.runtime.kernel.joins import (
     join_shape,
     linked_values,
     role_labels,
+    steps,
 )
 from ceql.runtime.kernel.keys import IntCodes, WindowCodes
 from ceql.runtime.kernel.output import Projection, limit_projected, project
@@ -159,9 +160,10 @@ def kernel_path(plan: Plan) -> tuple[str, str]:
             f"hash join inside the window (kernel/joins.py): {roles} is one event per role, every "
             f"role linked by {source} (the key per event type: {keys}){linked}, in WITHIN "
             f"{print_within(within)} over a measure that never decreases, with ALL, no CONSUME BY, "
-            "LIMIT, measures or other checks per complex event; a hash table per role (key -> its latest "
-            "event), each trigger walks its key's chains back to the window's edge: no automaton, "
-            "no partition per key, memory the events of the window"
+            "LIMIT or other checks per complex event (measures are computed per complex event from the "
+            "values kept of the window's events); one hash table (key -> each role's latest event), each "
+            "trigger walks its key's chains back to the window's edge: no automaton, no partition per "
+            "key, memory the events of the window"
         )
     if chain is not None:
         roles = " : ".join(chain.labels)
@@ -669,19 +671,27 @@ class PlanKernel:
         chain = self.chain
         assert chain is not None
         n = table.num_rows
+        base = self.position
         types, measures, missing, at = self._columnwise(table, positions, types)
         codes = self.keys.encode(table, np.arange(n), types) if self.keys is not None else np.zeros(n, dtype=np.int64)
+        if self.kept is not None:  # the values measures read (a chain reaches back into carried events)
+            self.kept.append(table, base, types, self._derived(table, types), positions)
         triggers, keys, matrix = chain.process(table, types, at, measures, missing, codes)
         m, k = matrix.shape
         if m:
-            yield KernelMatches(
+            chunk = KernelMatches(
                 triggers,
                 keys,
-                np.arange(0, (m + 1) * k, k, dtype=np.int64),
+                steps(m + 1, k),
                 matrix.ravel(),
                 role_labels(self._role_labels(chain.shape.types, chain.shape.labels), m),
                 self.kernel.label_sets,
             )
+            if self.measures is not None:
+                chunk.measures = self.measures.compute(self._frame(chunk))
+            yield chunk
+        if self.kept is not None:
+            self._prune_kept()
 
     def _join_table(
         self, table: pa.Table, positions: np.ndarray | None, types: np.ndarray | None = None
@@ -699,6 +709,8 @@ class PlanKernel:
             values = keys.encode(table, rows, types)
             valid = values >= 0
         linked = linked_values(table, join.shape.attributes) if join.shape.attributes else (None, None)
+        if self.kept is not None:  # the values measures read (complex events reach back into kept batches)
+            self.kept.append(table, base, types, self._derived(table, types), positions)
         roles = join.roles
         label_ids = self._role_labels(join.shape.types, join.shape.labels)
         for triggers, flat in join.process(types, at, measures, values, valid, *linked):
@@ -708,14 +720,19 @@ class PlanKernel:
                 # The trigger's key names the sub-stream (a code: only reported keys get one).
                 row = triggers - base if positions is None else np.searchsorted(at, triggers)
                 partition = keys._int_codes(values[row]) if join.shape.int_keys else values[row]
-            yield KernelMatches(
+            chunk = KernelMatches(
                 triggers,
                 partition,
-                np.arange(0, (m + 1) * roles, roles, dtype=np.int64),
+                steps(m + 1, roles),
                 flat,
                 role_labels(label_ids, m),
                 self.kernel.label_sets,
             )
+            if self.measures is not None:
+                chunk.measures = self.measures.compute(self._frame(chunk))
+            yield chunk
+        if self.kept is not None:
+            self._prune_kept()
 
     def _derived(self, table: pa.Table, types: np.ndarray) -> dict[str, Raw]:
         """Values the checks read that are not attributes: each event's index in its
@@ -809,7 +826,12 @@ class PlanKernel:
         return Frame(chunk.offsets, chunk.labels, chunk.label_sets, values)
 
     def _in_use(self) -> np.ndarray:
-        """The positions whose kept values may still be read (kernel/absence.py adds more)."""
+        """The positions whose kept values may still be read (kernel/absence.py adds more):
+        the events of the automaton's live nodes, or of the join's entries."""
+        if self.join is not None:
+            return self.join.live_positions()
+        if self.chain is not None:
+            return self.chain.carry["position"]
         return self.kernel.live_positions()
 
     def _prune_kept(self) -> None:
@@ -818,7 +840,7 @@ class PlanKernel:
         kept = self.kept
         assert kept is not None
         if kept.should_prune():
-            kept.prune(self.kernel.live_positions())
+            kept.prune(self._in_use())
 
     def record_batches(self, events: Any, schema: OutputSchema | None = None) -> Iterator[pa.RecordBatch]:
         """Matches over ``events`` (dicts, pandas or Arrow) as record batches of the output
@@ -836,7 +858,7 @@ class PlanKernel:
         when some values fit no column; times as int64 nanoseconds): both type and show them."""
         if (self.join is not None or self.chain is not None) and not self.projection.merges:
             width = self.join.roles if self.join is not None else self.chain.k  # type: ignore[union-attr]
-            columns = fixed_columns(chunk, self.projection, width)
+            columns = fixed_columns(chunk, self.projection, width, chunk.measures)
         else:
             columns = project(chunk, self.projection, chunk.measures)
         if self.limit is not None:
@@ -1023,8 +1045,12 @@ class PlanKernel:
             self.keys.keys = [tuple(key) for key in state["partition_keys"]]
         if self.join is not None:
             self.join.load(state)
+            if self.kept is not None and len(np.setdiff1d(self.join.live_positions(), self.kept.kept_positions())):
+                raise ValueError("malformed kernel state: a join entry refers to an event without kept values")
         if self.chain is not None:
             self.chain.load(state)
+            if self.kept is not None and len(np.setdiff1d(self.chain.carry["position"], self.kept.kept_positions())):
+                raise ValueError("malformed kernel state: a carried event has no kept values")
         counts = state.get("sub_stream_counts")
         if counts is not None and self.post is not None and self.post.strict and self.keys is not None:
             counts = np.asarray(counts, dtype=np.int64)
