@@ -224,6 +224,41 @@ def measured(action) -> tuple[float, float]:
     return round(_SAMPLER.total() - cpu, 2), round(time.perf_counter() - wall, 2)
 
 
+def jobs_of(spark, action) -> tuple[int, int, int]:
+    """(Spark jobs, stages that ran, tasks) of ``action()``, from the status tracker: the jobs
+    that started while it ran (this process runs one thing at a time; a stream's micro-batches
+    run on its own thread, so a job group would miss them). Skipped stages (a shuffle's map
+    output reused) are not counted."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def known() -> set[int]:
+        ids: set[int] = set()
+        for group in [None, *_groups(spark)]:
+            ids.update(tracker.getJobIdsForGroup(group))
+        return ids
+
+    before = known()
+    action()
+    jobs = sorted(known() - before)
+    stages = tasks = 0
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else ():
+            found = tracker.getStageInfo(stage)
+            if found is not None and found.numCompletedTasks:
+                stages += 1
+                tasks += found.numTasks
+    return len(jobs), stages, tasks
+
+
+def _groups(spark) -> list[str]:
+    """The job groups of the session's streaming queries (a stream's jobs run in its run id's group)."""
+    return [str(query.runId) for query in spark.streams.active] + _PAST_RUNS
+
+
+_PAST_RUNS: list[str] = []
+
+
 def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
     """Every in-session figure for one master, in this (fresh) process."""
     import pyarrow as pa
@@ -285,6 +320,7 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
             .trigger(availableNow=True)
             .start()
         )
+        _PAST_RUNS.append(str(running.runId))
         running.awaitTermination()
 
     # Warm-up: every kind of job once, on a little data.
@@ -313,11 +349,14 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
         import ceql.spark
 
         figures["recognize"] = measured(written(ceql.spark.sql(RECOGNIZE, ev=people), "recognize"))
-        from ceql.spark.batch import _buckets
-
-        figures["absence_tasks"] = _buckets(people)
+        figures["absence_jobs"] = jobs_of(spark, written(absent, "absence"))
         for name in ("funnel", "self_join", "absence", "recognize"):
             figures[f"{name}_matches"] = spark.read.parquet(f"{out}/{name}").count()
+    # Jobs, stages and tasks of one find and one stream (after the timed runs: not timed).
+    figures["find_jobs"] = jobs_of(spark, many)
+    figures["floor_jobs"] = jobs_of(spark, floor)
+    figures["stream_jobs"] = jobs_of(spark, lambda: (shutil.rmtree(f"{out}/stream", ignore_errors=True),
+                                                     shutil.rmtree(f"{out}/stream-checkpoint", ignore_errors=True), stream()))
     figures["find_matches"] = spark.read.parquet(f"{out}/find").count()
     figures["batch_matches"] = spark.read.parquet(f"{out}/batch").count()
     figures["stream_matches"] = spark.read.parquet(f"{out}/stream").count()
@@ -470,15 +509,21 @@ def main() -> None:
             f"| {f['find_unwritten'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
             f"| {f['stream'][0] / f['batch'][0]:.2f} |"
         )
+    print()
+    print("| master | floor: jobs, stages, tasks | find | stream (all micro-batches) |")
+    print("|---|---:|---:|---:|")
+    for f in rows:
+        print(f"| {f['master']} | {', '.join(map(str, f['floor_jobs']))} | {', '.join(map(str, f['find_jobs']))} "
+              f"| {', '.join(map(str, f['stream_jobs']))} |")
     if local_users:
         print()
-        print("| master | funnel find (matches) | x local | self-join (matches) | find/self-join | NOT FOLLOWED BY (matches, tasks) | x local |")
+        print("| master | funnel find (matches) | x local | self-join (matches) | find/self-join | NOT FOLLOWED BY (matches, tasks of its job) | x local |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for f in rows:
             print(
                 f"| {f['master']} | {show(f['funnel'])} ({f['funnel_matches']:,}) | {f['funnel'][0] / max(local_users['funnel'][0], 0.01):.2f} "
                 f"| {show(f['self_join'])} ({f['self_join_matches']:,}) | {f['funnel'][0] / f['self_join'][0]:.2f} "
-                f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_tasks']}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} |"
+                f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_jobs'][2]}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} |"
             )
             assert f["funnel_matches"] == local_users["funnel"][2] and f["absence_matches"] == local_users["absence"][2], f
         print()

@@ -747,11 +747,19 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
 def _evaluate_partition(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """One task of the partitioned plan: its rows are whole key sub-streams (the exchange hashes
     the keys), evaluated at once in stream order as one bucket."""
-    received = list(batches)
-    if not received or not any(b.num_rows for b in received):
-        return
-    found = _evaluate_group(pa.Table.from_batches(received), job=job)
-    yield from found.to_batches(max_chunksize=_FLUSH_ROWS)
+    return whole_task(batches, lambda table: _evaluate_group(table, job=job))
+
+
+def whole_task(
+    batches: Iterator[pa.RecordBatch], evaluate: Callable[[pa.Table], pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` task whose rows are whole groups (keys hashed into the exchange's
+    partitions, or the whole input): ``evaluate`` of all its rows at once, as batches of at
+    most ``_FLUSH_ROWS`` rows; nothing for a task without rows (``find`` and
+    ``ceql.spark.sql`` share it)."""
+    received = [batch for batch in batches if batch.num_rows]
+    if received:
+        yield from evaluate(pa.Table.from_batches(received)).to_batches(max_chunksize=_FLUSH_ROWS)
 
 
 def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None) -> None:
