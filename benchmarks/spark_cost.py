@@ -12,19 +12,24 @@ Per master, in a fresh process (its own driver, JVM and Python workers):
 - **floor**: read the Parquet files, group by the partition key, ``applyInArrow`` returning a
   count per group, write: the least any per-key evaluation on Spark costs;
 - **find**: ``find`` on a partitioned query with about 300,000 matches (``MANY``), each written
-  with the ids of its events, as Parquet; and the same into Spark's ``noop`` sink (find's cost
-  without Parquet's writer, which the floor hardly uses: it writes a row per key);
+  with the ids of its events, as Parquet, in the nested layout (the default) and with
+  ``layout="flat"``; and the same into Spark's ``noop`` sink (find's cost without Parquet's
+  writer, which the floor hardly uses: it writes a row per key);
+- **jobs**: the Spark jobs, stages that ran and their tasks, of the floor, find and the
+  stream (``jobs_of``: Spark's status tracker), after the timed runs;
 - **batch (time) / stream (time)**: a query with a time window, by ``find`` on the files and as a
   stream over the same files (``trigger(availableNow=True)``), both written as Parquet;
 - **users** (``--users`` events, 60,000 user keys, ``users()``): the funnel LOGIN -> FAIL ->
   PURCHASE > 500 per user within 30 minutes by ``find`` and by a hand-written self-join (the
   same complex events), and LOGIN NOT FOLLOWED BY PURCHASE per user (``ABSENCE``), each against
-  the local engine's CPU on the same rows; and the funnel's steps in a row per user as
+  the local engine's CPU on the same rows, and NOT FOLLOWED BY against a keyed floor on them
+  (users hashed into the shuffle's partitions, an Arrow task per partition counting rows); and the funnel's steps in a row per user as
   MATCH_RECOGNIZE (``RECOGNIZE``) by ``ceql.spark.sql`` against ``ceql.sql.run``.
 
 Figures are CPU seconds of the whole process tree (driver, JVM, Python daemon and workers; from
-/proc, sampled so that a process that ends is still counted: ``TreeSampler``), wall seconds in brackets; ratios are of CPU seconds. A warm-up job runs before floor,
-find, batch and stream, so that they do not pay for starting workers.
+/proc, sampled so that a process that ends is still counted: ``TreeSampler``), wall seconds in brackets; ratios are of CPU seconds. Each measured job first runs once on
+5,000 rows, written as it is measured, so that none pays for starting workers or for the JVM
+compiling its code paths (the nested Parquet writer's first use costs about 3 CPU s).
 """
 
 from __future__ import annotations
