@@ -26,7 +26,9 @@ def test_flat_batch_writes_lists_as_text_and_names_struct_fields() -> None:
     batch = pa.RecordBatch.from_pydict(
         {
             "query": ["q", "q", "q", "q"],
-            "partition": pa.array([{"card": "c1"}, {"card": None}, None, {"card": "c2"}], pa.struct([("card", pa.string())])),
+            "partition": pa.array(
+                [{"card": "c1"}, {"card": None}, None, {"card": "c2"}], pa.struct([("card", pa.string())])
+            ),
             "n": [1, 2, 3, 4],
             "events": pa.array([[{"id": 101}, {"id": 102}], [], None, [{"id": None}, {"id": 7}]], one),
             "ids": pa.array(
@@ -52,9 +54,7 @@ def test_flat_batch_writes_lists_as_text_and_names_struct_fields() -> None:
 
 
 def test_flat_batch_refuses_two_columns_of_one_name() -> None:
-    batch = pa.RecordBatch.from_pydict(
-        {"partition": pa.array([{"card": "c1"}]), "partition_card": ["x"]}
-    )
+    batch = pa.RecordBatch.from_pydict({"partition": pa.array([{"card": "c1"}]), "partition_card": ["x"]})
     with pytest.raises(CeqlError, match="partition_card"):
         flat_batch(batch)
 
@@ -74,7 +74,10 @@ QUERIES = [
     # single, measures
     ("SELECT LAST x, COUNT(y) AS n WHERE A AS x; B+ AS y", {}),
     # NOT FOLLOWED BY per key, the stream's triggers found afterwards
-    ("SELECT * FROM S WHERE A AS x NOT FOLLOWED BY B AS y PARTITION BY [k] WITHIN 3 SECONDS", {"positions": True}),
+    (
+        "SELECT * FROM S WHERE A AS x NOT FOLLOWED BY B AS y PARTITION BY [k] WITHIN 3 SECONDS",
+        {"positions": True},
+    ),
 ]
 
 
@@ -84,13 +87,25 @@ def test_flat_layout_is_the_nested_one_flattened_on_every_plan(spark, seed: int)
     rows, now = [], 0
     for index in range(150):
         now += rng.randint(0, 1)
-        rows.append({"event_type": rng.choice("AB"), "id": index, "k": rng.randint(0, 3), "v": rng.randint(0, 4), "t": now})
+        rows.append(
+            {
+                "event_type": rng.choice("AB"),
+                "id": index,
+                "k": rng.randint(0, 3),
+                "v": rng.randint(0, 4),
+                "t": now,
+            }
+        )
     table = pa.Table.from_pylist(rows)
     df = spark.createDataFrame(table.to_pandas()).repartition(3)
     schema = ceql.declare(DECLARATION)
     for text, options in QUERIES:
-        nested = ceql.spark.find(df, text, DECLARATION, tie_break="id", id_columns=["id"], **options).toArrow()
-        flat = ceql.spark.find(df, text, DECLARATION, tie_break="id", id_columns=["id"], layout="flat", **options)
+        nested = ceql.spark.find(
+            df, text, DECLARATION, tie_break="id", id_columns=["id"], **options
+        ).toArrow()
+        flat = ceql.spark.find(
+            df, text, DECLARATION, tie_break="id", id_columns=["id"], layout="flat", **options
+        )
         assert all(not _nested_type(f.dataType) for f in flat.schema.fields), text
         flat_rows = flat.toArrow()
         expected = [row for batch in nested.to_batches() for row in flat_batch(batch).to_pylist()]
@@ -98,14 +113,20 @@ def test_flat_layout_is_the_nested_one_flattened_on_every_plan(spark, seed: int)
         assert flat_rows.column_names == flat_batch(nested.to_batches()[0]).schema.names, text
         # ... and the nested rows are the local engine's (the events of each match by id).
         local = ceql.compile(text, schema).run(table, output="arrow")
-        local_ids = sorted(tuple(table.column("id")[p].as_py() for p in m) for m in local.column("positions").to_pylist())
+        local_ids = sorted(
+            tuple(table.column("id")[p].as_py() for p in m) for m in local.column("positions").to_pylist()
+        )
         spark_ids = sorted(tuple(e["id"] for e in m) for m in nested.column("events").to_pylist())
         assert spark_ids == local_ids, text
-        assert sorted(r["events"] for r in flat_rows.to_pylist()) == sorted(" ".join(map(str, m)) for m in local_ids)
+        assert sorted(r["events"] for r in flat_rows.to_pylist()) == sorted(
+            " ".join(map(str, m)) for m in local_ids
+        )
 
 
 def test_flat_layout_is_for_batch_and_named_right(spark) -> None:
-    df = spark.createDataFrame(pa.table({"event_type": ["A"], "id": [1], "k": [1], "v": [1], "t": [1]}).to_pandas())
+    df = spark.createDataFrame(
+        pa.table({"event_type": ["A"], "id": [1], "k": [1], "v": [1], "t": [1]}).to_pandas()
+    )
     with pytest.raises(CeqlError, match="layout= must be"):
         ceql.spark.find(df, QUERIES[0][0], DECLARATION, tie_break="id", layout="flattened")
 
