@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 
 import ceql
@@ -123,12 +124,17 @@ def test_flat_layout_is_the_nested_one_flattened_on_every_plan(spark, seed: int)
         )
 
 
-def test_flat_layout_is_for_batch_and_named_right(spark) -> None:
-    df = spark.createDataFrame(
-        pa.table({"event_type": ["A"], "id": [1], "k": [1], "v": [1], "t": [1]}).to_pandas()
-    )
+def test_flat_layout_is_for_batch_and_named_right(spark, tmp_path) -> None:
+    """A misspelt layout is refused; so is the flat layout on a stream (streams keep the
+    nested rows)."""
+    events = pa.table({"event_type": ["A"], "id": [1], "k": [1], "v": [1], "t": [1]})
+    df = spark.createDataFrame(events.to_pandas())
     with pytest.raises(CeqlError, match="layout= must be"):
         ceql.spark.find(df, QUERIES[0][0], DECLARATION, tie_break="id", layout="flattened")
+    pyarrow.parquet.write_table(events, tmp_path / "events.parquet")
+    stream = spark.readStream.schema(df.schema).parquet(str(tmp_path))
+    with pytest.raises(CeqlError, match="layout are for batch"):
+        ceql.spark.find(stream, QUERIES[0][0], DECLARATION, tie_break="id", layout="flat")
 
 
 def _nested_type(kind) -> bool:
