@@ -12,19 +12,24 @@ Per master, in a fresh process (its own driver, JVM and Python workers):
 - **floor**: read the Parquet files, group by the partition key, ``applyInArrow`` returning a
   count per group, write: the least any per-key evaluation on Spark costs;
 - **find**: ``find`` on a partitioned query with about 300,000 matches (``MANY``), each written
-  with the ids of its events, as Parquet; and the same into Spark's ``noop`` sink (find's cost
-  without Parquet's writer, which the floor hardly uses: it writes a row per key);
+  with the ids of its events, as Parquet, in the nested layout (the default) and with
+  ``layout="flat"``; and the same into Spark's ``noop`` sink (find's cost without Parquet's
+  writer, which the floor hardly uses: it writes a row per key);
+- **jobs**: the Spark jobs, stages that ran and their tasks, of the floor, find and the
+  stream (``jobs_of``: Spark's status tracker), after the timed runs;
 - **batch (time) / stream (time)**: a query with a time window, by ``find`` on the files and as a
   stream over the same files (``trigger(availableNow=True)``), both written as Parquet;
 - **users** (``--users`` events, 60,000 user keys, ``users()``): the funnel LOGIN -> FAIL ->
   PURCHASE > 500 per user within 30 minutes by ``find`` and by a hand-written self-join (the
   same complex events), and LOGIN NOT FOLLOWED BY PURCHASE per user (``ABSENCE``), each against
-  the local engine's CPU on the same rows; and the funnel's steps in a row per user as
+  the local engine's CPU on the same rows, and NOT FOLLOWED BY against a keyed floor on them
+  (users hashed into the shuffle's partitions, an Arrow task per partition counting rows); and the funnel's steps in a row per user as
   MATCH_RECOGNIZE (``RECOGNIZE``) by ``ceql.spark.sql`` against ``ceql.sql.run``.
 
 Figures are CPU seconds of the whole process tree (driver, JVM, Python daemon and workers; from
-/proc, sampled so that a process that ends is still counted: ``TreeSampler``), wall seconds in brackets; ratios are of CPU seconds. A warm-up job runs before floor,
-find, batch and stream, so that they do not pay for starting workers.
+/proc, sampled so that a process that ends is still counted: ``TreeSampler``), wall seconds in brackets; ratios are of CPU seconds. Each measured job first runs once on
+5,000 rows, written as it is measured, so that none pays for starting workers or for the JVM
+compiling its code paths (the nested Parquet writer's first use costs about 3 CPU s).
 """
 
 from __future__ import annotations
@@ -224,6 +229,41 @@ def measured(action) -> tuple[float, float]:
     return round(_SAMPLER.total() - cpu, 2), round(time.perf_counter() - wall, 2)
 
 
+def jobs_of(spark, action) -> tuple[int, int, int]:
+    """(Spark jobs, stages that ran, tasks) of ``action()``, from the status tracker: the jobs
+    that started while it ran (this process runs one thing at a time; a stream's micro-batches
+    run on its own thread, so a job group would miss them). Skipped stages (a shuffle's map
+    output reused) are not counted."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def known() -> set[int]:
+        ids: set[int] = set()
+        for group in [None, *_groups(spark)]:
+            ids.update(tracker.getJobIdsForGroup(group))
+        return ids
+
+    before = known()
+    action()
+    jobs = sorted(known() - before)
+    stages = tasks = 0
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else ():
+            found = tracker.getStageInfo(stage)
+            if found is not None and found.numCompletedTasks:
+                stages += 1
+                tasks += found.numTasks
+    return len(jobs), stages, tasks
+
+
+def _groups(spark) -> list[str]:
+    """The job groups of the session's streaming queries (a stream's jobs run in its run id's group)."""
+    return [str(query.runId) for query in spark.streams.active] + _PAST_RUNS
+
+
+_PAST_RUNS: list[str] = []
+
+
 def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
     """Every in-session figure for one master, in this (fresh) process."""
     import pyarrow as pa
@@ -258,22 +298,22 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
     def count_group(table: pa.Table) -> pa.Table:
         return pa.table({"volume": [table.column("volume")[0].as_py()], "n": [table.num_rows]})
 
-    def floor() -> None:
-        counted = frame.groupBy("volume").applyInArrow(count_group, "volume long, n long")
-        counted.write.mode("overwrite").parquet(f"{out}/floor")
+    def floor(source=frame, target: str = "floor") -> None:
+        counted = source.groupBy("volume").applyInArrow(count_group, "volume long, n long")
+        counted.write.mode("overwrite").parquet(f"{out}/{target}")
 
-    def many() -> None:
-        found = find(frame, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"])
-        found.write.mode("overwrite").parquet(f"{out}/find")
+    def many(source=frame, target: str = "find", layout: str = "nested") -> None:
+        found = find(source, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"], layout=layout)
+        found.write.mode("overwrite").parquet(f"{out}/{target}")
 
     def many_unwritten() -> None:  # the same job into Spark's noop sink: find without the Parquet writer
         find(frame, MANY, STOCK_DECLARATION, tie_break="id", id_columns=["id"]).write.format("noop").mode(
             "overwrite"
         ).save()
 
-    def batch() -> None:
-        found = find(frame, TIME_QUERY, TIME_DECLARATION, tie_break="id", id_columns=["id"])
-        found.write.mode("overwrite").parquet(f"{out}/batch")
+    def batch(source=frame, target: str = "batch") -> None:
+        found = find(source, TIME_QUERY, TIME_DECLARATION, tie_break="id", id_columns=["id"])
+        found.write.mode("overwrite").parquet(f"{out}/{target}")
 
     def stream(source_path: str = data, target: str = "stream") -> None:
         source = spark.readStream.schema(schema).parquet(source_path)
@@ -285,16 +325,23 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
             .trigger(availableNow=True)
             .start()
         )
+        _PAST_RUNS.append(str(running.runId))
         running.awaitTermination()
 
-    # Warm-up: every kind of job once, on a little data.
-    small = frame.limit(2000)
+    # Warm-up: every measured job once, written as it is measured, on a little data: the JVM
+    # compiles each job's code paths (the Parquet writer of nested columns among them: ~3 CPU s
+    # the first time) before any is measured, so the ratios compare the jobs, not who ran first.
+    small = frame.limit(5000)
     small.write.parquet(f"{out}/warm-up-input")
-    find(small, MANY, STOCK_DECLARATION, tie_break="id").count()
-    small.groupBy("volume").applyInArrow(count_group, "volume long, n long").count()
+    small = spark.read.parquet(f"{out}/warm-up-input")
+    floor(small, "warm-up-floor")
+    many(small, "warm-up-find")
+    many(small, "warm-up-flat", "flat")
+    batch(small, "warm-up-batch")
     stream(f"{out}/warm-up-input", "warm-up-stream")
     figures["floor"] = measured(floor)
     figures["find"] = measured(many)
+    figures["find_flat"] = measured(lambda: many(frame, "find-flat", "flat"))
     figures["find_unwritten"] = measured(many_unwritten)
     figures["batch"] = measured(batch)
     figures["stream"] = measured(stream)
@@ -306,19 +353,41 @@ def run_master(master: str, data: str, out: str, user_data: str = "") -> dict:
 
         funnel = find(people, FUNNEL, USERS_DECLARATION, tie_break="id", id_columns=["id"])
         absent = find(people, ABSENCE, USERS_DECLARATION, tie_break="id", id_columns=["id"])
-        find(people.limit(2000), ABSENCE, USERS_DECLARATION, tie_break="id").count()  # warm-up
+
+        def count_users(batches):  # per task, the rows of each of its users (vectorised)
+            table = pa.Table.from_batches(list(batches), schema=people_schema)
+            yield from table.group_by("user_id").aggregate([("id", "count")]).rename_columns(["user_id", "n"]).to_batches()
+
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        people_schema = to_arrow_schema(people.schema)
+
+        def user_floor(source=people):
+            """The floor of a keyed job on the user events: read, hash the users into the
+            shuffle's partitions, a Python task per partition (Arrow in and out) counting
+            each user's rows, write (what find's partitioned plan does, less the evaluation)."""
+            return source.repartition("user_id").mapInArrow(count_users, "user_id long, n long")
+
+        few = people.limit(5000)
+        for name, job in (("floor", user_floor(few)), ("absence", find(few, ABSENCE, USERS_DECLARATION, tie_break="id", id_columns=["id"]))):
+            written(job, f"warm-up-users-{name}")()
+        figures["users_floor"] = measured(written(user_floor(), "users-floor"))
         figures["funnel"] = measured(written(funnel, "funnel"))
         figures["self_join"] = measured(written(self_join(people), "self_join"))
         figures["absence"] = measured(written(absent, "absence"))
         import ceql.spark
 
         figures["recognize"] = measured(written(ceql.spark.sql(RECOGNIZE, ev=people), "recognize"))
-        from ceql.spark.batch import _buckets
-
-        figures["absence_tasks"] = _buckets(people)
+        figures["absence_jobs"] = jobs_of(spark, written(absent, "absence"))
         for name in ("funnel", "self_join", "absence", "recognize"):
             figures[f"{name}_matches"] = spark.read.parquet(f"{out}/{name}").count()
+    # Jobs, stages and tasks of one find and one stream (after the timed runs: not timed).
+    figures["find_jobs"] = jobs_of(spark, many)
+    figures["floor_jobs"] = jobs_of(spark, floor)
+    figures["stream_jobs"] = jobs_of(spark, lambda: (shutil.rmtree(f"{out}/stream", ignore_errors=True),
+                                                     shutil.rmtree(f"{out}/stream-checkpoint", ignore_errors=True), stream()))
     figures["find_matches"] = spark.read.parquet(f"{out}/find").count()
+    figures["find_flat_matches"] = spark.read.parquet(f"{out}/find-flat").count()
     figures["batch_matches"] = spark.read.parquet(f"{out}/batch").count()
     figures["stream_matches"] = spark.read.parquet(f"{out}/stream").count()
     spark.stop()
@@ -442,7 +511,8 @@ def main() -> None:
             continue
         f = json.loads(result.stdout.strip().splitlines()[-1])
         f.update(cli_tiny(master, root))
-        assert f["find_matches"] == local_matches and f["batch_matches"] == f["stream_matches"], f
+        assert f["find_matches"] == f["find_flat_matches"] == local_matches, f
+        assert f["batch_matches"] == f["stream_matches"], f
         rows.append(f)
 
     def show(pair) -> str:
@@ -459,26 +529,34 @@ def main() -> None:
         )
     print()
     print(
-        "| master | floor | find (matches) | find/floor | find, not written | its /floor "
+        "| master | floor | find (matches) | find/floor | find, flat | its /floor | find, not written | its /floor "
         "| batch (time) | stream (time) | stream/batch |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for f in rows:
         print(
             f"| {f['master']} | {show(f['floor'])} | {show(f['find'])} ({f['find_matches']:,}) "
-            f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['find_unwritten'])} "
+            f"| {f['find'][0] / f['floor'][0]:.2f} | {show(f['find_flat'])} | {f['find_flat'][0] / f['floor'][0]:.2f} "
+            f"| {show(f['find_unwritten'])} "
             f"| {f['find_unwritten'][0] / f['floor'][0]:.2f} | {show(f['batch'])} | {show(f['stream'])} "
             f"| {f['stream'][0] / f['batch'][0]:.2f} |"
         )
+    print()
+    print("| master | floor: jobs, stages, tasks | find | stream (all micro-batches) |")
+    print("|---|---:|---:|---:|")
+    for f in rows:
+        print(f"| {f['master']} | {', '.join(map(str, f['floor_jobs']))} | {', '.join(map(str, f['find_jobs']))} "
+              f"| {', '.join(map(str, f['stream_jobs']))} |")
     if local_users:
         print()
-        print("| master | funnel find (matches) | x local | self-join (matches) | find/self-join | NOT FOLLOWED BY (matches, tasks) | x local |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| master | funnel find (matches) | x local | self-join (matches) | find/self-join | NOT FOLLOWED BY (matches, tasks of its job) | x local | floor on the user events | NOT FOLLOWED BY / that floor |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for f in rows:
             print(
                 f"| {f['master']} | {show(f['funnel'])} ({f['funnel_matches']:,}) | {f['funnel'][0] / max(local_users['funnel'][0], 0.01):.2f} "
                 f"| {show(f['self_join'])} ({f['self_join_matches']:,}) | {f['funnel'][0] / f['self_join'][0]:.2f} "
-                f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_tasks']}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} |"
+                f"| {show(f['absence'])} ({f['absence_matches']:,}, {f['absence_jobs'][2]}) | {f['absence'][0] / max(local_users['absence'][0], 0.01):.2f} "
+                f"| {show(f['users_floor'])} | {f['absence'][0] / f['users_floor'][0]:.2f} |"
             )
             assert f["funnel_matches"] == local_users["funnel"][2] and f["absence_matches"] == local_users["absence"][2], f
         print()

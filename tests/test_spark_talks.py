@@ -288,23 +288,22 @@ def test_ceql_sql_on_spark_equals_local_and_fails_in_one_line(spark, tmp_path, c
 
 def test_ceql_sql_on_spark_ticks_while_spark_starts(spark, tmp_path, capsys, monkeypatch) -> None:
     """``ceql sql --engine spark`` is not silent while the JVM starts: its ``ceql sql:`` ticker
-    lines come while the session is being made (here a slow start: the shared session, late),
-    and none after."""
+    lines (printed by ``ceql.spark.session``, the one place that ticks) come while the session
+    is being made (here a slow start: the shared session, late), and none after."""
     import functools
-    import sys
     import time
+
+    from pyspark.sql import SparkSession
 
     import ceql.spark.progress as progress
 
-    spark_session = sys.modules["ceql.spark.session"]  # (ceql.spark.session is also the function)
+    real_get = SparkSession.Builder.getOrCreate
 
-    real_session = spark_session.session
-
-    def slow_session(*args, **kwargs):
+    def slow_get(self):
         time.sleep(0.3)
-        return real_session(*args, **kwargs)
+        return real_get(self)
 
-    monkeypatch.setattr(spark_session, "session", slow_session)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", slow_get)
     monkeypatch.setattr(progress, "ticking", functools.partial(progress.ticking, every=0.05))
     pa.csv.write_csv(pa.Table.from_pylist([{"p": 1, "t": 1, "k": "a", "v": 1, "seq": 0}]), tmp_path / "ev.csv")
     capsys.readouterr()

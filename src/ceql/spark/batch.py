@@ -221,6 +221,7 @@ def find(
     *,
     positions: bool = False,
     shards: int | None = None,
+    layout: str = "nested",
     late: str = "fail",
     on_error: str = "fail",
     dead_letter: Callable[[Any], Any] | None = None,
@@ -245,7 +246,9 @@ def find(
     ``on_error`` is the local engine's bad-row policy: "fail" (a bad row fails the job, naming
     it), "skip" (the rows the local engine rejects are left out before the events are ordered),
     "dead-letter" (also ``dead_letter(rejected)``, called once with the lazy DataFrame of their
-    records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``.
+    records: ``source``, ``reason``, ``input``); see ``spark/bad_rows.py``. ``layout="flat"``
+    (batch): no struct or list column (``ceql.spark.output.flat_batch``: ``partition_<key>``,
+    ``events`` and ``ids_<label>`` as text), which Spark converts and writes more cheaply.
     """
     unknown = sorted(set(options) - set(_STREAM_OPTIONS))
     if unknown:
@@ -255,10 +258,10 @@ def find(
     if df.isStreaming:
         from ceql.spark.streaming import find_streaming
 
-        if order_by or positions or shards or on_error != "fail":
+        if order_by or positions or shards or on_error != "fail" or layout != "nested":
             raise CeqlError(
-                "a stream is ordered by its primary_time and tie_break; order_by, positions, shards and "
-                "on_error are for batch"
+                "a stream is ordered by its primary_time and tie_break; order_by, positions, shards, "
+                "on_error and layout are for batch"
             )
         return find_streaming(df, compiled, late=late, **settings)
     if settings["allowed_lateness"] is not None or late != "fail":
@@ -266,7 +269,9 @@ def find(
     from ceql.spark.bad_rows import split_bad_rows
 
     df = split_bad_rows(df, compiled, on_error, dead_letter)
-    return plan_batch(df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards)
+    return plan_batch(
+        df, compiled, settings, order_by=_names(order_by), positions=positions, shards=shards, layout=layout
+    )
 
 
 def plan_batch(
@@ -278,16 +283,20 @@ def plan_batch(
     positions: bool,
     shards: int | None = None,
     numbered: bool = False,
+    layout: str = "nested",
 ):
     """The batch plan of ``find`` on a prepared DataFrame (``prepare_stream``). With
     ``numbered``, ``order_by`` is one column that already holds each row's position (0, 1, ...
-    in stream order; the CLI's orderer numbers the events so)."""
+    in stream order; the CLI's orderer numbers the events so). ``layout``: of the result rows
+    (``output_spec``)."""
     from pyspark.sql import functions as F
 
     tie_break, id_columns, max_matches = settings["tie_break"], settings["id_columns"], settings["max_matches"]
     if not id_columns:
         positions = True  # nothing else identifies the events
-    spec, out_schema = output_spec(compiled, df.schema, name=settings["name"], id_columns=id_columns, positions=positions)
+    spec, out_schema = output_spec(
+        compiled, df.schema, name=settings["name"], id_columns=id_columns, positions=positions, layout=layout
+    )
     kind = plan_kind(compiled)
     global_positions = kind != "single" and (positions or compiled.facts.window_kind == "events")
     shown = id_columns or settings["user_columns"]
@@ -747,11 +756,19 @@ def _evaluate_group(table: pa.Table, *, job: _Job) -> pa.Table:
 def _evaluate_partition(batches: Iterator[pa.RecordBatch], *, job: _Job) -> Iterator[pa.RecordBatch]:
     """One task of the partitioned plan: its rows are whole key sub-streams (the exchange hashes
     the keys), evaluated at once in stream order as one bucket."""
-    received = list(batches)
-    if not received or not any(b.num_rows for b in received):
-        return
-    found = _evaluate_group(pa.Table.from_batches(received), job=job)
-    yield from found.to_batches(max_chunksize=_FLUSH_ROWS)
+    return whole_task(batches, lambda table: _evaluate_group(table, job=job))
+
+
+def whole_task(
+    batches: Iterator[pa.RecordBatch], evaluate: Callable[[pa.Table], pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` task whose rows are whole groups (keys hashed into the exchange's
+    partitions, or the whole input): ``evaluate`` of all its rows at once, as batches of at
+    most ``_FLUSH_ROWS`` rows; nothing for a task without rows (``find`` and
+    ``ceql.spark.sql`` share it)."""
+    received = [batch for batch in batches if batch.num_rows]
+    if received:
+        yield from evaluate(pa.Table.from_batches(received)).to_batches(max_chunksize=_FLUSH_ROWS)
 
 
 def _check_times(table: pa.Table, base: int, positions: np.ndarray | None = None) -> None:

@@ -252,7 +252,6 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     from ceql.io.writers import formats_for, run_schema
     from ceql.spark.batch import explain_plan, plan_batch, prepare_stream
     from ceql.spark.files import write_dead_letters, write_matches
-    from ceql.spark.progress import ticking
     from ceql.spark.session import session
 
     schema = load_schema(args.declaration)
@@ -273,8 +272,13 @@ def _pipeline(args: argparse.Namespace, progress) -> int:
     if not args.quiet:  # the JVM's start takes a while: say what is happening
         print(f"ceql run: starting Spark ({args.master or os.environ.get('CEQL_SPARK_MASTER', 'local[*]')})", file=sys.stderr)
     # The JVM's start has no stage to report: a line every 20 s until the session is there.
-    with ticking("starting Spark") if not args.quiet else contextlib.nullcontext():
-        spark = session(args.master, progress=False, light_jvm=_small(paths), **spark_conf(args.conf))
+    spark = session(
+        args.master,
+        progress=False,
+        light_jvm=_small(paths),
+        start_lines=None if args.quiet else "ceql run",
+        **spark_conf(args.conf),
+    )
     progress.attach(spark)
     catalog = run_catalog(schema, queries)
     notices = warnings_to_stderr()
@@ -420,13 +424,12 @@ def run_sql(text: str, paths: dict[str, str], args: argparse.Namespace) -> pa.Ta
     read by Spark; CSV and JSON Lines by the local readers (the same types as ``--engine
     local``), then handed to Spark. A failed job is one message naming its cause."""
     from ceql.io.run import check_input
-    from ceql.spark.progress import Progress, ticking
+    from ceql.spark.progress import Progress
     from ceql.spark.session import session
 
     light = _small(list(paths.values()))
     # The JVM's start has no stage to report: a line every 20 s while it lasts, as `ceql run`.
-    with ticking("starting Spark", prefix="ceql sql"):
-        spark = session(args.master, progress=False, light_jvm=light, **spark_conf(args.conf))
+    spark = session(args.master, progress=False, light_jvm=light, start_lines="ceql sql", **spark_conf(args.conf))
     progress = Progress(enabled=False, prefix="ceql sql")
     progress.attach(spark)  # Spark's log off while the job runs: the cause is reported below
     # A stage that runs 20 s or more gets a line every 20 s (tasks done and running).

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ceql.compile.output_schema import FIXED, OutputSchema, declared_unit, output_schema, time_names
+from ceql.errors import CeqlError
 from ceql.runtime.arrow import from_matches, record_batch
 
 RESERVED = FIXED
@@ -35,6 +37,11 @@ class OutputSpec:
     measures: tuple[str, ...]
     arrow_schema: pa.Schema = field(compare=False)  # the batches Spark takes from a task
     schema: OutputSchema | None = field(default=None, compare=False)  # the output schema
+    # "nested" (the output schema of every engine) or "flat" (``flat_batch``: no struct or
+    # list column; what Spark's row conversion and Parquet's writer handle cheaply).
+    layout: str = "nested"
+    # The nested output schema in Spark's Arrow types: what tasks build (then flatten).
+    nested_schema: pa.Schema | None = field(default=None, compare=False)
 
     @property
     def has_ids(self) -> bool:
@@ -65,11 +72,18 @@ def time_kinds(query, df_schema) -> dict[str, str]:
     return out
 
 
+LAYOUTS = ("nested", "flat")
+
+
 def output_spec(
-    query, df_schema, *, name: str, id_columns: list[str], positions: bool
+    query, df_schema, *, name: str, id_columns: list[str], positions: bool, layout: str = "nested"
 ) -> tuple[OutputSpec, object]:
-    """The output spec and Spark schema of ``find`` on a DataFrame with ``df_schema``."""
+    """The output spec and Spark schema of ``find`` on a DataFrame with ``df_schema``, in
+    ``layout`` ("nested": the output schema of every engine; "flat": ``flat_batch``)."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema, to_arrow_type
+
+    if layout not in LAYOUTS:
+        raise CeqlError(f"layout= must be 'nested' or 'flat', not {layout!r}")
 
     by_name = {f.name: f for f in df_schema.fields}
     events = [pa.field(c, to_arrow_type(by_name[c].dataType)) for c in id_columns] if id_columns else None
@@ -82,6 +96,9 @@ def output_spec(
         ids=True,
     )
     spark_schema = from_arrow_schema(schema.arrow)
+    nested = to_arrow_schema(spark_schema)
+    if layout == "flat":
+        spark_schema = from_arrow_schema(flat_batch(pa.RecordBatch.from_pylist([], schema=nested)).schema)
     spec = OutputSpec(
         name=name,
         id_columns=tuple(id_columns),
@@ -92,6 +109,8 @@ def output_spec(
         measures=tuple(m.name for m in schema.measures),
         arrow_schema=to_arrow_schema(spark_schema),
         schema=schema,
+        layout=layout,
+        nested_schema=nested,
     )
     return spec, spark_schema
 
@@ -151,7 +170,14 @@ class Collector:
                     arrays.append(_lists(table, picked, kind))
                 ids = pa.StructArray.from_arrays(arrays, fields=list(out.arrow.field("ids").type))
         batch = record_batch(out, from_matches(matches, out), events, ids)
-        return spark_batch(batch, spec.arrow_schema)
+        return task_batch(batch, spec)
+
+
+def task_batch(batch: pa.RecordBatch, spec: OutputSpec) -> pa.RecordBatch:
+    """A batch of the output schema as a task hands it to Spark: in Spark's Arrow types, and
+    flattened for the flat layout."""
+    batch = spark_batch(batch, spec.nested_schema or spec.arrow_schema)
+    return flat_batch(batch) if spec.layout == "flat" else batch
 
 
 def spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -162,6 +188,53 @@ def spark_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [column.cast(f.type, safe=False) for column, f in zip(batch.columns, schema)], schema=schema
     )
+
+
+def flat_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The flat layout of a nested result batch: a struct column becomes a column per field,
+    named ``<column>_<field>`` (``partition_card``, ``ids_b``, ``labels_b``); a list becomes
+    text, its elements separated by a space, the fields of a struct element by a comma
+    (``events``: "101 102 106" with one id column, "c1,101 c1,102" with two; a null value is
+    empty text). Spark converts and writes such rows several times cheaper than lists of
+    structs (docs/spark.md, "Cost")."""
+    names: list[str] = []
+    arrays: list[pa.Array] = []
+    for name, column in zip(batch.schema.names, batch.columns):
+        for flat_name, array in _flat_columns(name, column):
+            if flat_name in names:
+                raise CeqlError(f"layout='flat' makes two columns named {flat_name!r}: rename a measure")
+            names.append(flat_name)
+            arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _flat_columns(name: str, array: pa.Array) -> list[tuple[str, pa.Array]]:
+    kind = array.type
+    if pa.types.is_struct(kind):  # flatten() carries the struct's own nulls into its fields
+        return [
+            column
+            for field_, child in zip(kind, array.flatten())
+            for column in _flat_columns(f"{name}_{field_.name}", child)
+        ]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        elements = _element_text(array.values)
+        offsets = array.offsets
+        if array.offset or len(offsets) and offsets[0].as_py():  # a slice: offsets index into values
+            elements = elements.slice(offsets[0].as_py())
+            offsets = pc.subtract(offsets, offsets[0])
+        lists = pa.ListArray.from_arrays(offsets, elements, mask=array.is_null())
+        return [(name, pc.binary_join(lists, " "))]
+    return [(name, array)]
+
+
+def _element_text(values: pa.Array) -> pa.Array:
+    """Each element of a list as text: a struct's fields joined by commas."""
+    if pa.types.is_struct(values.type):
+        parts = [_element_text(child) for child in values.flatten()]
+        if not parts:
+            return pa.array([""] * len(values), pa.string())
+        return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, ",")
+    return pc.fill_null(pc.cast(values, pa.string()), "")
 
 
 def plain_rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
@@ -178,7 +251,7 @@ def plain_rows(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
 
 def values_table(values: list[tuple], spec: OutputSpec) -> pa.Table:
     """Tuples made by ``plain_rows`` back as a table of the id columns, typed."""
-    kind = spec.arrow_schema.field("events").type.value_type
+    kind = (spec.nested_schema or spec.arrow_schema).field("events").type.value_type
     columns = []
     for index, field_ in enumerate(kind):
         column = [v[index] for v in values]

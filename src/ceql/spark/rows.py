@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ceql.runtime.arrow import MatchColumns, record_batch
-from ceql.spark.output import OutputSpec, spark_batch
+from ceql.spark.output import OutputSpec, task_batch
 
 
 def output_batch(
@@ -50,7 +50,7 @@ def output_batch(
             positions=positions[np.asarray(found.positions, dtype=np.int64)],
             labels={x: (o, positions[np.asarray(v, dtype=np.int64)]) for x, (o, v) in found.labels.items()},
         )
-    return spark_batch(record_batch(out, found, events, ids_column), spec.arrow_schema)
+    return task_batch(record_batch(out, found, events, ids_column), spec)
 
 
 def _take_lists(ids: pa.Table | None, offsets: np.ndarray, rows: np.ndarray, kind: pa.DataType) -> pa.ListArray:

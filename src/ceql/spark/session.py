@@ -27,6 +27,7 @@ def session(
     *,
     progress: bool = True,
     light_jvm: bool = False,
+    start_lines: str | None = "",
     **conf: str,
 ):
     """Get or create a SparkSession for ceql: Arrow on, the RocksDB state store (needed by
@@ -36,8 +37,10 @@ def session(
     line every 20 s while it lasts, and a stage that runs 20 s or more also gets a ceql line on standard error every 20 s (its tasks done and running), so a
     long task is never silent. ``light_jvm``: the driver's JVM starts with ``LIGHT_JVM`` (for
     small inputs: ``ceql run`` sets it below 64 MiB; it only acts when this call starts the
-    JVM, and not over ``spark.driver.extraJavaOptions`` of your own). ``conf``: more Spark
-    settings."""
+    JVM, and not over ``spark.driver.extraJavaOptions`` of your own). ``start_lines``: the
+    prefix of the lines printed every 20 s while the session starts (``ceql run`` and ``ceql
+    sql`` give their own, or None for none; by default "ceql" with ``progress``, else none).
+    ``conf``: more Spark settings."""
     if not java_available():
         from ceql.errors import CeqlError
 
@@ -74,13 +77,12 @@ def session(
         builder = builder.config("spark.driver.extraJavaOptions", LIGHT_JVM)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    from pyspark import SparkContext
-
     from ceql.spark.progress import ticking
 
-    # Starting the JVM takes 10 to 60 s and has no stage to report: a line every 20 s.
-    starting = progress and SparkContext._active_spark_context is None
-    with ticking("starting Spark", prefix="ceql") if starting else contextlib.nullcontext():
+    # Starting the JVM takes 10 to 60 s and has no stage to report: a line every 20 s (the one
+    # place that says so, for find's session and the CLI's alike).
+    prefix = ("ceql" if progress else None) if start_lines == "" else start_lines
+    with ticking("starting Spark", prefix=prefix) if prefix else contextlib.nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not verbose():

@@ -196,12 +196,9 @@ def _evaluate_task(
     batches: Iterator[pa.RecordBatch], *, text: str, columns: tuple[str, ...], schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     """One task: its rows are whole partitions (or the whole input), matched at once."""
-    received = [batch for batch in batches if batch.num_rows]
-    if not received:
-        return
-    yield from _evaluate_group(pa.Table.from_batches(received), text=text, columns=columns, schema=schema).to_batches(
-        max_chunksize=10_000
-    )
+    from ceql.spark.batch import whole_task
+
+    return whole_task(batches, lambda table: _evaluate_group(table, text=text, columns=columns, schema=schema))
 
 
 def _evaluate_group(table: pa.Table, *, text: str, columns: tuple[str, ...], schema: pa.Schema) -> pa.Table:
