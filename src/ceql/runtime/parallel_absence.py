@@ -100,12 +100,12 @@ class SplitAbsence(KernelAbsence):
             keys = self.own.keys.keys
             if len(self._values) != len(keys):  # (codes only grow: new keys at the end)
                 self._values = np.asarray([key[0] for key in keys])
-            out.rank = self._values[local]  # type: ignore[attr-defined]
-            out.tie = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
+            out.rank = self._values[local]
+            out.tie = np.zeros(n, dtype=np.int64)
         else:  # the equality form, projection *: one row per complex event, f of one event
             assert n == len(chunk)
-            out.rank = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
-            out.tie = chunk.positions[chunk.offsets[:-1]]  # type: ignore[attr-defined]
+            out.rank = np.zeros(n, dtype=np.int64)
+            out.tie = chunk.positions[chunk.offsets[:-1]]
         return out
 
 
