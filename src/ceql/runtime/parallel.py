@@ -68,7 +68,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -277,6 +277,8 @@ class _Piece:
     reached: np.ndarray | None = None  # shards: running maximum of the measures (MISSING: none)
     owners: np.ndarray | None = None  # keys: the rows, grouped by worker (ascending in each)
     bounds: np.ndarray | None = None  # keys: worker w's rows are owners[bounds[w]:bounds[w + 1]]
+    grouped: pa.Table | None = None  # keys: the rows in ``owners``' order, without event_type
+    grouped_types: np.ndarray | None = None  # keys: their type indexes
     suspect: bool = False  # a missing time or a time out of order inside the piece
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
@@ -552,7 +554,13 @@ class ParallelKernel:
         elif self.absence is not None:  # n EVENTS: every event passes deadlines
             piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
-            piece.owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
+            owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
+            # Grouped by worker here, once (a worker's rows of the piece are then slices): a
+            # take per worker from the whole batch read every cache line of it in every worker.
+            piece.owners = owners
+            piece.grouped = table.drop_columns("event_type").take(pa.array(owners))
+            piece.grouped_types = types[owners]
+            piece.table = None  # (the grouped copy replaces it)
         return piece
 
     def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
@@ -664,13 +672,10 @@ class ParallelKernel:
         self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None, groups: list[list[_Piece]]
     ) -> list:
         """Worker ``w``'s events of the batch, at their stream positions, a kernel call per
-        group of pieces (``_groups``)."""
-        parts = []
-        for group in groups:
-            table, positions, types = self._batch_share(w, group)
-            if table is not None:
-                parts.append((table, positions, types))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+        group of pieces (``_groups``; each taken just before its call, so that one group's
+        arrays are alive at a time)."""
+        parts = (self._batch_share(w, group) for group in groups)
+        return self._emit(pool, self.kernels[w], (part for part in parts if part[0] is not None), None, channel, None)
 
     def _absence_job(
         self,
@@ -683,40 +688,39 @@ class ParallelKernel:
     ) -> list:
         """NOT FOLLOWED BY: worker ``w``'s events of each group of pieces (or none), then the
         deadlines the group's clock passes (``SplitAbsence.process_part``), a call per group."""
-        parts = []
+        return self._emit(pool, self.kernels[w], self._absence_parts(w, groups, clocks), None, channel, None)
+
+    def _absence_parts(self, w: int, groups: list[list[_Piece]], clocks: list[_Clock]) -> Iterator[tuple]:
+        """``SplitAbsence.process_part``'s arguments per group, each taken just before its call."""
         for group, clock in zip(groups, clocks):
             table, positions, types = self._batch_share(w, group)
             kinds = None if types is None else self.cancel_types[types]
-            parts.append((table, positions, clock.get, group[-1].first + group[-1].rows, kinds))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+            yield table, positions, clock.get, group[-1].first + group[-1].rows, kinds
 
     def _batch_share(self, w: int, valid: list[_Piece]) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:
-        """Worker ``w``'s rows of a batch's pieces as one table, with their stream positions
-        and type indexes (None: it has none)."""
-        rows, positions, types, offset = [], [], [], 0
+        """Worker ``w``'s rows of a group of pieces as one table (slices of the pieces' grouped
+        rows, no copy), with their stream positions and type indexes (None: it has none). Its
+        event_type column is rebuilt from the rows' type indexes as a dictionary column (the
+        kernel, given the types, reads it only in rare cases; taking the strings cost as much as
+        every other column): an unknown type is null."""
+        tables, positions, types = [], [], []
         for piece in valid:
-            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
-            assert piece.types is not None
-            mine = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
-            rows.append(mine + offset)
-            positions.append(mine + piece.first)
-            types.append(piece.types[mine])  # (the kernel need not find them again)
-            offset += piece.rows
-        if not sum(len(r) for r in rows):
+            assert piece.grouped is not None and piece.owners is not None and piece.bounds is not None
+            assert piece.grouped_types is not None
+            lo, hi = int(piece.bounds[w]), int(piece.bounds[w + 1])
+            if hi > lo:
+                tables.append(piece.grouped.slice(lo, hi - lo))
+                positions.append(piece.owners[lo:hi] + piece.first)
+                types.append(piece.grouped_types[lo:hi])  # (the kernel need not find them again)
+        if not tables:
             return None, None, None
-        table = pa.concat_tables([piece.table for piece in valid])
         kinds = np.concatenate(types)
-        return self._share(table, np.concatenate(rows), kinds), np.concatenate(positions), kinds
-
-    def _share(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> pa.Table:
-        """A worker's ``rows`` of a typed table. Its event_type column is rebuilt from the rows'
-        type indexes as a dictionary column (the kernel, given the types, reads it only in rare
-        cases; taking the strings cost as much as every other column): an unknown type is null."""
-        taken = table.drop_columns("event_type").take(pa.array(rows))
-        unknown = types < 0
-        codes = pa.array(types.astype(np.int32), mask=unknown if unknown.any() else None)
-        kinds = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
-        return taken.add_column(table.schema.get_field_index("event_type"), "event_type", kinds)
+        unknown = kinds < 0
+        codes = pa.array(kinds.astype(np.int32), mask=unknown if unknown.any() else None)
+        names = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
+        table = pa.concat_tables(tables)
+        table = table.add_column(0, "event_type", names)  # (first, as typed tables have it)
+        return table, np.concatenate(positions), kinds
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
         """The keyed batch's outputs merged by trigger in the workers (each a range of
@@ -804,7 +808,7 @@ class ParallelKernel:
         self,
         pool: _Pool,
         runner: PlanKernel,
-        parts: list[tuple],
+        parts: Iterable[tuple],
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
