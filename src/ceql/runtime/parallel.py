@@ -17,9 +17,11 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
    only to raise the one-core error itself.
-3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece (one
-   take; event_type rebuilt from the type indexes) and runs them at their stream positions in
-   one kernel call (NOT FOLLOWED BY: piece by piece where a deadline may overflow); a sharded
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of each group of N
+   pieces (slices: a piece's rows were put in worker order when it was prepared; event_type
+   rebuilt from the type indexes) and runs them at their stream positions, a kernel call per
+   group (about one piece's rows: one core's array sizes; NOT FOLLOWED BY: piece by piece where
+   a deadline may overflow); a sharded
    plan's worker runs its run of rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
@@ -94,9 +96,8 @@ MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
 CHUNK_MIN_ROWS = 20_000
 #: Pieces of the one-core batch size per worker in one batch: larger batches amortise the
-#: per-batch synchronisation, merge and kernel call (a keyed worker runs its rows of a whole
-#: batch in one call; measured on 4M events: 4 pieces per worker left 1.11x one core's CPU in
-#: the workers, 8 pieces 1.05x).
+#: per-batch synchronisation and merge (a keyed worker makes a kernel call per group of N
+#: pieces of the batch, ``ParallelKernel._groups``).
 PIECES_PER_WORKER = 8
 
 #: Complex events per output chunk of a worker at least (``output="arrow"``): N workers with
