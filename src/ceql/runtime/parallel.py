@@ -85,7 +85,7 @@ from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
 from ceql.runtime.kernel.absence import INT64_MAX, own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
-from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
+from ceql.runtime.kernel.engine import COMPACT_MIN, MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
 from ceql.runtime.parallel_keys import split_rows
@@ -100,6 +100,8 @@ CHUNK_MIN_ROWS = 20_000
 #: pieces of the batch, ``ParallelKernel._groups``).
 PIECES_PER_WORKER = 8
 
+#: Node rows a worker's kernel keeps in use before compacting, at least (one core: COMPACT_MIN).
+WORKER_COMPACT_MIN = 4096
 #: Complex events per output chunk of a worker at least (``output="arrow"``): N workers with
 #: one core's chunk size each made N sets of output buffers of up to 38 MB, which the threads'
 #: allocator maps afresh for every chunk (measured: the sharded workload's page faults 2.5x
@@ -363,6 +365,13 @@ class ParallelKernel:
             for mine, given in pairs:
                 mine.det.max_states = given.det.max_states
                 mine.det.max_work = given.det.max_work
+            # Keys: a 1/N of one core's node pool before the first compaction (a worker holds a
+            # 1/N of the keys' state): N pools of one core's size were the keyed workers' largest
+            # page faults (16 x 4 MB). (Not shards: a shard's live state is one core's, and
+            # compacting it more often mapped more pools than it saved.)
+            if split == "keys":
+                for kernel in [runner.kernel] if plan.absence is None else [runner.own.kernel, runner.cancelling.kernel]:
+                    kernel.compact_min = kernel.compact_at = max(WORKER_COMPACT_MIN, COMPACT_MIN // workers)
             self.kernels.append(runner)
         # Per piece: its measures and time-order facts (read only by the workers); the
         # calling thread checks a suspect piece again, to raise the one-core error. NOT
