@@ -134,6 +134,17 @@ USERS: list[tuple[str, str]] = [
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.v > a.v PARTITION BY [d.n, d.k]) {W}",
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
     ),
+    # a right side of several events, and labels of a repeated scope: the register programs
+    # replayed on each enumerated derivation (kernel/replay.py)
+    (
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e FILTER e.n = a.n) {W}",
+        f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d ; B AS e) {W}",
+    ),
+    (
+        f"SELECT * FROM S WHERE ((A AS a ; C AS c) UNLESS (D AS d FILTER d.n = a.n))+ {W}",
+        f"SELECT * FROM S WHERE ((A AS a ; C AS c) UNLESS (D AS d))+ {W}",
+    ),
+    (f"SELECT * FROM S WHERE (A AS a ; (B AS b FILTER b.v > a.v))+ {W}", f"SELECT * FROM S WHERE (A AS a ; B AS b)+ {W}"),
 ]
 
 

@@ -96,3 +96,56 @@ def test_emulated_consumption_is_the_per_trigger_check() -> None:
         got += list(evaluator.push_batch(events[7_000:]))
         got += list(evaluator.finish())
         assert sorted(got) == expected, consume
+
+
+def _model(rows: list[tuple[int, int, int]], per_partition: bool) -> tuple[list[bool], dict[int, int]]:
+    """CONSUME BY by hand (rows: (trigger, partition, first), in trigger order): a row survives
+    when it starts after its scope's last consumption before its trigger; a trigger consumes
+    the scopes of the rows it keeps."""
+    last: dict[int, int] = {}
+    keep: list[bool] = []
+    at = 0
+    while at < len(rows):
+        end = at
+        while end < len(rows) and rows[end][0] == rows[at][0]:
+            end += 1
+        group = rows[at:end]
+        ok = [first > last.get(part if per_partition else 0, -1) for _, part, first in group]
+        for (trigger, part, _), kept in zip(group, ok):
+            if kept:
+                last[part if per_partition else 0] = trigger
+        keep += ok
+        at = end
+    return keep, last
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(0, 9)), max_size=30),
+    st.booleans(),
+    st.integers(1, 4),
+)
+def test_consumed_with_several_scopes_at_one_trigger_is_the_model(raw, per_partition, calls) -> None:
+    """``Consumed.keep`` (NOT FOLLOWED BY's deadlines: rows of several partitions due at one
+    trigger), over several calls, keeps what the model keeps and leaves the same markers."""
+    from ceql.runtime.kernel.consume import NEVER, Consumed
+
+    rows = sorted(((first + gap, part, first) for part, gap, first in raw), key=lambda row: row[0])
+    consumed = Consumed(per_partition)
+    got: list[bool] = []
+    # Calls cut between triggers only (a trigger's rows come in one call).
+    bounds = [i for i in range(1, len(rows)) if rows[i][0] != rows[i - 1][0]]
+    cuts = [0, *bounds[:: max(1, len(bounds) // calls)][1:], len(rows)]
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = rows[a:b]
+        kept = consumed.keep(
+            np.array([r[0] for r in part], dtype=np.int64),
+            np.array([r[1] for r in part], dtype=np.int64),
+            np.array([r[2] for r in part], dtype=np.int64),
+        )
+        got += kept.tolist()
+    keep, last = _model(rows, per_partition)
+    assert got == keep
+    codes, at = consumed.markers()
+    assert dict(zip(codes.tolist(), at.tolist())) == last
+    assert (consumed.last[np.setdiff1d(np.arange(len(consumed.last)), codes)] == NEVER).all()

@@ -432,3 +432,40 @@ def test_linked_joins_through_push_and_workers_agree_with_the_reference(text) ->
     got = list(mixed.process(events[:150])) + [m for e in events[150:] for m in mixed.push(e)]
     assert by_trigger(got) == expected
     assert by_trigger(query.run(events, engine="compiled", workers=2)) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-40, 40), max_size=40), min_size=1, max_size=6),
+    st.lists(st.booleans(), max_size=400),
+)
+def test_key_tables_are_a_dict(batches, alive) -> None:
+    """The compiled key tables (keys.py: ``hash_codes`` growing by ``hash_insert``; WindowCodes'
+    ``window_codes`` and ``recycle_codes``) give the codes of a dict model: first appearance
+    order, and recycled codes taken back from the top of the stack of the codes not live; one
+    key at a time (``encode_one``) as in batches."""
+    from ceql.runtime.kernel.keys import IntCodes, WindowCodes
+
+    ints, model, next_code = IntCodes(bits=2), {}, 0  # (2 bits: the table grows, rehashed)
+    window, wmodel, free, fresh = WindowCodes(bits=2), {}, [], 0
+    for number, batch in enumerate(batches):
+        values = np.array(batch, dtype=np.int64)
+        codes, next_code, _ = ints.encode(values, None, next_code)
+        for value, code in zip(batch, codes.tolist()):
+            assert model.setdefault(value, code) == code
+        assert sorted(model.values()) == list(range(next_code))
+        # (every other batch one key at a time: push's encode_one)
+        got = window.encode(values, None).tolist() if number % 2 else [window.encode_one(v) for v in batch]
+        for value, code in zip(batch, got):
+            if value not in wmodel:
+                if free:
+                    wmodel[value] = free.pop()
+                else:
+                    wmodel[value], fresh = fresh, fresh + 1
+            assert code == wmodel[value]
+        # Give back the codes whose partition is not alive (the kernel's slot_of: -1).
+        slot_of = np.array([0 if alive[c % len(alive)] else -1 for c in range(fresh)] if alive else [], dtype=np.int64)
+        window.recycle(slot_of)
+        wmodel = {k: c for k, c in wmodel.items() if c < len(slot_of) and slot_of[c] >= 0}
+        free = [c for c in range(fresh) if c >= len(slot_of) or slot_of[c] < 0]
+        assert window.live == len(wmodel)

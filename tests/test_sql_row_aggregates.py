@@ -126,6 +126,19 @@ def test_many_matches_grow_the_matchers_buffers() -> None:
     assert sum(1 for a in out.column("a").to_pylist() if a is None) > 100  # the unmatched rows
 
 
+def test_long_matches_grow_the_match_list_alone() -> None:
+    # one row per match, each of 600 rows: the match list (4096 cells) fills with the output
+    # rows (1024) nearly empty, and grows alone
+    n = 6000
+    table = pa.table({"t": list(range(n)), "v": [i % 600 for i in range(n)], "s": [str(i % 5) for i in range(n)]})
+    out = both(
+        """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES ARRAY_AGG(s) AS a, MIN_BY(t, v) AS m, COUNT(*) AS c
+        ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS v = 0, B AS v > PREV(v))""",
+        table,
+    )
+    assert out.column("c").to_pylist() == [600] * 10
+
+
 def test_concat_ws_skips_null_elements_and_is_null_without_rows() -> None:
     # row 3's s is null: B's array is [null] there, joined ''; before any B row, NULL
     out = both(

@@ -369,6 +369,67 @@ def project_window_queries(draw, depth: int = 2):
 
 
 @st.composite
+def replayed_queries(draw, depth: int = 2):
+    """Conditions across events that only registers decide (issue 40; the kernel replays the
+    register programs on each derivation: runtime/kernel/replay.py): ``f UNLESS g`` with g of
+    several events (a sequence, a ``:`` chain, ALL, an iteration, a sequence with an iteration)
+    whose conditions read g's labels and f's, the UNLESS the whole pattern, in a sequence, under
+    an iteration, a renaming or a projection; or conditions reading labels of a repeated scope
+    (``(E AS p ; E AS q FILTER q.v > p.v)+``), alone or after f. f and the clauses from
+    ``cross_queries``, always under a window (the kernel enumerates every candidate)."""
+    base = draw(cross_queries(depth))
+    left = base.formula
+    kind = draw(st.sampled_from(["seq", "seq", "cseq", "all", "iter", "seq-iter", "repeated"]))
+    if kind == "repeated":
+        first = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "p")
+        second = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "q")
+        free = tuple(sorted(_defined(left) - {"p", "q"}))
+        body = ast.Sequence((first, ast.Filter(second, draw(cross_conditions(("q",), ("p",) + free)))))
+        formula: ast.Formula = ast.Iteration(body)
+        if draw(st.booleans()):
+            formula = ast.Sequence((left, formula))
+    else:
+        free = tuple(sorted(_defined(left) - {"w", "u"})) or ("A",)
+        first = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "w")
+        second = ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "u")
+        if kind in ("seq", "cseq"):
+            if draw(st.booleans()):  # the condition on the second event, w read from g
+                right: ast.Formula = ast.Sequence(
+                    (first, ast.Filter(second, draw(cross_conditions(("u",), ("w",) + free)))), kind == "cseq"
+                )
+            else:
+                right = ast.Filter(ast.Sequence((first, second), kind == "cseq"), draw(cross_conditions(("w", "u"), free)))
+        elif kind == "all":
+            right = ast.Filter(ast.AllOf((first, second)), draw(cross_conditions(("w", "u"), free)))
+        elif kind == "iter":
+            right = ast.Filter(ast.Label(ast.Iteration(ast.EventType(draw(st.sampled_from(TYPES)))), "w"), draw(cross_conditions(("w",), free)))
+        else:
+            right = ast.Sequence((first, ast.Iteration(ast.Filter(second, draw(cross_conditions(("u",), ("w",) + free))))))
+        formula = ast.Unless(left, right)
+        where = draw(st.sampled_from(["top", "top", "seq", "iter", "rename", "project"]))
+        if where == "seq":
+            formula = ast.Sequence((ast.Label(ast.EventType(draw(st.sampled_from(TYPES))), "y"), formula))
+        elif where == "iter":
+            formula = ast.Iteration(formula)
+        elif where == "rename":
+            labels = sorted(_defined(left))
+            if labels:
+                formula = ast.Rename(formula, ((draw(st.sampled_from(labels)), "z"),))
+        elif where == "project":
+            labels = sorted(_defined(left))
+            if labels:
+                formula = ast.Project(formula, tuple(draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))))
+    return ast.Query(
+        projection=base.projection,
+        formula=formula,
+        strategy=base.strategy,
+        within=base.within or ast.Within("events", draw(st.integers(3, 8))),
+        partition_labels=base.partition_labels,
+        limit=base.limit,
+    )
+
+
+@st.composite
 def twin_unless_queries(draw, depth: int = 2):
     """Two equal copies of ``unless_event_queries``' formula (the same condition in two right
     sides: the kernel checks each under its own compiler labels), joined by AND, ALL or a

@@ -78,6 +78,11 @@ class DetAutomaton:
         self.subsets: list[frozenset] = []
         self.ids: dict[frozenset, int] = {}
         self.final: list[bool] = []
+        # A canonical sort key per state (its machine states, sorted): with ANY or LIMIT, the
+        # order in which the runs of one event move, so that which complex events come first
+        # within a trigger does not depend on the order states happened to be interned in (a
+        # restored state interns them afresh).
+        self.rank: list[tuple] = []
         self.cache: dict[tuple[int, int], tuple] = {}
         # Label sets as sorted tuples: tuples of strings are not tracked by the cycle collector,
         # and neither, in the end, are the tECS nodes holding them (a large saving on big states).
@@ -145,6 +150,7 @@ class DetAutomaton:
                 raise AutomatonTooLarge(self._too_large())
             self.ids[subset] = found
             self.subsets.append(subset)
+            self.rank.append(_canonical(subset))
             self.final.append(any(self.is_final_state(s) for s in subset))
         return found
 
@@ -247,3 +253,9 @@ def _machines(machine: automata.Machine):
             if isinstance(child, automata.Machine):
                 stack.append(child)
         stack.extend(getattr(item, "parts", ()))
+
+
+def _canonical(subset: frozenset) -> tuple:
+    """The subset's machine states in a fixed order, comparable with any other subset's (the
+    machine states of one query may mix types: each by its repr)."""
+    return tuple(sorted(map(repr, subset)))

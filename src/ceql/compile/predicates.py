@@ -526,7 +526,7 @@ def _compare_exact(op: str, left: _Exact, right: _Exact) -> np.ndarray:
     is missing or NaN (the only value unequal to itself)."""
     a, b = left.values, right.values
     with np.errstate(invalid="ignore"):  # NaN compares false (below), without a warning
-        result = np.asarray(_OBJECT_COMPARE[op](a, b), dtype=bool)
+        result = np.asarray(NUMPY_COMPARE[op](a, b), dtype=bool)
     return result & left.valid & right.valid & np.asarray(a == a, dtype=bool) & np.asarray(b == b, dtype=bool)
 
 
@@ -545,7 +545,8 @@ def _member(pred: ast.InSet | ast.InInterval, value: Any) -> bool:
 
 _OBJECT_ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
 _FMOD = np.frompyfunc(math.fmod, 2, 1)
-_OBJECT_COMPARE = {
+#: The comparison operators on arrays, element-wise (object arrays too: exact ints).
+NUMPY_COMPARE = {
     "=": np.equal,
     "!=": np.not_equal,
     "<": np.less,

@@ -46,6 +46,10 @@ class _Store:
         self.det = plan.det
         self.init = plan.det.initial
         self.partitioned = bool(plan.partition_groups)
+        # Where the first complex events of a trigger are the result (ANY, LIMIT), runs move in
+        # determinize.rank's canonical order, not in the states' interning order, which a
+        # restored state does not reproduce.
+        self.canonical = plan.strategy == "ANY" or plan.limit is not None
         self.partitions: dict[Any, Any] = {}
         self.consumed_at = -1
         self.partition_consumed: dict[Any, int] = {}
@@ -102,6 +106,9 @@ class PlainRuns(_Store):
             moving = [(state, active[state]) for state in touched if state in active]
         else:
             moving = [(state, node) for state, node in active.items() if state in touched]
+        if self.canonical and len(moving) > 1:
+            rank = det.rank
+            moving.sort(key=lambda item: rank[item[0]])
         new = active if fresh else dict(active)  # (a fresh dict is no partition's yet)
         for state, _ in moving:
             del new[state]
@@ -338,6 +345,8 @@ class RegisterRuns(_Store):
         states = [s for s in touched if s in active] if len(touched) < len(active) else [
             s for s in active if s in touched
         ]
+        if self.canonical and len(states) > 1:
+            states.sort(key=det.rank.__getitem__)
         cache = det.cache
         # First take out every class that moves (reading before writing: a state may receive
         # runs from another one processed before it), then add the arrivals.

@@ -295,6 +295,20 @@ def label_vocabulary(plan: Plan) -> frozenset[str]:
     return frozenset(found)
 
 
+def check_machine_state(machine: Any, subset: Any, what: str) -> None:
+    """A saved automaton state: a non-empty frozenset of states of the query's ``machine``,
+    else StateError (``what``: the kind of state, first words of the message)."""
+    if not isinstance(subset, frozenset) or not subset:
+        raise StateError(f"{what} has a malformed automaton state")
+    for item in subset:
+        try:
+            valid = machine.valid(item)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):  # (a forged item)
+            valid = False
+        if not valid:
+            raise StateError(f"{what} names an automaton state this query does not have: {str(item)[:40]}")
+
+
 def check_labels(labels: Any, vocabulary: frozenset[str], public: bool = True) -> tuple[str, ...]:
     """A saved label set: a non-empty list of distinct known labels, one of them public (nodes
     exist only for events a transition reports) unless ``public`` is false (the kernel also
@@ -505,17 +519,7 @@ def _load(evaluator: Evaluator, body: Any) -> _Loaded:
     remap: dict[str, int] = {}
     for name, encoded in states.items():
         subset = _decode(encoded)
-        if not isinstance(subset, frozenset) or not subset:
-            raise StateError("saved state has a malformed automaton state")
-        for machine_state in subset:
-            try:
-                valid = machine.valid(machine_state)
-            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
-                valid = False
-            if not valid:
-                raise StateError(
-                    f"saved state names an automaton state this query does not have: {str(machine_state)[:40]}"
-                )
+        check_machine_state(machine, subset, "saved state")
         try:
             remap[name] = det.intern(subset)
         except CeqlError as exc:  # the determinized automaton's bound

@@ -184,6 +184,22 @@ def _by_value(K, W, WF, aggoff, k, at, cap1, acci, accf, accc, acce, func, ri, r
 
 
 @njit(cache=True, inline="always")
+def _compare(kind, a, b):
+    """``a kind b`` (C_EQ ... C_GE), for ints or doubles (compiled once per type)."""
+    if kind == C_EQ:
+        return a == b
+    if kind == C_NE:
+        return a != b
+    if kind == C_LT:
+        return a < b
+    if kind == C_LE:
+        return a <= b
+    if kind == C_GT:
+        return a > b
+    return a >= b
+
+
+@njit(cache=True, inline="always")
 def _round_div(a, b):
     """a / b rounded half away from zero (b != 0, not INT64_MIN / -1): decimal division."""
     q = abs(a) // abs(b)
@@ -551,35 +567,9 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
                 W[stn + sp - 1] = 1
             else:
                 if op == E_CMP_I:
-                    a = W[sti + sp - 1]
-                    b = W[sti + sp]
-                    if kind == C_EQ:
-                        res = a == b
-                    elif kind == C_NE:
-                        res = a != b
-                    elif kind == C_LT:
-                        res = a < b
-                    elif kind == C_LE:
-                        res = a <= b
-                    elif kind == C_GT:
-                        res = a > b
-                    else:
-                        res = a >= b
+                    res = _compare(kind, W[sti + sp - 1], W[sti + sp])
                 else:
-                    x = WF[stf + sp - 1]
-                    y = WF[stf + sp]
-                    if kind == C_EQ:
-                        res = x == y
-                    elif kind == C_NE:
-                        res = x != y
-                    elif kind == C_LT:
-                        res = x < y
-                    elif kind == C_LE:
-                        res = x <= y
-                    elif kind == C_GT:
-                        res = x > y
-                    else:
-                        res = x >= y
+                    res = _compare(kind, WF[stf + sp - 1], WF[stf + sp])
                 W[sti + sp - 1] = 1 if res else 0
             pc += 2
         elif op == E_NOT:
@@ -644,7 +634,8 @@ def evaluate(K, KF, ci, cf, valid, perm, W, WF, lo, hi, row0, vis0, start, pstar
 
 
 # _run's results
-R_DONE, R_GROW_PATH, R_GROW_BT, R_GROW_TRAIL, R_GROW_OUT, R_ERROR = range(6)
+# (R_GROW_OUT: the output rows are full; R_GROW_LIST: the match list, ``track``'s, is.)
+R_DONE, R_GROW_PATH, R_GROW_BT, R_GROW_TRAIL, R_GROW_OUT, R_ERROR, R_GROW_LIST = range(7)
 # _run's state (W[W[W_STATE] + i]): partition, start row (-1: a fresh partition), matches so
 # far, last row in a match, output rows, search generation, memo valid since, steps
 S_PART, S_START, S_NUMBER, S_COVERED, S_NOUT, S_GEN, S_VALID, S_STEPS = range(8)
@@ -975,7 +966,7 @@ def _run(
             if nout + emit > out_cap or (track and OL[0] + length + 3 > OL.shape[0]):
                 _save(W, st, p, s, number, covered, nout)
                 W[st + S_VALID] = W[st + S_GEN] + 1
-                return R_GROW_OUT
+                return R_GROW_OUT if nout + emit > out_cap else R_GROW_LIST
             number += 1
             W[st + S_VALID] = gen + 1  # a successful search's marks are not failures
             k_out = nout
@@ -1201,15 +1192,14 @@ def match_all(K, KF, masks, starts, ci, cf, valid, perm, bounds, resume, numbers
             btcap *= 2
         elif status == R_GROW_TRAIL:
             trailcap *= 2
+        elif status == R_GROW_LIST:  # (only the match list: the output rows have room)
+            OL = np.concatenate([OL, np.zeros_like(OL)])
+            continue
         else:
-            grown = 2 * OI.shape[1]
             OI = np.concatenate([OI, np.zeros_like(OI)], axis=1)
             OF = np.concatenate([OF, np.zeros_like(OF)], axis=1)
             ON = np.concatenate([ON, np.zeros_like(ON)], axis=1)
             OM = np.concatenate([OM, np.zeros_like(OM)], axis=1)
-            if track:
-                OL = np.concatenate([OL, np.zeros_like(OL)])
-            assert OI.shape[1] == grown
             continue
         W, WF = _workspace(nagg, cap, stack, btcap, nslots, trailcap, old=(W, WF))
     state = W[W[W_STATE] : W[W_STATE] + 8]

@@ -45,6 +45,7 @@ from ceql.runtime.absence import deadline_error
 from ceql.runtime.arrow import MatchColumns
 from ceql.runtime.ingest import out_of_order
 from ceql.runtime.kernel.compiled import SELECT_LAST, SELECT_MAX, SELECT_NEXT, select_supports
+from ceql.runtime.kernel.consume import Consumed
 from ceql.runtime.kernel.engine import KernelMatches
 from ceql.runtime.kernel.output import limit_projected, project
 from ceql.runtime.kernel.postfilter import first_per_trigger, post_filter
@@ -254,11 +255,11 @@ class KernelAbsence:
         # the query's partition key only: a key found from an equality is no partition.
         self._keyed = bool(self.reports_partition) and self.own.keys is not None
         # CONSUME BY among the complex events due at one trigger: the last trigger that
-        # reported, overall and per partition code (PARTITION with a PARTITION BY).
+        # reported, overall and per partition code (PARTITION with a PARTITION BY; consume.py).
         self.consume = plan.consume
         self.consume_by_key = plan.consume == "PARTITION" and bool(plan.checked.query.partition_by)
         self.last_any = -1
-        self.last_by_key: dict[int, int] = {}
+        self.consumed = Consumed(self.consume_by_key)
         self._label_rank: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
         # Canonical label sets (public labels, the mark removed), shared by both kernels.
         self._canon: dict[tuple[str, ...], int] = {}
@@ -279,11 +280,15 @@ class KernelAbsence:
         self._cancel_codes: dict[tuple, int] = {}
         self._key_of: dict[int, tuple] = {}  # own key code -> key, for the codes push met
         self._heap: list[tuple[int, int, int]] = []
+        # Push's per-event path drives the automaton's loop; a kernel that evaluates its plan
+        # as a hash join or a column-wise chain (joins.py, contiguous.py) keeps its state
+        # elsewhere, so pushed events take the batch path there (as single.py does).
         self._light = (
             self.kept is None
             and not self.own.checked
             and not self.cancelling.checked
             and self.cancelling.kept is None
+            and all(kernel.join is None and kernel.chain is None for kernel in (self.own, self.cancelling))
         )
         self._simple = (
             self._light
@@ -294,7 +299,6 @@ class KernelAbsence:
         )
         self._sets_seen: dict = {}  # (id of a kernel, label-set id) -> canonical id (push)
         self._shown: dict[int, tuple[bool, tuple[str, ...]]] = {}  # own label-set id -> projection
-        self._public: dict[int, tuple[str, ...]] = {}  # own label-set id -> its public labels, sorted
 
     def _share(self) -> np.ndarray | None:
         """What f's kernel may take from the cancelling one per batch (one pass over the
@@ -438,7 +442,9 @@ class KernelAbsence:
     def _report(self, due: np.ndarray, triggers: np.ndarray) -> Iterator[KernelMatches]:
         """Report the waiting rows ``due`` (a mask) at ``triggers`` (per row) and drop them,
         in the order of docs/semantics.md 5.2: by trigger, partition key, deadline, then the
-        complex events' events (``_order``); CONSUME BY first (``_consumed``)."""
+        complex events' events (``_order``); CONSUME BY first (consume.py: the complex events
+        starting after the last trigger that reported, overall or of their key; a trigger
+        reports when a row survives, as the strategy and LIMIT keep at least one)."""
         waiting = self.waiting
         rows = np.flatnonzero(due)
         trigger = triggers[rows]
@@ -446,8 +452,10 @@ class KernelAbsence:
         rows, trigger, rank = rows[order], trigger[order], rank[order]
         self._forget(waiting.key[rows])
         if self.consume != "NONE":
-            kept = self._consumed(rows, trigger)
+            kept = self.consumed.keep(trigger, waiting.part[rows], waiting.first[rows])
             rows, trigger, rank = rows[kept], trigger[kept], rank[kept]
+            if len(trigger):
+                self.last_any = int(trigger[-1])
         chunk = self._chunk(rows, trigger, rank)
         waiting.keep(~due)
         if self.consume != "NONE" and not self.consume_by_key and len(waiting):
@@ -497,31 +505,6 @@ class KernelAbsence:
                 by_canon[found] = ordered[labels]
             self._label_rank = (len(self._canon), by_canon)
         return by_canon[canon]
-
-    def _consumed(self, rows: np.ndarray, trigger: np.ndarray) -> np.ndarray:
-        """CONSUME BY (rows in trigger order): which rows survive, trigger by trigger, the
-        complex events starting after the last trigger that reported (overall, or of their
-        key). A trigger reports when a row survives: the strategy and LIMIT keep at least one."""
-        first = self.waiting.first[rows]
-        part = self.waiting.part[rows]
-        keep = np.zeros(len(rows), dtype=bool)
-        cuts = np.r_[0, np.flatnonzero(np.diff(trigger)) + 1, len(rows)].tolist()
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            at = int(trigger[a])
-            if self.consume_by_key:
-                parts = part[a:b]
-                bound = np.array([self.last_by_key.get(p, -1) for p in parts.tolist()], dtype=np.int64)
-                ok = first[a:b] > bound
-                if ok.any():
-                    self.last_any = at
-                    for p in np.unique(parts[ok]).tolist():
-                        self.last_by_key[p] = at
-            else:
-                ok = first[a:b] > self.last_any
-                if ok.any():
-                    self.last_any = at
-            keep[a:b] = ok
-        return keep
 
     def _chunk(self, rows: np.ndarray, trigger: np.ndarray, rank: np.ndarray) -> KernelMatches:
         """The waiting ``rows`` as complex events triggered at ``trigger``, the strategy and
@@ -774,10 +757,11 @@ class KernelAbsence:
             shown = self._shown
             keys = self._key_of if self._keyed else None
             if len(items) > 1:  # (the order of _order: partition key, deadline, events)
+                ranks = self._label_ranks().tolist()  # (_order's label order)
                 try:  # (keys of numbers or of strings compare as they are, as partition_order does)
-                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same))
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, _same, ranks))
                 except TypeError:
-                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order))
+                    items.sort(key=lambda kv: self._push_order(kv[1], keys, partition_order, ranks))
             for _, (deadline, _, part, ps, ls) in items:
                 kept: list[int] = []
                 labels: dict[str, list[int]] = {}
@@ -797,21 +781,15 @@ class KernelAbsence:
                 out.append(Match(trigger, tuple(kept), {k: tuple(v) for k, v in labels.items()}, partition, {}, deadline))
         return out
 
-    def _push_order(self, item: tuple, keys: dict | None, order: Any) -> tuple:
-        """The sort key of a complex event ``push`` reports (``_order``'s order)."""
+    def _push_order(self, item: tuple, keys: dict | None, order: Any, ranks: list[int]) -> tuple:
+        """The sort key of a complex event ``push`` reports (``_order``'s order; ``ranks``:
+        ``_label_ranks``, per label-set id)."""
         deadline, _, part, ps, ls = item
-        sets = self.own.kernel.label_sets
-        public = self._public
-        events = []
-        for position, label in zip(ps, ls):
-            names = public.get(label)
-            if names is None:
-                names = public[label] = tuple(sorted(x for x in sets[label] if x[0] != "\x00"))
-            events.append((position, names))
+        events = tuple(zip(ps, [ranks[label] for label in ls]))
         if keys is None:
-            return (), deadline, tuple(events)
+            return (), deadline, events
         value = keys.get(part)
-        return order(value if value is not None else self.own.keys.keys[part]), deadline, tuple(events)
+        return order(value if value is not None else self.own.keys.keys[part]), deadline, events
 
     def _measure_of(self, position: int) -> int:
         """The window measure of an earlier event (a complex event's first)."""
@@ -1038,7 +1016,9 @@ def _export(runner: KernelAbsence) -> bytes:
     }
     if runner.consume != "NONE":  # CONSUME BY: the last trigger that reported, overall and per key code
         body["last_any"] = runner.last_any
-        body["last_by_key"] = sorted([code, at] for code, at in runner.last_by_key.items())
+        codes, at = runner.consumed.markers()
+        pairs = zip(codes.tolist(), at.tolist()) if runner.consume_by_key else ()  # (else one scope: last_any's)
+        body["last_by_key"] = [[code, value] for code, value in pairs]
     for name, array in arrays.items():
         body[name] = base64.b64encode(np.ascontiguousarray(array, dtype="<i8").tobytes()).decode("ascii")
     return seal(FORMAT, VERSION, fingerprint(runner.plan.checked), body)
@@ -1121,7 +1101,7 @@ def _load_consumed(runner: KernelAbsence, last_any: Any, pairs: Any, error: type
         if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code < count or code in by_key:
             raise error("saved NOT FOLLOWED BY state has a consumed marker of an impossible key")
         by_key[code] = trigger(pair[1])
-    runner.last_by_key = by_key
+    runner.consumed.load(runner.last_any, np.array(list(by_key), dtype=np.int64), np.array(list(by_key.values()), dtype=np.int64))
 
 
 def _check_waiting(runner: KernelAbsence, a: dict[str, np.ndarray], error: type, check_labels: Any, vocabulary_of: Any) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ceql.compile.predicates import NUMPY_COMPARE
 from ceql.compile.values import MISSING, arith, compare
 from ceql.lang import ast
 from ceql.lang.visit import walk
@@ -406,15 +407,6 @@ def _int_arithmetic(op: str, a: np.ndarray, b: np.ndarray, valid: np.ndarray) ->
 
 # ====================================================================== comparisons
 
-_NUMPY_COMPARE = {
-    "=": np.equal,
-    "!=": np.not_equal,
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-}
-
 
 def compare_columns(op: str, left: Col, right: Col) -> np.ndarray:
     """``left op right`` per row with the semantics of compile/values.compare: false when a
@@ -432,7 +424,7 @@ def compare_columns(op: str, left: Col, right: Col) -> np.ndarray:
             return valid & (op == "!=")
         a = np.where(valid, left.data, "")
         b = np.where(valid, right.data, "")
-        return valid & _NUMPY_COMPARE[op](a, b).astype(bool)
+        return valid & NUMPY_COMPARE[op](a, b).astype(bool)
     a, b = left.data, right.data
     if left.kind == "bool":
         a = a.astype(np.int64)
@@ -443,14 +435,14 @@ def compare_columns(op: str, left: Col, right: Col) -> np.ndarray:
         ints, floats = (a, b) if a.dtype == np.int64 else (b, a)
         wide = valid & ((ints > EXACT_FLOAT_INT) | (ints < -EXACT_FLOAT_INT)) & ~np.isnan(floats)
         with np.errstate(invalid="ignore"):
-            out = valid & _NUMPY_COMPARE[op](a.astype(np.float64), b.astype(np.float64))
+            out = valid & NUMPY_COMPARE[op](a.astype(np.float64), b.astype(np.float64))
         if wide.any():
             lv, rv = a.tolist(), b.tolist()
             for i in np.flatnonzero(wide).tolist():
                 out[i] = compare(op, lv[i], rv[i])
     else:
         with np.errstate(invalid="ignore"):
-            out = valid & _NUMPY_COMPARE[op](a, b)
+            out = valid & NUMPY_COMPARE[op](a, b)
     if a.dtype == np.float64:
         out &= ~np.isnan(a)
     if b.dtype == np.float64:

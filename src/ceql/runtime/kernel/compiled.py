@@ -1482,16 +1482,12 @@ def _key_slot(table, bits, v):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def hash_insert(old, table, bits):  # pragma: no cover - compiled
     """Move every key of the table ``old`` (the layout of ``hash_codes``) into ``table``."""
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     for s in range(len(old) // 2):
         c = old[2 * s + 1]
         if c < 0:
             continue
         v = old[2 * s]
-        j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
-        while table[2 * j + 1] >= 0:
-            j = (j + 1) & mask
+        j = _key_slot(table, bits, v)  # (keys are distinct: the empty slot where v goes)
         table[2 * j] = v
         table[2 * j + 1] = c
 
@@ -1642,8 +1638,6 @@ def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cove
     """Rebuild the key table of ``window_codes`` with the codes whose partition is live
     (``slot_of[code] >= 0``); every other code below ``n_codes`` goes on the stack ``free``.
     Returns (live codes, free codes)."""
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     for s in range(len(table) // 2):
         table[2 * s + 1] = -1
     live = 0
@@ -1651,9 +1645,7 @@ def recycle_codes(table, bits, keys, slot_of, n_codes, free):  # pragma: no cove
     for code in range(n_codes):
         if code < len(slot_of) and slot_of[code] >= 0:
             v = keys[code]
-            j = np.int64((np.uint64(v) * np.uint64(_GOLDEN)) >> shift)
-            while table[2 * j + 1] >= 0:
-                j = (j + 1) & mask
+            j = _key_slot(table, bits, v)  # (live codes have distinct keys: an empty slot)
             table[2 * j] = v
             table[2 * j + 1] = code
             live += 1
@@ -1695,35 +1687,24 @@ JOIN_ENTRIES_FULL = 2  # the entry arrays or the tables need room
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _join_head(tables, r, bits, key):
     """The latest entry of role ``r`` with ``key`` (-1: none)."""
-    mask = (1 << bits) - 1
-    j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
-    while True:
-        e = tables[r, 2 * j + 1]
-        if e < 0:
-            return -1
-        if tables[r, 2 * j] == key:
-            return e
-        j = (j + 1) & mask
+    e = tables[r, 2 * _key_slot(tables[r], bits, key) + 1]
+    return e if e >= 0 else -1
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _join_push(tables, r, bits, key, entry, ent):
     """Make ``entry`` the latest of role ``r`` with ``key``; its previous one goes to its E_PREV.
     Returns 1 when the key took a new slot, else 0."""
-    mask = (1 << bits) - 1
-    j = np.int64((np.uint64(key) * np.uint64(_GOLDEN)) >> np.uint64(64 - bits))
-    while True:
-        e = tables[r, 2 * j + 1]
-        if e < 0:
-            tables[r, 2 * j] = key
-            tables[r, 2 * j + 1] = entry
-            ent[entry, E_PREV] = -1
-            return 1
-        if tables[r, 2 * j] == key:
-            ent[entry, E_PREV] = e
-            tables[r, 2 * j + 1] = entry
-            return 0
-        j = (j + 1) & mask
+    table = tables[r]
+    j = _key_slot(table, bits, key)
+    e = table[2 * j + 1]
+    table[2 * j] = key
+    table[2 * j + 1] = entry
+    if e < 0:
+        ent[entry, E_PREV] = -1
+        return 1
+    ent[entry, E_PREV] = e
+    return 0
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)

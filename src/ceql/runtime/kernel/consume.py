@@ -11,6 +11,8 @@ kernel runs without CONSUME BY and ``Consumed`` applies it afterwards, column-wi
 event that passes the checks is kept iff its first event comes after the last consumption of
 its scope, and a trigger that keeps one consumes its scope. The state is one position per
 scope (the whole stream, or each partition code), saved in the kernel state's consumed fields.
+NOT FOLLOWED BY on the kernel (absence.py) consumes with the same ``Consumed`` (``keep``): the
+complex events due at one trigger may be of several partitions, so the scope is per row.
 """
 
 from __future__ import annotations
@@ -42,20 +44,36 @@ class Consumed:
         """``keep`` (the checks' verdict; complex events in trigger order, a trigger's all in one
         chunk) restricted to the complex events that start after their scope's last
         consumption; the scopes' consumption positions move on."""
-        if not len(trigger):
-            return keep
-        scope = np.asarray(partition, dtype=np.int64) if self.per_partition else np.zeros(len(trigger), np.int64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        starts = offsets[:-1]
+        # (A complex event without events, NOT's, starts after any consumption.)
+        first = np.full(len(starts), np.iinfo(np.int64).max, dtype=np.int64)
+        events = offsets[1:] > starts
+        first[events] = np.asarray(positions, dtype=np.int64)[starts[events]]
+        return self.keep(trigger, partition, first, keep)
+
+    def keep(self, trigger: np.ndarray, partition: np.ndarray, first: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+        """``keep`` (all kept when None) restricted to the complex events (rows in trigger order,
+        a trigger's all in one call) whose ``first`` position comes after their scope's last
+        consumption; each trigger that keeps a row consumes the scopes of the rows it keeps
+        (several partitions at one trigger: NOT FOLLOWED BY's deadlines)."""
+        n = len(trigger)
+        out = np.ones(n, dtype=np.bool_) if keep is None else np.ascontiguousarray(keep, dtype=np.bool_).copy()
+        if not n:
+            return out
+        scope = np.ascontiguousarray(partition, dtype=np.int64) if self.per_partition else np.zeros(n, np.int64)
         top = int(scope.max()) + 1
         if top > len(self.last):
             grown = np.full(max(top, 2 * len(self.last)), NEVER, dtype=np.int64)
             grown[: len(self.last)] = self.last
             self.last = grown
-        out = np.ascontiguousarray(keep, dtype=np.bool_).copy()
-        _consume(
-            np.ascontiguousarray(trigger, dtype=np.int64), scope, np.ascontiguousarray(offsets, dtype=np.int64),
-            np.ascontiguousarray(positions, dtype=np.int64), out, self.last,
-        )  # fmt: skip
+        _consume(np.ascontiguousarray(trigger, dtype=np.int64), scope, np.ascontiguousarray(first, dtype=np.int64), out, self.last)
         return out
+
+    def markers(self) -> tuple[np.ndarray, np.ndarray]:
+        """(The scopes consumed so far, their last consumption positions), by scope."""
+        codes = np.flatnonzero(self.last != NEVER).astype(np.int64)
+        return codes, self.last[codes]
 
     def export(self, codes: np.ndarray) -> tuple[int, np.ndarray]:
         """(The whole stream's last consumption, that of each partition code in ``codes``.)
@@ -89,25 +107,19 @@ def clear_markers(kernel) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _consume(trigger, scope, offsets, positions, keep, last):  # pragma: no cover - compiled
-    """Per trigger (consecutive complex events): drop the kept ones that start at or before
-    their scope's last consumption; if any is left, the trigger consumes its scope."""
+def _consume(trigger, scope, first, keep, last):  # pragma: no cover - compiled
+    """Per trigger (consecutive rows): drop the kept rows that start at or before their
+    scope's last consumption; then each scope of a row left is consumed at the trigger (after
+    the trigger's rows are all judged: one trigger does not consume against itself)."""
     n = len(trigger)
     i = 0
     while i < n:
         j = i
-        s = scope[i]
-        since = last[s]
-        any_kept = False
         while j < n and trigger[j] == trigger[i]:
-            if keep[j]:
-                lo, hi = offsets[j], offsets[j + 1]
-                # (A complex event without events, NOT's, starts after any consumption.)
-                if hi > lo and positions[lo] <= since:
-                    keep[j] = False
-                else:
-                    any_kept = True
+            if keep[j] and first[j] <= last[scope[j]]:
+                keep[j] = False
             j += 1
-        if any_kept:
-            last[s] = trigger[i]
+        for r in range(i, j):
+            if keep[r]:
+                last[scope[r]] = trigger[i]
         i = j

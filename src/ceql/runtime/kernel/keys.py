@@ -130,41 +130,38 @@ class WindowCodes:
 
     def encode(self, values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
         """The codes of ``values`` (-1 where not ``valid``)."""
-        from ceql.runtime.kernel.compiled import window_codes
-
         values = np.require(values, np.int64, ["C", "W"])
         n = len(values)
-        if valid is None:
-            valid = np.ones(n, dtype=bool)
-        self._reserve(self.live + n)
-        need = self.count + n
-        if need > len(self.keys):
-            self.keys = _grown(self.keys, need)
-            self.free = _grown(self.free, need)
+        valid = np.ones(n, dtype=bool) if valid is None else np.require(valid, np.bool_, ["C", "W"])
         out = np.empty(n, dtype=np.int64)
-        before = self.count - int(self.counts[1])
-        window_codes(values, np.require(valid, np.bool_, ["C", "W"]), self.table, self.bits, self.keys, self.free, self.counts, out)
-        self.live += self.count - int(self.counts[1]) - before
+        self._encode_into(values, valid, out)
         return out
 
     def encode_one(self, value: int) -> int:
         """The code of one int64 key (push's per-event path): ``encode`` without its per-call
         arrays (one-element work arrays kept here)."""
-        from ceql.runtime.kernel.compiled import window_codes
-
         one = self.__dict__.get("_one")
         if one is None:
             one = self._one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_), np.empty(1, dtype=np.int64))
         values, valid, out = one
         values[0] = value
-        self._reserve(self.live + 1)
-        if self.count + 1 > len(self.keys):
-            self.keys = _grown(self.keys, self.count + 1)
-            self.free = _grown(self.free, self.count + 1)
+        self._encode_into(values, valid, out)
+        return int(out[0])
+
+    def _encode_into(self, values: np.ndarray, valid: np.ndarray, out: np.ndarray) -> None:
+        """``out``: the codes of ``values`` (int64, bool and int64 arrays, contiguous and
+        writable, as ``window_codes`` takes them), the table and the code arrays made room for."""
+        from ceql.runtime.kernel.compiled import window_codes
+
+        n = len(values)
+        self._reserve(self.live + n)
+        need = self.count + n
+        if need > len(self.keys):
+            self.keys = _grown(self.keys, need)
+            self.free = _grown(self.free, need)
         before = self.count - int(self.counts[1])
         window_codes(values, valid, self.table, self.bits, self.keys, self.free, self.counts, out)
         self.live += self.count - int(self.counts[1]) - before
-        return int(out[0])
 
     def _reserve(self, size: int) -> None:
         """Keep the table at most half full for ``size`` keys (rehash into a larger one)."""

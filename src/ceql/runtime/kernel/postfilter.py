@@ -31,7 +31,12 @@ register values per run: the plan decides at compile time whether they are exact
   d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
   marks f's events and the D events of f's span with the compiler's labels; each (complex
   event, D event) pair is checked column-wise, per alternative of g (an OR's branches), and a
-  complex event is dropped iff one holds (``RightEvent``, ``right_event_hits``).
+  complex event is dropped iff one holds (``RightEvent``, ``right_event_hits``). A right side
+  that is a sequence of such events (``D AS d ; B AS e FILTER e.n = a.n``) is checked on each
+  choice of increasing events of its steps' types in the span (``RightEvent.steps``).
+- **What only registers decide** (other right sides of UNLESS of several events, an UNLESS
+  with conditions under an iteration, renaming or projection, labels of an enclosing scope):
+  the register programs replayed on each enumerated derivation (replay.py, ``replay``).
 - **Windows over a double attribute**: the kernel runs a looser integer window and each
   complex event is checked exactly (``windows.py``).
 - **STRICT over NOT(...) or ALL**: a complex event is kept iff its events are consecutive in
@@ -44,6 +49,7 @@ register values per run: the plan decides at compile time whether they are exact
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,6 +87,10 @@ class PostFilter:
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
     unless: tuple[RightEvent, ...] = ()
+    #: The register programs replayed on each enumerated derivation (replay.py): the checks
+    #: no column-wise form decides (a right side of UNLESS of several events, labels of a
+    #: repeated scope). Every condition is then decided by the replay.
+    replay: bool = False
     notes: list[str] = field(default_factory=list)  # what is checked, for explain
 
     @property
@@ -94,6 +104,7 @@ class PostFilter:
             or self.select is not None
             or self.window is not None
             or bool(self.unless)
+            or self.replay
         )
 
 
@@ -117,6 +128,13 @@ class RightEvent:
     groups: tuple[tuple[ast.Attr, ...], ...] = ()
     #: Every label g defines (all its OR branches): read from g's complex event, never from f's.
     defined: frozenset[str] = frozenset()
+    #: g a sequence of one-event steps: the steps after the first (types, labels, kept column).
+    after: tuple[tuple[frozenset[str], frozenset[str], str], ...] = ()
+
+    @property
+    def steps(self) -> tuple[tuple[frozenset[str], frozenset[str], str], ...]:
+        """g's events in sequence order: (types, labels, the kept column of being of those types)."""
+        return ((self.types, self.labels, self.column),) + self.after
 
 
 class RightCheck:
@@ -224,7 +242,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     if registers.tracked:
         found = right_events(plan)
         if isinstance(found, str):
-            return found
+            return _replayed(plan, select, bounded, found)
         unless = found
     inner = {id(site) for u in registers.tracked for site in u.sites}
     conditions: list[ast.Cond] = []
@@ -236,7 +254,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         if site.source is None:
             return "a condition site without its source (registers)"  # pragma: no cover
         if any(role.home is not None for role in site.free_roles.values()):
-            return "conditions across events on labels of a repeated scope (registers)"
+            return _replayed(plan, select, bounded, "conditions across events on labels of a repeated scope")
         roles = {**site.free_roles, **site.own_roles}
         if isinstance(site.source, tuple):
             source: ast.Node = tuple(_relabel_key(key, roles, site.star_label) for key in site.source)
@@ -280,10 +298,36 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     if conditions or groups or instances:
         post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
     for right in unless:
+        steps = " then ".join(", ".join(sorted(types)) for types, _, _ in right.steps)
         post.notes.append(
-            "UNLESS: each complex event of the left side is checked against the events of "
-            f"{', '.join(sorted(right.types))} in its span (the right side's condition on each pair)"
+            f"UNLESS: each complex event of the left side is checked against the events of {steps} in its "
+            "span (the right side's condition on each choice of them)"
         )
+    if plan.strict_filter:
+        post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
+    if post.distinct:
+        post.notes.append("repeats of a complex event dropped per trigger")
+    return post
+
+
+def _replayed(plan: Plan, select: str | None, bounded: str, why: str) -> PostFilter:
+    """The checks no column-wise form decides, by the Python path's own register programs
+    replayed on each derivation the kernel enumerates (replay.py): exact, as every derivation
+    of every candidate is enumerated (``bounded`` says why that costs what the twin costs)."""
+    post = PostFilter(
+        plan,
+        strict=plan.strict_filter,
+        distinct=plan.repeats and plan.strategy != "ANY",
+        select=select,
+        replay=True,
+    )
+    reason = why.removesuffix(" (registers)")
+    post.notes.append(
+        f"conditions across events decided by the register programs replayed on each enumerated derivation "
+        f"({reason}; {bounded})"
+    )
+    if select is not None:
+        post.notes.append(f"strategy {select} chosen among each trigger's complex events ({bounded})")
     if plan.strict_filter:
         post.notes.append("STRICT: each complex event's events are checked to be consecutive in its sub-stream")
     if post.distinct:
@@ -328,8 +372,14 @@ def right_events(plan: Plan) -> tuple[RightEvent, ...] | str:
         found = _right_event(owner[0][0], u.labels)
         if isinstance(found, str):
             return found
-        out.extend(dataclasses.replace(right, column=f"{RIGHT}{len(out) + i}") for i, right in enumerate(found))
+        out.extend(_columned(right, f"{RIGHT}{len(out) + i}") for i, right in enumerate(found))
     return tuple(out)
+
+
+def _columned(right: RightEvent, column: str) -> RightEvent:
+    """``right`` with the kept columns of its steps named after ``column``."""
+    after = tuple((types, labels, f"{column}.{i + 1}") for i, (types, labels, _) in enumerate(right.after))
+    return dataclasses.replace(right, column=column, after=after)
 
 
 def _source_of(node: ast.Node) -> object:
@@ -395,10 +445,78 @@ def _alternatives(node: ast.Formula) -> list[_Alternative] | str:
     return _MANY_EVENTS
 
 
+#: The most steps of a sequence on the right side of UNLESS checked column-wise (the tuples
+#: of a span's events grow as its events to the power of the steps).
+_MAX_STEPS = 3
+
+
+def _steps(node: ast.Formula) -> list[tuple[list[_Alternative], list[ast.Cond]]] | str:
+    """g as a sequence (``;``) of one-event steps, under FILTER: per way of matching (an OR in
+    a step gives several), the steps' alternatives and the conditions on the whole sequence.
+    Else why not: a ``:`` chain, a label on several events, PARTITION BY, a step's condition
+    reading a label other steps carry too, or conditions that read the order or the count of
+    g's events (aggregates, PREV, attributes without a label)."""
+    conditions: list[ast.Cond] = []
+    while isinstance(node, ast.Filter):
+        conditions.append(node.cond)
+        node = node.body
+    if not isinstance(node, ast.Sequence) or node.contiguous or len(node.parts) > _MAX_STEPS:
+        return _MANY_EVENTS
+    parts = [_alternatives(part) for part in node.parts]
+    for part in parts:
+        if isinstance(part, str):
+            return part
+    out = []
+    for combination in itertools.product(*parts):  # type: ignore[arg-type]
+        steps = list(combination)
+        labels = [label for alt in steps for label in alt.labels]
+        shared = {label for label in labels if labels.count(label) > 1}
+        if any(alt.keyed for alt in steps):
+            return _MANY_EVENTS
+        read = conditions + [cond for alt in steps for cond in alt.conditions]
+        for cond in read:
+            for item in walk(cond):
+                if isinstance(item, (ast.Aggregate, ast.Prev)) or isinstance(item, ast.Attr) and item.label is None:
+                    return _MANY_EVENTS
+        # A label on several steps (a type's) read by one step's own condition would read
+        # that step's event only; on the sequence's conditions it reads them all, as here.
+        for alt in steps:
+            for cond in alt.conditions:
+                if any(_label_of(item) in shared for item in walk(cond)):
+                    return _MANY_EVENTS
+        out.append((steps, read))
+        if len(out) > _MAX_ALTERNATIVES:
+            return _MANY_EVENTS
+    return out
+
+
+def _label_of(node: ast.Node) -> str | None:
+    """The label a condition's node reads (an attribute, a one-event predicate), if any."""
+    return node.label if isinstance(node, (ast.Attr, ast.LabelCond)) else None
+
+
 def _right_event(unless: ast.Unless, tracked: dict[str, str]) -> list[RightEvent] | str:
     """The checks of one UNLESS whose right side is one event (one per alternative: g holds
-    iff one does), or why there are none."""
+    iff one does), or a sequence of one-event steps, or why there are none."""
     found = _alternatives(unless.right)
+    if found == _MANY_EVENTS:
+        steps = _steps(unless.right)
+        if isinstance(steps, str):
+            return steps
+        defined = frozenset(label for alts, _ in steps for alt in alts for label in alt.labels)
+        return [
+            RightEvent(
+                tracked["tick"],
+                tracked["rep"],
+                frozenset({alts[0].type}),
+                frozenset(alts[0].labels),
+                defined_labels(unless.left),
+                _and(read) if read else None,
+                defined=defined,
+                after=tuple((frozenset({alt.type}), frozenset(alt.labels), "") for alt in alts[1:]),
+            )
+            for alts, read in steps
+        ]
     if isinstance(found, str):
         return found
     defined = frozenset(label for alt in found for label in alt.labels)
@@ -582,36 +700,59 @@ def first_per_trigger(trigger: np.ndarray, keep: np.ndarray, limit: int) -> np.n
 
 
 def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
-    """Per complex event of ``frame`` (columns.Frame): whether some event of g in its span makes
-    g's condition true (``holds``: the condition per complex event of a frame), so that UNLESS
-    drops it. Each (complex event, g event) pair is one complex event of a derived frame: the
-    complex event's reported events with g's labels taken off (g reads its own labels from its
-    own complex event, docs/semantics.md 3.4), then the g event under g's labels only."""
+    """Per complex event of ``frame`` (columns.Frame): whether some complex event of g in its
+    span makes g's condition true (``holds``: the condition per complex event of a frame), so
+    that UNLESS drops it. g is one event, or a sequence of one-event steps (``right.steps``):
+    each choice of increasing events of the steps' types in the span is one complex event of a
+    derived frame: the complex event's reported events with g's labels taken off (g reads its
+    own labels from its own complex event, docs/semantics.md 3.4), then g's events, each under
+    its step's labels only."""
     n = frame.n
+    none = np.zeros(max(n, 0), dtype=bool)
     if n <= 0 or frame.events == 0:
-        return np.zeros(max(n, 0), dtype=bool)
+        return none
+    ticked = frame.has(right.tick)
+    segment = frame.segment
+    rows = None  # (tuple, step) -> event index: increasing events of one complex event
+    for _, _, name in right.steps:
+        column = frame.column(name)
+        candidates = np.flatnonzero(ticked & column.data.astype(bool) & column.valid)
+        if not len(candidates):
+            return none
+        if rows is None:
+            rows = candidates.reshape(-1, 1)
+            continue
+        # Extend each tuple by every candidate after its last event, in the same complex event.
+        last = rows[:, -1]
+        lo = np.searchsorted(candidates, last, side="right")
+        hi = np.searchsorted(candidates, frame.ends[segment[last]], side="left")
+        count = np.maximum(hi - lo, 0)
+        total = int(count.sum())
+        if not total:
+            return none
+        tuple_of = np.repeat(np.arange(len(rows)), count)
+        step = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+        rows = np.column_stack([rows[tuple_of], candidates[np.repeat(lo, count) + step]])
+    assert rows is not None
+    k = rows.shape[1]
     sets = list(frame.label_sets)
     ids = frame.label_ids[frame.base : frame.base + frame.events]
-    right_column = frame.column(right.column)
-    candidates = np.flatnonzero(frame.has(right.tick) & right_column.data.astype(bool) & right_column.valid)
-    if not len(candidates):
-        return np.zeros(n, dtype=bool)
-    segment = frame.segment
     reported = np.flatnonzero(frame.has(None))  # (not the events under the compiler's labels only)
     per_match = np.bincount(segment[reported], minlength=n)
     first = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per_match, out=first[1:])
-    # Each pair: its complex event's reported events, then the g event.
-    match = segment[candidates]
-    sizes = per_match[match] + 1
-    offsets = np.zeros(len(candidates) + 1, dtype=np.int64)
+    # Each tuple: its complex event's reported events, then g's events.
+    match = segment[rows[:, 0]]
+    sizes = per_match[match] + k
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    pair = np.repeat(np.arange(len(candidates)), sizes)
+    pair = np.repeat(np.arange(len(rows)), sizes)
     within = np.arange(int(offsets[-1])) - offsets[pair]
-    last = within == sizes[pair] - 1
+    slot = within - per_match[match[pair]]  # g's step, or negative for f's events
     from_left = np.minimum(first[match[pair]] + within, max(len(reported) - 1, 0))
-    index = np.where(last, candidates[pair], reported[from_left] if len(reported) else 0)
-    # Label sets: f's less g's labels and the compiler's own; g's event: g's labels.
+    mine = slot >= 0
+    index = np.where(mine, rows[pair, np.maximum(slot, 0)], reported[from_left] if len(reported) else 0)
+    # Label sets: f's less g's labels and the compiler's own; g's events: their step's labels.
     # f's events read as f's complex event; the others read as the whole complex event's,
     # where the labels f or g define are theirs.
     in_left = [right.rep in labels for labels in sets]
@@ -626,10 +767,10 @@ def right_event_hits(frame, right: RightEvent, holds) -> np.ndarray:
     table = {labels: i for i, labels in enumerate(dict.fromkeys(stripped))}
     derived = list(table)
     own = len(derived)
-    derived.append(tuple(sorted(right.labels)))
+    derived.extend(tuple(sorted(labels)) for _, labels, _ in right.steps)
     remap = np.array([table[labels] for labels in stripped], dtype=np.int64)
     sub = frame.subframe(offsets, index)
     sub.label_sets = derived
-    sub.label_ids = np.where(last, own, remap[ids[index]])
+    sub.label_ids = np.where(mine, own + slot, remap[ids[index]])
     hit = holds(sub)
     return np.bincount(match[hit], minlength=n)[:n] > 0

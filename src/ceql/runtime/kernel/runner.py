@@ -6,11 +6,11 @@ and partition key codes (a persistent dictionary, so codes are stable across bat
 kernel then does the per-event work and the enumeration; projection and Arrow building are
 vectorised again (output.py).
 
-Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY, conditions
-across events inside UNLESS's right side when it is more than one event (postfilter.py's
-RightEvent), on labels of a repeated scope, MAX (and NEXT/LAST
-with conditions or STRICT) on patterns with many candidates, and windows of 2**61 units or
-more. NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
+Plans the kernel does not evaluate (``unsupported`` says why): NOT FOLLOWED BY over what
+kernel/absence.py does not run, NEXT/LAST/MAX with conditions or STRICT on patterns with many
+candidates, and windows of 2**61 units or more. Conditions across events are checked per
+enumerated complex event (postfilter.py): column-wise where they have such a form, else by
+replaying the register programs on each derivation (replay.py). NEXT and LAST alone are chosen over the tECS (compiled ``_choose``); ANY and LIMIT after
 checks or a merging projection enumerate a trigger's candidates lazily (``_enough``). These stay on the Python evaluator (``runtime/backend.py``
 says so once per query).
 """
@@ -74,6 +74,7 @@ from ceql.runtime.kernel.postfilter import (
     select_matches,
 )
 from ceql.runtime.kernel.projected import drops_events
+from ceql.runtime.kernel.replay import MASK, TYPE, Replay
 from ceql.runtime.kernel.saved import export_json, import_json, is_kernel_state  # noqa: F401 (re-exported)
 from ceql.runtime.kernel.values import KeptValues, Raw
 from ceql.runtime.kernel.windows import WINDOW, in_window, kernel_measures, measure_values
@@ -95,7 +96,9 @@ def unsupported(plan: Plan) -> str | None:
             return "a window of 2**61 units or more"
         if within.kind == "attribute" and within.value + 1 >= MAX_WINDOW and isinstance(post, PostFilter) and post.window:
             return "a window of 2**61 units or more"
-        checked = isinstance(post, PostFilter) and (post.condition is not None or post.groups or post.instances or post.unless)
+        checked = isinstance(post, PostFilter) and (
+            post.condition is not None or post.groups or post.instances or post.unless or post.replay
+        )
         if checked and drops_events(plan.formula, plan.checked.query.partition_labels):
             # The events the checks read stay in the enumerated complex event, so the kernel's
             # window would also span the events PROJECT drops (the reference measures the
@@ -202,7 +205,10 @@ def _kept_values(plan: Plan, attributes: list[str], post: PostFilter | None) -> 
     if post is not None and post.window is not None:
         storages[WINDOW] = "double"
     for right in post.unless if post is not None else ():
-        storages[right.column] = "boolean"
+        for _, _, column in right.steps:
+            storages[column] = "boolean"
+    if post is not None and post.replay:
+        storages[TYPE] = storages[MASK] = "int"
     if post is not None and post.predicates is not None:
         for i in range(len(post.predicates)):
             storages[f"{PREDICATE}{i}"] = "boolean"
@@ -463,6 +469,9 @@ class PlanKernel:
                     self.instance_checks.append(lambda frame, keys=instanced.source: group_holds(frame, keys))
                 else:
                     self.instance_checks.append(Conditions(instanced.source, column).holds)
+        # The register programs replayed per derivation (replay.py), reading the catalog's attributes.
+        self.replay = Replay(plan) if self.post is not None and self.post.replay else None
+        self._stored = set(plan.catalog.columns) if self.replay is not None else set()
         # Checks per complex event need every candidate: ANY and LIMIT apply after them.
         self.checked = self.post is not None and self.post.per_match
         attributes = self.measures.attributes() if self.measures is not None else []
@@ -470,6 +479,8 @@ class PlanKernel:
             attributes += [a for a in self.conditions.attributes() if a not in attributes]
         for unless in self.unless:
             attributes += [a for a in unless.attributes() if a not in attributes]
+        if self.replay is not None:
+            attributes += [a for a in self.replay.attributes(self._stored) if a not in attributes]
         for keys in self.post.groups if self.post is not None else ():
             attributes += [key.name for key in keys if key.name not in attributes]
         for instanced in self.post.instances if self.post is not None else ():
@@ -548,10 +559,12 @@ class PlanKernel:
         # Whether each type index has a time (the last item: -1, no type): a lookup, not isin.
         self._timed_type = np.zeros(len(plan.type_names) + 1, dtype=bool)
         self._timed_type[self._time_types] = True
-        # Per UNLESS right side (postfilter.RightEvent), whether each type index is of its types.
+        # Per UNLESS right side (postfilter.RightEvent) and step of it: its kept column, and
+        # whether each type index is of the step's types.
         self._right_types = [
-            np.array([name in right.types for name in plan.type_names] + [False], dtype=bool)
+            (column, np.array([name in types for name in plan.type_names] + [False], dtype=bool))
             for right in (self.post.unless if self.post is not None else ())
+            for types, _, column in right.steps
         ]
 
     def _chooses(self) -> bool:
@@ -721,8 +734,14 @@ class PlanKernel:
             out[LOCAL] = Raw("int", local, local >= 0)
         if post.window is not None:
             out[WINDOW] = measure_values(self.plan, table)
-        for right, is_right in zip(post.unless, self._right_types):
-            out[right.column] = Raw("boolean", is_right[types], np.ones(n, dtype=bool))
+        for column, is_right in self._right_types:
+            out[column] = Raw("boolean", is_right[types], np.ones(n, dtype=bool))
+        if post.replay:
+            masks = np.zeros(n, dtype=np.uint64)
+            for bit, values in enumerate(self.plan.compiled.predicates.evaluate(table)):
+                masks |= np.asarray(values).astype(np.uint64) << np.uint64(bit)
+            out[TYPE] = Raw("int", np.asarray(types, dtype=np.int64), np.ones(n, dtype=bool))
+            out[MASK] = Raw("int", masks.view(np.int64), np.ones(n, dtype=bool))
         if post.predicates is not None:
             for i, values in enumerate(post.predicates.evaluate(table)):
                 out[f"{PREDICATE}{i}"] = Raw("boolean", np.asarray(values, dtype=bool), np.ones(n, dtype=bool))
@@ -750,6 +769,8 @@ class PlanKernel:
             keep &= self.conditions.holds(frame)
         for right, unless in zip(post.unless, self.unless):
             keep &= ~right_event_hits(frame, right, unless.holds)
+        if self.replay is not None:
+            keep &= self.replay.holds(frame, self._stored, keep)
         for keys in post.groups:
             keep &= group_holds(frame, keys)
         for check, instanced in zip(self.instance_checks, post.instances):

@@ -40,6 +40,7 @@ from ceql.runtime.state import (
     _encode,
     check_key,
     check_labels,
+    check_machine_state,
     fingerprint,
     label_vocabulary,
     read_header,
@@ -153,20 +154,25 @@ def _decode_extra(value: Any) -> dict:
                 raise StateError(f"saved kernel state has malformed kept values {name[:40]!r}")
             out[name] = payload
             continue
-        if kind not in _EXTRA_DTYPES or not isinstance(payload, str):
-            raise StateError(f"saved kernel state has malformed kept values {name[:40]!r}")
-        try:
-            raw = base64.b64decode(payload.encode("ascii"), validate=True)
-        except (ValueError, UnicodeEncodeError):
-            raise StateError(f"saved kernel state has malformed kept values {name[:40]!r}") from None
-        dtype = _EXTRA_DTYPES[kind]
-        if len(raw) % dtype.itemsize or (
-            kind == "bool" and not np.isin(np.frombuffer(raw, dtype=np.uint8), (0, 1)).all()
-        ):
-            raise StateError(f"saved kernel state has malformed kept values {name[:40]!r}")
-        array = np.frombuffer(raw, dtype=dtype)
-        out[name] = array.astype(bool if kind == "bool" else np.float64 if kind == "float64" else np.int64)
+        message = f"saved kernel state has malformed kept values {name[:40]!r}"
+        if kind not in _EXTRA_DTYPES:
+            raise StateError(message)
+        out[name] = _decode_array(payload, _EXTRA_DTYPES[kind], message)
     return out
+
+
+def _decode_array(text: Any, dtype: np.dtype, message: str) -> np.ndarray:
+    """An array saved as base64 of ``dtype`` (a bool's bytes 0 or 1), as int64, float64 or
+    bool; StateError(``message``) when it is none."""
+    if not isinstance(text, str):
+        raise StateError(message)
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise StateError(message) from None
+    if len(raw) % dtype.itemsize or (dtype.kind == "b" and not np.isin(np.frombuffer(raw, dtype=np.uint8), (0, 1)).all()):
+        raise StateError(message)
+    return np.frombuffer(raw, dtype=dtype).astype(bool if dtype.kind == "b" else np.float64 if dtype.kind == "f" else np.int64)
 
 
 def decode(body: Any) -> dict:
@@ -186,19 +192,7 @@ def decode(body: Any) -> dict:
     for name, kind in FIELDS.items():
         value = body[name]
         if kind in _DTYPES:
-            if not isinstance(value, str):
-                raise StateError(f"saved kernel state has a malformed {name}")
-            try:
-                raw = base64.b64decode(value.encode("ascii"), validate=True)
-            except (ValueError, UnicodeEncodeError):
-                raise StateError(f"saved kernel state has a malformed {name}") from None
-            dtype = _DTYPES[kind]
-            if len(raw) % dtype.itemsize:
-                raise StateError(f"saved kernel state has a malformed {name}")
-            array = np.frombuffer(raw, dtype=dtype).astype(np.int64 if kind == "int64" else bool)
-            if kind == "bool" and not np.isin(np.frombuffer(raw, dtype=np.uint8), (0, 1)).all():
-                raise StateError(f"saved kernel state has a malformed {name}")
-            state[name] = array
+            state[name] = _decode_array(value, _DTYPES[kind], f"saved kernel state has a malformed {name}")
         elif not isinstance(value, list):
             raise StateError(f"saved kernel state has a malformed {name}")
         elif kind == "subsets":
@@ -244,17 +238,7 @@ def check_state(runner: PlanKernel, state: dict) -> None:
         raise StateError("saved kernel state has a malformed automaton state table")
     machine = plan.compiled.machine
     for subset in subsets:
-        if not isinstance(subset, frozenset) or not subset:
-            raise StateError("saved kernel state has a malformed automaton state")
-        for item in subset:
-            try:
-                valid = machine.valid(item)
-            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
-                valid = False
-            if not valid:
-                raise StateError(
-                    f"saved kernel state names an automaton state this query does not have: {str(item)[:40]}"
-                )
+        check_machine_state(machine, subset, "saved kernel state")
     vocabulary = label_vocabulary(plan)
     public = runner.post is None  # per-complex-event checks also record private-only events
     label_sets = [check_labels(labels, vocabulary, public) for labels in state["label_sets"]]
