@@ -56,7 +56,8 @@ def one_core(query: ceql.Query, events, arrow: bool):
 
 
 def workers(query: ceql.Query, events, arrow: bool, count: int = 2, batch: int = 64):
-    # (several pieces to a batch: a keyed worker runs its rows of a whole batch in one call)
+    # (several pieces to a batch, more than the workers: a keyed worker makes a kernel call per
+    # group of ``count`` pieces, ParallelKernel._groups)
     runner = ParallelKernel(query.plan, count, batch_size=batch, piece=max(1, batch // 3))
     return runner.arrow(events) if arrow else list(runner.matches(events))
 

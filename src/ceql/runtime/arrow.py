@@ -42,6 +42,12 @@ class MatchColumns:
     keys: Sequence[tuple] | None = None
     measures: dict[str, Any] = field(default_factory=dict)
     deadline: Any = None  # NOT FOLLOWED BY: one deadline per match (Match.deadline)
+    #: NOT FOLLOWED BY split over workers (runtime/parallel_absence.py): per match, the rank of
+    #: its key (the key's value, numbers or strings; 0 for the equality form) and a tie (the
+    #: position of f's event, or 0): the merge of the workers' matches due at one event sorts by
+    #: (trigger, rank, deadline, tie), one core's order. None elsewhere.
+    rank: np.ndarray | None = None
+    tie: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.trigger)

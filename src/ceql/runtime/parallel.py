@@ -17,9 +17,11 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
    only to raise the one-core error itself.
-3. **evaluate** (a job per worker): a keyed plan's worker takes its events of every piece (one
-   take; event_type rebuilt from the type indexes) and runs them at their stream positions in
-   one kernel call (NOT FOLLOWED BY: piece by piece where a deadline may overflow); a sharded
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of each group of N
+   pieces (slices: a piece's rows were put in worker order when it was prepared; event_type
+   rebuilt from the type indexes) and runs them at their stream positions, a kernel call per
+   group (about one piece's rows: one core's array sizes; NOT FOLLOWED BY: piece by piece where
+   a deadline may overflow); a sharded
    plan's worker runs its run of rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
@@ -68,7 +70,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -83,7 +85,7 @@ from ceql.runtime.arrow import MatchColumns, MatchRows, record_batch
 from ceql.runtime.batches import DEFAULT_BATCH, BatchBuilder, iter_tables
 from ceql.runtime.kernel.absence import INT64_MAX, own_plan
 from ceql.runtime.kernel.compiled import C_ANCHORED, MISSING
-from ceql.runtime.kernel.engine import MAX_CHUNK_MATCHES
+from ceql.runtime.kernel.engine import COMPACT_MIN, MAX_CHUNK_MATCHES
 from ceql.runtime.kernel.runner import PlanKernel, unsupported
 from ceql.runtime.parallel_absence import SplitAbsence, absence_split, clock_of, merged_finish
 from ceql.runtime.parallel_keys import split_rows
@@ -94,10 +96,17 @@ MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
 CHUNK_MIN_ROWS = 20_000
 #: Pieces of the one-core batch size per worker in one batch: larger batches amortise the
-#: per-batch synchronisation, merge and kernel call (a keyed worker runs its rows of a whole
-#: batch in one call; measured on 4M events: 4 pieces per worker left 1.11x one core's CPU in
-#: the workers, 8 pieces 1.05x).
+#: per-batch synchronisation and merge (a keyed worker makes a kernel call per group of N
+#: pieces of the batch, ``ParallelKernel._groups``).
 PIECES_PER_WORKER = 8
+
+#: Node rows a worker's kernel keeps in use before compacting, at least (one core: COMPACT_MIN).
+WORKER_COMPACT_MIN = 4096
+#: Complex events per output chunk of a worker at least (``output="arrow"``): N workers with
+#: one core's chunk size each made N sets of output buffers of up to 38 MB, which the threads'
+#: allocator maps afresh for every chunk (measured: the sharded workload's page faults 2.5x
+#: one core's, the workers' system time 2.5x their user time's extra).
+CHUNK_MIN = 16_384
 
 logger = logging.getLogger("ceql")
 
@@ -277,6 +286,8 @@ class _Piece:
     reached: np.ndarray | None = None  # shards: running maximum of the measures (MISSING: none)
     owners: np.ndarray | None = None  # keys: the rows, grouped by worker (ascending in each)
     bounds: np.ndarray | None = None  # keys: worker w's rows are owners[bounds[w]:bounds[w + 1]]
+    grouped: pa.Table | None = None  # keys: the rows in ``owners``' order, without event_type
+    grouped_types: np.ndarray | None = None  # keys: their type indexes
     suspect: bool = False  # a missing time or a time out of order inside the piece
     first_time: int | None = None  # time-ordered plans: the piece's first and last times
     last_time: int | None = None
@@ -284,6 +295,32 @@ class _Piece:
     late: bool = False  # NOT FOLLOWED BY: a deadline may lie beyond int64 (an error, per piece)
     clock_pos: np.ndarray | None = None  # NOT FOLLOWED BY: where deadlines may pass (positions
     clock_m: np.ndarray | None = None  # and window measures of the piece's events)
+
+
+class _Clock:
+    """NOT FOLLOWED BY: the clock of a group of pieces (the positions and window measures of
+    the events that pass deadlines), concatenated once, by the first worker that reads it, and
+    shared: every worker reads the whole clock, and a copy per worker was work per event per
+    worker."""
+
+    def __init__(self, group: list[_Piece]) -> None:
+        self.group = group
+        self.lock = threading.Lock()
+        self.arrays: tuple[np.ndarray, np.ndarray] | None = None
+
+    def get(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, window measures) of the group's clock."""
+        with self.lock:
+            if self.arrays is None:
+                pieces = self.group
+                if len(pieces) == 1:
+                    self.arrays = (pieces[0].clock_pos, pieces[0].clock_m)  # type: ignore[assignment]
+                else:
+                    self.arrays = (
+                        np.concatenate([piece.clock_pos for piece in pieces]),  # type: ignore[misc]
+                        np.concatenate([piece.clock_m for piece in pieces]),  # type: ignore[misc]
+                    )
+            return self.arrays
 
 
 def _pandas_piece(frame: Any, builder: BatchBuilder, first: int) -> pa.Table:
@@ -328,6 +365,13 @@ class ParallelKernel:
             for mine, given in pairs:
                 mine.det.max_states = given.det.max_states
                 mine.det.max_work = given.det.max_work
+            # Keys: a 1/N of one core's node pool before the first compaction (a worker holds a
+            # 1/N of the keys' state): N pools of one core's size were the keyed workers' largest
+            # page faults (16 x 4 MB). (Not shards: a shard's live state is one core's, and
+            # compacting it more often mapped more pools than it saved.)
+            if split == "keys":
+                for kernel in [runner.kernel] if plan.absence is None else [runner.own.kernel, runner.cancelling.kernel]:
+                    kernel.compact_min = kernel.compact_at = max(WORKER_COMPACT_MIN, COMPACT_MIN // workers)
             self.kernels.append(runner)
         # Per piece: its measures and time-order facts (read only by the workers); the
         # calling thread checks a suspect piece again, to raise the one-core error. NOT
@@ -526,7 +570,13 @@ class ParallelKernel:
         elif self.absence is not None:  # n EVENTS: every event passes deadlines
             piece.clock_pos = piece.clock_m = np.arange(first, first + rows, dtype=np.int64)
         if self.split == "keys":
-            piece.owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
+            owners, piece.bounds = split_rows(table, types, self.key_groups, self.count)
+            # Grouped by worker here, once (a worker's rows of the piece are then slices): a
+            # take per worker from the whole batch read every cache line of it in every worker.
+            piece.owners = owners
+            piece.grouped = table.drop_columns("event_type").take(pa.array(owners))
+            piece.grouped_types = types[owners]
+            piece.table = None  # (the grouped copy replaces it)
         return piece
 
     def _valid(self, prepared: list[_Piece]) -> tuple[list[_Piece], BaseException | None]:
@@ -612,62 +662,81 @@ class ParallelKernel:
 
     def _keys(self, pool: _Pool, valid: list[_Piece], collect: str | None) -> Iterator[Any]:
         channels: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in range(self.count)]
-        job = self._keys_job if self.absence is None else self._absence_job
+        groups = self._groups(valid)
+        if self.absence is None:
+            job: Callable[..., list] = partial(self._keys_job, groups=groups)
+        else:
+            job = partial(self._absence_job, clocks=[_Clock(group) for group in groups], groups=groups)
         jobs = [pool.submit(w, partial(job, pool, w, valid, None if collect else channels[w])) for w in range(self.count)]
         if collect is None:
             return _streamed(KWayMerge(channels, [piece.first for piece in valid]), jobs)
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
-    def _keys_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """Worker ``w``'s events of the batch, at their stream positions, in one kernel call (a
-        call's fixed cost, paid by every worker for every piece, was most of the workers'
-        extra CPU)."""
-        table, positions, types = self._batch_share(w, valid)
-        parts = [] if table is None else [(table, positions, types)]
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+    def _groups(self, valid: list[_Piece]) -> list[list[_Piece]]:
+        """A keyed batch's pieces in groups of ``count``, each a worker's kernel call: a worker's
+        share of a group is about one piece, so its arrays stay the one-core run's size (the
+        allocator reuses them; measured on 16 cores, 10M events: a call per batch, 0.6M rows a
+        worker, faulted in 0.8 GB of fresh pages, a third of the workers' CPU in the kernel's
+        page faults). NOT FOLLOWED BY: piece by piece where a deadline may lie beyond int64
+        (that error comes after the complex events due in the pieces before it, as on one
+        core)."""
+        if self.absence is not None and any(piece.late for piece in valid):
+            return [[piece] for piece in valid]
+        return [valid[at : at + self.count] for at in range(0, len(valid), self.count)]
 
-    def _absence_job(self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None) -> list:
-        """NOT FOLLOWED BY: worker ``w``'s events of the batch (or none), then the deadlines the
-        batch's clock passes (``SplitAbsence.process_part``), in one call; piece by piece where
-        a deadline may lie beyond int64: that error a worker raises comes after the complex
-        events due in the pieces before it, as on one core."""
-        groups = [[piece] for piece in valid] if any(piece.late for piece in valid) else [valid]
-        parts = []
-        for group in groups:
+    def _keys_job(
+        self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None, groups: list[list[_Piece]]
+    ) -> list:
+        """Worker ``w``'s events of the batch, at their stream positions, a kernel call per
+        group of pieces (``_groups``; each taken just before its call, so that one group's
+        arrays are alive at a time)."""
+        parts = (self._batch_share(w, group) for group in groups)
+        return self._emit(pool, self.kernels[w], (part for part in parts if part[0] is not None), None, channel, None)
+
+    def _absence_job(
+        self,
+        pool: _Pool,
+        w: int,
+        valid: list[_Piece],
+        channel: queue.Queue | None,
+        clocks: list[_Clock],
+        groups: list[list[_Piece]],
+    ) -> list:
+        """NOT FOLLOWED BY: worker ``w``'s events of each group of pieces (or none), then the
+        deadlines the group's clock passes (``SplitAbsence.process_part``), a call per group."""
+        return self._emit(pool, self.kernels[w], self._absence_parts(w, groups, clocks), None, channel, None)
+
+    def _absence_parts(self, w: int, groups: list[list[_Piece]], clocks: list[_Clock]) -> Iterator[tuple]:
+        """``SplitAbsence.process_part``'s arguments per group, each taken just before its call."""
+        for group, clock in zip(groups, clocks):
             table, positions, types = self._batch_share(w, group)
             kinds = None if types is None else self.cancel_types[types]
-            clock_pos = np.concatenate([piece.clock_pos for piece in group])  # type: ignore[misc]
-            clock_m = np.concatenate([piece.clock_m for piece in group])  # type: ignore[misc]
-            parts.append((table, positions, clock_pos, clock_m, group[-1].first + group[-1].rows, kinds))
-        return self._emit(pool, self.kernels[w], parts, None, channel, None)
+            yield table, positions, clock.get, group[-1].first + group[-1].rows, kinds
 
     def _batch_share(self, w: int, valid: list[_Piece]) -> tuple[pa.Table | None, np.ndarray | None, np.ndarray | None]:
-        """Worker ``w``'s rows of a batch's pieces as one table, with their stream positions
-        and type indexes (None: it has none)."""
-        rows, positions, types, offset = [], [], [], 0
+        """Worker ``w``'s rows of a group of pieces as one table (slices of the pieces' grouped
+        rows, no copy), with their stream positions and type indexes (None: it has none). Its
+        event_type column is rebuilt from the rows' type indexes as a dictionary column (the
+        kernel, given the types, reads it only in rare cases; taking the strings cost as much as
+        every other column): an unknown type is null."""
+        tables, positions, types = [], [], []
         for piece in valid:
-            assert piece.table is not None and piece.owners is not None and piece.bounds is not None
-            assert piece.types is not None
-            mine = piece.owners[piece.bounds[w] : piece.bounds[w + 1]]
-            rows.append(mine + offset)
-            positions.append(mine + piece.first)
-            types.append(piece.types[mine])  # (the kernel need not find them again)
-            offset += piece.rows
-        if not sum(len(r) for r in rows):
+            assert piece.grouped is not None and piece.owners is not None and piece.bounds is not None
+            assert piece.grouped_types is not None
+            lo, hi = int(piece.bounds[w]), int(piece.bounds[w + 1])
+            if hi > lo:
+                tables.append(piece.grouped.slice(lo, hi - lo))
+                positions.append(piece.owners[lo:hi] + piece.first)
+                types.append(piece.grouped_types[lo:hi])  # (the kernel need not find them again)
+        if not tables:
             return None, None, None
-        table = pa.concat_tables([piece.table for piece in valid])
         kinds = np.concatenate(types)
-        return self._share(table, np.concatenate(rows), kinds), np.concatenate(positions), kinds
-
-    def _share(self, table: pa.Table, rows: np.ndarray, types: np.ndarray) -> pa.Table:
-        """A worker's ``rows`` of a typed table. Its event_type column is rebuilt from the rows'
-        type indexes as a dictionary column (the kernel, given the types, reads it only in rare
-        cases; taking the strings cost as much as every other column): an unknown type is null."""
-        taken = table.drop_columns("event_type").take(pa.array(rows))
-        unknown = types < 0
-        codes = pa.array(types.astype(np.int32), mask=unknown if unknown.any() else None)
-        kinds = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
-        return taken.add_column(table.schema.get_field_index("event_type"), "event_type", kinds)
+        unknown = kinds < 0
+        codes = pa.array(kinds.astype(np.int32), mask=unknown if unknown.any() else None)
+        names = pa.DictionaryArray.from_arrays(codes, self.type_names, safe=False)  # (indexes < len)
+        table = pa.concat_tables(tables)
+        table = table.add_column(0, "event_type", names)  # (first, as typed tables have it)
+        return table, np.concatenate(positions), kinds
 
     def _merged(self, pool: _Pool, jobs: list[_Result], lo: int, hi: int, name: str) -> Iterator[list]:
         """The keyed batch's outputs merged by trigger in the workers (each a range of
@@ -755,7 +824,7 @@ class ParallelKernel:
         self,
         pool: _Pool,
         runner: PlanKernel,
-        parts: list[tuple],
+        parts: Iterable[tuple],
         own: int | None,
         channel: queue.Queue | None,
         schema: Any,
@@ -768,6 +837,8 @@ class ParallelKernel:
         kernel = runner.kernel
         if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
             kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
+        else:  # (N workers' output buffers in all as large as one core's: see CHUNK_MIN)
+            kernel.max_chunk = max(CHUNK_MIN, MAX_CHUNK_MATCHES // self.count)
         try:
             for part in parts:
                 chunks = runner.process_table(*part) if self.absence is None else runner.process_part(*part)

@@ -18,7 +18,7 @@ f, no partition), 0 and a tie, the position of f's event, after the deadline. Th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -68,73 +68,26 @@ class SplitAbsence(KernelAbsence):
     def __init__(self, plan: Plan) -> None:
         super().__init__(plan)
         self._values: np.ndarray = np.zeros(0)  # own key code -> the key's value (one attribute)
-        if self.own.clock_of is not None:  # f's measures: the cancelling kernel's, as on one core
-            self.own._measures = self._own_measures  # type: ignore[method-assign]
-        self._measured = type(self.own)._measures.__get__(self.own)  # (f's own computation)
-        self._sharing = False  # within ``process_part``: the cancelling kernel ran first
-
-    def _own_measures(
-        self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """f's window measures of a worker's rows: those the cancelling kernel read of the same
-        rows, for f's timed types (``KernelAbsence._share`` found both read one time attribute;
-        one core shares them so, but only where it gives no positions)."""
-        clock = self.cancelling.clock
-        if self._sharing and clock is not None and len(clock[1]) == table.num_rows:
-            timed = np.isin(types, self.own._time_types, kind="sort")
-            return np.where(timed, clock[1], 0), np.where(timed, clock[2], True)
-        return self._measured(table, types, base, positions)
 
     def process_part(
         self,
         table: pa.Table | None,
         positions: np.ndarray | None,
-        clock_pos: np.ndarray,
-        clock_m: np.ndarray,
+        clock: Callable[[], tuple[np.ndarray, np.ndarray]],
         end: int,
         types: np.ndarray | None = None,
     ) -> Iterator[KernelMatches]:
-        """This worker's rows of a batch or piece (``table`` at ``positions``; None: none), then
-        the complex events whose deadline its clock passes (``clock_pos``/``clock_m``: the
-        positions and window measures of the events of the whole batch or piece that pass
-        deadlines); ``end``: the position after it; ``types``: the rows' type indexes in the
-        cancelling plan's, when known (neither kernel then matches type names again)."""
+        """This worker's rows of a group of pieces (``table`` at ``positions``; None: none;
+        ``types``: their type indexes in the cancelling plan's, when known), then the complex
+        events whose deadline the group's clock passes (``clock()``: the positions and window
+        measures of the events of the whole group that pass deadlines); ``end``: the position
+        after the group."""
         self._flush()
         if table is not None and table.num_rows:
             assert positions is not None
-            own, cancelling = self.own, self.cancelling
-            if types is not None and self._own_types is not None:
-                # The cancelling kernel first, as on one core: f's kernel reads its measures.
-                cancels = list(cancelling.process_table(table, positions, types))
-                self._sharing = True
-                try:
-                    found = list(own.process_table(table, positions, self._own_types[types]))
-                finally:
-                    self._sharing = False
-            else:
-                found = list(own.process_table(table, positions))
-                cancels = list(cancelling.process_table(table, positions))
-            types, measures, missing = cancelling.clock
-            if self.events_window:
-                local_pos = local_m = positions.astype(np.int64)
-            else:  # (the sub-stream's own clock: where its complex events' first events lie)
-                rows = np.flatnonzero(~missing & (types >= 0))
-                local_pos, local_m = positions[rows].astype(np.int64), measures[rows]
-            new = KernelMatches.concat(found, own.kernel.label_sets, True)
-            cancelled = KernelMatches.concat(cancels, cancelling.kernel.label_sets, True)
-            if len(new):
-                self._wait(new, local_pos, local_m)
-            if len(cancelled):
-                self._cancel(cancelled)
-            self._remember(local_pos, local_m)
+            self.step(table, positions, types)
         self.position = end
-        waiting = self.waiting
-        if len(waiting) and len(clock_m):
-            at = np.searchsorted(clock_m, waiting.deadline, side="left")
-            due = at < len(clock_m)
-            if due.any():
-                yield from self._report(due, clock_pos[np.minimum(at, len(clock_m) - 1)])
-        self.own.prune_now()
+        yield from self.pass_clock(*clock())
 
     def columns(self, chunk: KernelMatches) -> MatchColumns:
         """As one core, with the merge's rank and tie per match (module docstring)."""
@@ -147,12 +100,12 @@ class SplitAbsence(KernelAbsence):
             keys = self.own.keys.keys
             if len(self._values) != len(keys):  # (codes only grow: new keys at the end)
                 self._values = np.asarray([key[0] for key in keys])
-            out.rank = self._values[local]  # type: ignore[attr-defined]
-            out.tie = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
+            out.rank = self._values[local]
+            out.tie = np.zeros(n, dtype=np.int64)
         else:  # the equality form, projection *: one row per complex event, f of one event
             assert n == len(chunk)
-            out.rank = np.zeros(n, dtype=np.int64)  # type: ignore[attr-defined]
-            out.tie = chunk.positions[chunk.offsets[:-1]]  # type: ignore[attr-defined]
+            out.rank = np.zeros(n, dtype=np.int64)
+            out.tie = chunk.positions[chunk.offsets[:-1]]
         return out
 
 

@@ -64,10 +64,10 @@ def _rows(columns: MatchColumns, lo: int, hi: int) -> MatchColumns:
 def _with_order(out: MatchColumns, source: MatchColumns, rows: slice | np.ndarray) -> MatchColumns:
     """``out`` with the ``rows`` of ``source``'s order within a trigger (NOT FOLLOWED BY's
     ``rank`` and ``tie``, ``parallel_absence.py``), when it has one."""
-    rank = getattr(source, "rank", None)
-    if rank is not None:
-        out.rank = rank[rows]  # type: ignore[attr-defined]
-        out.tie = source.tie[rows]  # type: ignore[attr-defined]
+    if source.rank is not None:
+        assert source.tie is not None
+        out.rank = source.rank[rows]
+        out.tie = source.tie[rows]
     return out
 
 
@@ -83,15 +83,15 @@ def merge(parts: Sequence[MatchColumns]) -> MatchColumns:
     measures = {name: _concat([p.measures[name] for p in parts]) for name in parts[0].measures}
     deadline = np.concatenate([p.deadline for p in parts]) if parts[0].deadline is not None else None
     merged = MatchColumns(trigger, offsets, positions, labels, partition, keys, measures, deadline)
-    if getattr(parts[0], "rank", None) is None:
+    if parts[0].rank is None:
         return _take(merged, np.argsort(trigger, kind="stable"))
     # NOT FOLLOWED BY: several workers' matches may share a trigger; one core orders them by
     # (key rank, deadline, tie), a worker's in its own order (lexsort is stable). A rank is
     # a key's value (numbers, or strings): a part without matches has no type to add.
-    ranks = [p.rank for p in parts if len(p.rank)]  # type: ignore[attr-defined]
+    ranks = [p.rank for p in parts if p.rank is not None and len(p.rank)]
     rank = np.concatenate(ranks) if ranks else np.zeros(0, dtype=np.int64)
-    tie = np.concatenate([p.tie for p in parts])  # type: ignore[attr-defined]
-    merged.rank, merged.tie = rank, tie  # type: ignore[attr-defined]
+    tie = np.concatenate([p.tie for p in parts if p.tie is not None])
+    merged.rank, merged.tie = rank, tie
     return _take(merged, np.lexsort((tie, deadline, rank, trigger)))
 
 

@@ -134,7 +134,8 @@ class _OwnKernel(PlanKernel):
     clock_of: Any = None
 
     def _measures(self, table: pa.Table, types: np.ndarray, base: int, positions: np.ndarray | None = None) -> tuple:
-        clock = self.clock_of.clock if self.clock_of is not None and positions is None else None
+        # (``KernelAbsence.step`` runs the cancelling kernel first, over the same rows.)
+        clock = self.clock_of.clock if self.clock_of is not None else None
         if clock is not None and len(clock[1]) == table.num_rows:
             # (What PlanKernel._measures computes from the one time column, for f's types.)
             timed = np.isin(types, self._time_types)
@@ -342,35 +343,53 @@ class KernelAbsence:
         """The matches whose deadline this batch passes, in chunks (``columns`` turns them
         into MatchColumns)."""
         self._flush()
+        clock_pos, clock_m = self.step(table)
+        yield from self.pass_clock(clock_pos, clock_m)
+
+    def step(
+        self, table: pa.Table, positions: np.ndarray | None = None, types: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A batch's events through both kernels: f's new complex events start waiting, the
+        cancelled ones stop. ``positions``: the rows' stream positions when they are not the
+        next ones (a worker's share of the keys, runtime/parallel_absence.py); ``types``: their
+        type indexes in the cancelling plan's, when known. Returns the batch's clock (the
+        positions and window measures of its events that pass deadlines)."""
         base = self.position
         n = table.num_rows
         cancelling = self.cancelling
         # The cancelling kernel first: f's kernel reads its type indexes (and measures).
         if self._own_types is not None:
-            types = cancelling._type_indexes(table)
-            cancels = list(cancelling.process_table(table, types=types))
-            found = list(self.own.process_table(table, types=self._own_types[types]))
+            if types is None:
+                types = cancelling._type_indexes(table)
+            cancels = list(cancelling.process_table(table, positions, types))
+            found = list(self.own.process_table(table, positions, self._own_types[types]))
         else:
-            cancels = list(cancelling.process_table(table))
-            found = list(self.own.process_table(table))
+            cancels = list(cancelling.process_table(table, positions))
+            found = list(self.own.process_table(table, positions))
         # Measures of the events that pass deadlines: every event (EVENTS), else the events of
         # the types the query names (as the cancelling kernel read them).
         types, measures, missing = cancelling.clock
-        self.position = base + n
+        at = np.arange(base, base + n, dtype=np.int64) if positions is None else positions.astype(np.int64)
+        self.position = base + n if positions is None else (int(at[-1]) + 1 if n else base)
         own = self.own
         new = KernelMatches.concat(found, own.kernel.label_sets, True)
         cancelled = KernelMatches.concat(cancels, cancelling.kernel.label_sets, True)
         if self.events_window:
-            clock_pos = np.arange(base, base + n, dtype=np.int64)
-            clock_m = clock_pos
+            clock_pos = clock_m = at
         else:
             rows = np.flatnonzero(~missing & (types >= 0))
-            clock_pos, clock_m = rows + base, measures[rows]
+            clock_pos, clock_m = at[rows], measures[rows]
         if len(new):
             self._wait(new, clock_pos, clock_m)
         if len(cancelled):
             self._cancel(cancelled)
         self._remember(clock_pos, clock_m)
+        return clock_pos, clock_m
+
+    def pass_clock(self, clock_pos: np.ndarray, clock_m: np.ndarray) -> Iterator[KernelMatches]:
+        """The waiting complex events whose deadline the clock passes (``clock_pos``,
+        ``clock_m``: positions and window measures, in stream order), reported at the first
+        event at or past it; then f's kept values no longer needed go."""
         waiting = self.waiting
         if len(waiting) and len(clock_m):
             at = np.searchsorted(clock_m, waiting.deadline, side="left")

@@ -173,6 +173,9 @@ class KernelEvaluator:
         self.max_chunk = MAX_CHUNK_MATCHES
         self._first = np.array([[det.initial, 0]], dtype=np.int64)
         self._one: tuple[np.ndarray, ...] | None = None  # process_one's input arrays
+        # Node rows in use before the first compaction, when not COMPACT_MIN (runtime/parallel.py:
+        # N workers' kernels, each with a share of the stream, take a 1/N of it).
+        self.compact_min: int | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -204,7 +207,7 @@ class KernelEvaluator:
         self.out_m = np.zeros((3, size["matches"] + 1), dtype=np.int64)
         self.out_pos = np.zeros(size["positions"], dtype=np.int64)
         self.out_lab = np.zeros(size["positions"] if self.labels else 1, dtype=np.int64)
-        self.compact_at = COMPACT_MIN
+        self.compact_at = self._compact_min()
         self.compactions = 0
 
     # ------------------------------------------------------------------ public API
@@ -372,7 +375,7 @@ class KernelEvaluator:
         # Room up to the next compaction (issue 34): growing by doubling from 2 * size to the
         # next compaction point copied the live tECS several times per cycle.
         # (The arrays reach that size before every compaction anyway: the peak is unchanged.)
-        rows = max(INITIAL["nodes"], 2, max(COMPACT_MIN, 2 * size + 2) + 1024)
+        rows = max(INITIAL["nodes"], 2, max(self._compact_min(), 2 * size + 2) + 1024)
         out = np.empty((rows, k.NODE_FIELDS), dtype=np.int64)
         k.compact_build(
             self.nodes, self.st, self.cfg, self.act, self.slot_of, self.slot_info, self.free, limits,
@@ -381,7 +384,7 @@ class KernelEvaluator:
         self.nodes = out
         self.sel[k.SEL_EPOCH] += 1  # node rows renumbered: the bests kept for good are stale
         live = int(self.st[k.S_NODES]) - 1
-        self.compact_at = max(COMPACT_MIN, 2 * live + 2)
+        self.compact_at = max(self._compact_min(), 2 * live + 2)
         self.compactions += 1
         if self.max_nodes is not None and live > self.max_nodes:
             from ceql.runtime.limits import too_many_nodes
@@ -398,6 +401,11 @@ class KernelEvaluator:
         return rows[(kinds == k.OUTPUT_KIND) | (kinds == k.GONE_KIND), k.POS]
 
     # ------------------------------------------------------------------ growth and output
+
+    def _compact_min(self) -> int:
+        """Node rows in use before a compaction, at least (COMPACT_MIN, read when asked:
+        kernel/warm.py lowers it while it compiles)."""
+        return COMPACT_MIN if self.compact_min is None else self.compact_min
 
     def _make_room(self, need: int) -> None:
         used = int(self.st[k.S_NODES])
@@ -672,7 +680,7 @@ class KernelEvaluator:
         self.st[k.S_SLOTS] = len(codes)
         if not self.partitioned and len(codes) == 0:
             raise ValueError("malformed kernel state: an unpartitioned evaluator has one partition")
-        self.compact_at = max(COMPACT_MIN, 2 * n)
+        self.compact_at = max(self._compact_min(), 2 * n)
 
 
 def _codes(out_m: np.ndarray, take: int, give_away: bool) -> np.ndarray:

@@ -36,6 +36,10 @@ def _reserved(table: np.ndarray, bits: int, size: int, used: int) -> tuple[np.nd
     return grown, bits
 
 
+#: ``IntCodes.encode``: rows per compiled call at least (the table reserves room for as many new keys).
+_SLICE = 4096
+
+
 class IntCodes:
     """int64 key -> dense code."""
 
@@ -54,13 +58,24 @@ class IntCodes:
         # Writable and contiguous (an Arrow column's zero-copy view is read-only, which numba
         # would compile a second time for).
         values = np.require(values, np.int64, ["C", "W"])
-        self._reserve(self.size + len(values))
+        n = len(values)
         if valid is None:
-            valid = np.ones(len(values), dtype=bool)
-        out = np.empty(len(values), dtype=np.int64)
-        fresh = np.empty(len(values), dtype=np.int64)
-        end = int(hash_codes(values, valid, self.table, self.bits, next_code, out, fresh))
-        self.size += end - next_code
+            valid = np.ones(n, dtype=bool)
+        out = np.empty(n, dtype=np.int64)
+        fresh = np.empty(n, dtype=np.int64)
+        end = next_code
+        # The table must stay at most half full whatever keys a call brings: one call over all
+        # the rows reserved room for each to be new (4 MB of table for a 65,536-row batch,
+        # filled in, per kernel: a worker each). Slices of at most max(_SLICE, keys so far) rows
+        # keep it within a few times the keys there are.
+        at = 0
+        while at < n:
+            stop = min(n, at + max(_SLICE, self.size))
+            self._reserve(self.size + stop - at)
+            got = int(hash_codes(values[at:stop], valid[at:stop], self.table, self.bits, end, out[at:stop], fresh[end - next_code :]))
+            self.size += got - end
+            end = got
+            at = stop
         return out, end, fresh[: end - next_code]
 
     def get(self, value: int) -> int:
