@@ -433,9 +433,19 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     first event's own measure.)
 
     With NEXT / LAST (``sel[SEL_MODE]``), the best support is chosen first over the tECS
-    (``_choose``) and only the paths spelling it are followed."""
+    (``_choose``) and only the paths spelling it are followed; with ``sel[SEL_RANK]`` every
+    complex event is output, best support first (``_rank_enumerate``)."""
     window = cfg[C_WINDOW]
-    selecting = sel[SEL_MODE] != 0
+    ranking = sel[SEL_RANK] == 1
+    if ranking:  # NEXT / LAST with checks: best support first (_rank_enumerate)
+        if sel[SEL_CHOSEN] == 0:
+            status = _rank_start(cfg, st, nodes, finals, stack, memo, sel)
+            if status != OK:
+                return status
+            sel[SEL_CHOSEN] = 1
+        if sel[SEL_RANKED] == 1:
+            return _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool)
+    selecting = sel[SEL_MODE] != 0 and not ranking
     maximal = sel[SEL_MODE] == SELECT_MAX
     if selecting and sel[SEL_CHOSEN] == 0:
         if maximal:
@@ -642,7 +652,6 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
 #: MAX: the pool cells in use, and the antichain cell whose support is being enumerated.
 SEL_POOL, SEL_MAXAC = 7, 8
-SEL_SIZE = 9
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
 #: support (from the latest position down), a candidate's, and the trigger's top output nodes;
@@ -820,15 +829,16 @@ def _viable(nodes, node, has_limit, limit, eok):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
-    """The best support of the output node ``root`` (its window limit fixed): a node row whose
-    tail chain spells it, -1 when none is in the window, or _SHORT."""
+def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode, root_eok):
+    """The best support of ``root`` reached with the empty bit ``root_eok`` (1 for a top output
+    node; its window limit fixed): a node row whose tail chain spells it, -1 when none is in
+    the window, or _SHORT."""
     stamp = sel[SEL_STAMP]
-    value = _lookup(nodes, stack, memo, sel, stamp, root, 1, has_limit, limit, 0, mode)
+    value = _lookup(nodes, stack, memo, sel, stamp, root, root_eok, has_limit, limit, 0, mode)
     if value != _UNKNOWN_REP:
         return value
     stack[0, 0] = root
-    stack[0, 1] = 1
+    stack[0, 1] = root_eok
     sp = 1
     while sp > 0:
         if sp + 2 > stack.shape[0]:
@@ -879,7 +889,7 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
         _store_rep(memo, node, 0, stamp, r)
         _store_rep(memo, node, 1, stamp, r)
         sp -= 1
-    return memo[root, MEMO_REP1]
+    return _lookup(nodes, stack, memo, sel, stamp, root, root_eok, has_limit, limit, 0, mode)
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -926,7 +936,7 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
             continue
         limit = _lowest_first(nodes[top, M], window) if has_limit else 0
         sel[SEL_STAMP] += 1
-        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode)
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode, 1)
         if r == _SHORT:
             return NEED_STACK
         if r < 0:
@@ -1263,6 +1273,304 @@ def _seq_equal(memo, la, lb):
 
 
 # ====================================================================== compaction
+
+
+# ====================================================================== NEXT / LAST ranked
+# With checks on each complex event (conditions across events, STRICT, a window over a double
+# attribute) the strategy chooses among the complex events that pass, so the best support over
+# the tECS is not enough: the trigger's candidates are enumerated best support first, then the
+# next best, ... (as runtime/ranked.py orders them), and Python stops the enumeration once the
+# best that passes is found (C_LAZY pauses: runner.py's ``_enough``). Best-first search over
+# the tECS with an exact bound: a partial walk (the output nodes taken from the top down, and
+# the node it goes on from, with its empty bit) is keyed by its prefix followed by that node's
+# best support (``_best_below``'s memo); a popped walk descends along the better side of each
+# union, pushing the other side, so each pop outputs one candidate and no worse key pops
+# before a better one. Tops with different window limits need different memo generations:
+# for LAST they are taken one position at a time (a later last event wins outright); for NEXT
+# the trigger is enumerated in the plain order (SEL_RANKED 0: Python then checks them all).
+# The walks live in ``pool``: a walk is a row (prefix start, prefix length, node, empty bit,
+# its best support, -) followed by its prefix's node rows, five per row; column 5 of the rows
+# is the binary heap of walks.
+#: sel[...] for the ranked enumeration: on (config), this trigger is ranked, walks in the heap,
+#: next top to take, a descent in progress (its node, empty bit and depth), the current
+#: tops' window limit, the tops, the empty complex event still to output.
+SEL_RANK, SEL_RANKED, SEL_HEAP, SEL_GROUP, SEL_DESC, SEL_F, SEL_EOK, SEL_DEPTH = 9, 10, 11, 12, 13, 14, 15, 16
+SEL_HASLIM, SEL_LIMIT, SEL_NTOPS, SEL_EMPTY = 17, 18, 19, 20
+SEL_SIZE = 21
+_KEY_ROW = 5  # prefix node rows per pool row (column 5 is the heap)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_at(pool, e, j, r):
+    """The node row at step ``j`` of walk ``e``'s key (its prefix, then the chain of ``r``)."""
+    if j < pool[e, 1]:
+        k = pool[e, 0] + j
+        return pool[k // _KEY_ROW, k % _KEY_ROW]
+    return r & _ROW
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_cmp(nodes, memo, pool, ea, eb, mode):
+    """Compare the keys of walks ea and eb as _rep_cmp compares supports: > 0 when ea's is
+    better, < 0 when eb's is, 0 when equal."""
+    la, lb = pool[ea, 1], pool[eb, 1]
+    ra, rb = pool[ea, 4], pool[eb, 4]
+    ja = 0
+    jb = 0
+    found = 0
+    while True:
+        a_rep = ja >= la
+        b_rep = jb >= lb
+        if a_rep and b_rep and (ra | _TIE) == (rb | _TIE):
+            return found  # the same node: the same positions from here down
+        if a_rep and ra == 0:
+            return -1
+        if b_rep and rb == 0:
+            return 1
+        pa = nodes[_walk_at(pool, ea, ja, ra), POS]
+        pb = nodes[_walk_at(pool, eb, jb, rb), POS]
+        step_a = pa >= pb
+        step_b = pb >= pa
+        if pa != pb:
+            if mode == SELECT_LAST:
+                return 1 if pa > pb else -1
+            found = 1 if pa > pb else -1
+        if step_a:
+            if a_rep:
+                ra = _tail(memo, ra)
+            ja += 1
+        if step_b:
+            if b_rep:
+                rb = _tail(memo, rb)
+            jb += 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_push(nodes, memo, sel, pool, path, depth, node, eok, rep, mode):
+    """Push the walk (path[:depth], node, eok) whose key ends with ``rep``; False when the pool
+    is full (nothing changed)."""
+    c = sel[SEL_POOL]
+    rows = 1 + (depth + _KEY_ROW - 1) // _KEY_ROW
+    if c + rows > pool.shape[0]:
+        return False
+    start = (c + 1) * _KEY_ROW
+    for j in range(depth):
+        k = start + j
+        pool[k // _KEY_ROW, k % _KEY_ROW] = path[j]
+    pool[c, 0] = start
+    pool[c, 1] = depth
+    pool[c, 2] = node
+    pool[c, 3] = eok
+    pool[c, 4] = rep
+    sel[SEL_POOL] = c + rows
+    i = sel[SEL_HEAP]
+    sel[SEL_HEAP] = i + 1
+    while i > 0:  # sift up: the best walk at the root
+        parent = (i - 1) // 2
+        p = pool[parent, 5]
+        if _walk_cmp(nodes, memo, pool, c, p, mode) <= 0:
+            break
+        pool[i, 5] = p
+        i = parent
+    pool[i, 5] = c
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_pop(nodes, memo, sel, pool, mode):
+    """Remove and return the best walk of the heap."""
+    top = pool[0, 5]
+    n = sel[SEL_HEAP] - 1
+    sel[SEL_HEAP] = n
+    if n > 0:
+        e = pool[n, 5]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _walk_cmp(nodes, memo, pool, pool[child + 1, 5], pool[child, 5], mode) > 0:
+                child += 1
+            if _walk_cmp(nodes, memo, pool, pool[child, 5], e, mode) <= 0:
+                break
+            pool[i, 5] = pool[child, 5]
+            i = child
+        pool[i, 5] = e
+    return top
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_start(cfg, st, nodes, finals, stack, memo, sel):
+    """A trigger's ranked enumeration: its tops (LAST: the latest position first), or, for NEXT
+    with tops of different window limits, the plain enumeration (SEL_RANKED 0)."""
+    window = cfg[C_WINDOW]
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
+    has_limit = window >= 0
+    kept = 0
+    for t in range(ntops):  # a top without a window measure ends no complex event in the window
+        top = memo[t, MEMO_TOPS]
+        if not (has_limit and (nodes[top, KH] >> 1) == GONE_KIND):
+            memo[kept, MEMO_TOPS] = top
+            kept += 1
+    ntops = kept
+    for t in range(1, ntops):  # by position, the latest first (insertion sort: few tops)
+        top = memo[t, MEMO_TOPS]
+        u = t
+        while u > 0 and nodes[memo[u - 1, MEMO_TOPS], POS] < nodes[top, POS]:
+            memo[u, MEMO_TOPS] = memo[u - 1, MEMO_TOPS]
+            u -= 1
+        memo[u, MEMO_TOPS] = top
+    sel[SEL_RANKED] = 1
+    if has_limit and sel[SEL_MODE] == SELECT_NEXT:
+        for t in range(1, ntops):
+            if _lowest_first(nodes[memo[t, MEMO_TOPS], M], window) != _lowest_first(nodes[memo[0, MEMO_TOPS], M], window):
+                sel[SEL_RANKED] = 0
+    sel[SEL_NTOPS] = ntops
+    sel[SEL_GROUP] = 0
+    sel[SEL_HEAP] = 0
+    sel[SEL_DESC] = 0
+    sel[SEL_EMPTY] = 1 if empty else 0
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_group(cfg, nodes, stack, memo, sel, pool, path):
+    """Push a walk per top of the next group (the tops of one window limit); restartable."""
+    window = cfg[C_WINDOW]
+    mode = sel[SEL_MODE]
+    g = sel[SEL_GROUP]
+    ntops = sel[SEL_NTOPS]
+    has_limit = window >= 0
+    limit = _lowest_first(nodes[memo[g, MEMO_TOPS], M], window) if has_limit else 0
+    sel[SEL_HEAP] = 0
+    sel[SEL_POOL] = 0
+    sel[SEL_STAMP] += 1
+    end = g
+    while end < ntops and (not has_limit or _lowest_first(nodes[memo[end, MEMO_TOPS], M], window) == limit):
+        top = memo[end, MEMO_TOPS]
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode, 1)
+        if r == _SHORT:
+            return NEED_STACK
+        if r >= 0 and not _walk_push(nodes, memo, sel, pool, path, 0, top, 1, r, mode):
+            return NEED_POOL
+        end += 1
+    sel[SEL_GROUP] = end
+    sel[SEL_HASLIM] = 1 if has_limit else 0
+    sel[SEL_LIMIT] = limit
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_value(nodes, stack, memo, sel, node, eok, has_limit, limit, mode):
+    """A node's best support under this generation (computed if not yet), -1 when none in the
+    window is viable, _SHORT."""
+    if not _viable(nodes, node, has_limit, limit, eok):
+        return -1
+    v = _lookup(nodes, stack, memo, sel, sel[SEL_STAMP], node, eok, has_limit, limit, 0, mode)
+    if v == _UNKNOWN_REP:
+        v = _best_below(nodes, stack, memo, sel, node, has_limit, limit, mode, eok)
+    return v
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
+    """Go on with the walk in progress along the better side of each union (pushing the other)
+    down to BOTTOM, and output its complex event; resumable (the walk is in sel and path)."""
+    mode = sel[SEL_MODE]
+    has_limit = sel[SEL_HASLIM] == 1
+    limit = sel[SEL_LIMIT]
+    node = sel[SEL_F]
+    eok = sel[SEL_EOK]
+    depth = sel[SEL_DEPTH]
+    while True:
+        sel[SEL_F] = node
+        sel[SEL_EOK] = eok
+        sel[SEL_DEPTH] = depth
+        st[S_STEPS] += 1
+        kind = nodes[node, KH] >> 1
+        if kind == BOTTOM_KIND:
+            if eok == 1:
+                for d in range(depth):
+                    memo[d, MEMO_ROWS] = path[d]  # (from the latest down)
+                if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, depth):
+                    return OUTPUT_FULL
+            sel[SEL_DESC] = 0
+            return OK
+        if kind == UNION_KIND:
+            a = nodes[node, A]
+            b = nodes[node, B]
+            if has_limit:
+                a = _only_empty(nodes, a, limit)
+                b = _only_empty(nodes, b, limit)
+            va = _rank_value(nodes, stack, memo, sel, a, eok, has_limit, limit, mode)
+            vb = _rank_value(nodes, stack, memo, sel, b, eok, has_limit, limit, mode)
+            if va == _SHORT or vb == _SHORT:
+                return NEED_STACK
+            if vb >= 0 and (va < 0 or _rep_cmp(nodes, memo, vb, va, mode) > 0):
+                a, va, b, vb = b, vb, a, va
+            if va < 0:
+                sel[SEL_DESC] = 0  # (not reached: the walk's key says a side is viable)
+                return OK
+            if vb >= 0 and not _walk_push(nodes, memo, sel, pool, path, depth, b, eok, vb, mode):
+                return NEED_POOL
+            node = a
+            continue
+        # an output node
+        if depth >= path.shape[0]:
+            return NEED_PATH
+        child, ceok = _child_of(nodes, node, has_limit, limit)
+        path[depth] = node
+        depth += 1
+        node = child
+        eok = ceok
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
+    """Output the trigger's complex events best support first (see above), pausing every
+    S_STOP of them (NEED_MORE) so that Python can end the trigger (S_FINAL = S_NFINALS)."""
+    lazy = cfg[C_LAZY] > 0
+    mode = sel[SEL_MODE]
+    while True:
+        if st[S_FINAL] >= st[S_NFINALS]:
+            return OK  # ended by Python, or every candidate is out
+        if sel[SEL_DESC] == 1:
+            before = st[S_TCOUNT]
+            status = _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool)
+            if status != OK:
+                return status
+            if lazy and st[S_TCOUNT] > before and st[S_TCOUNT] >= st[S_STOP]:
+                return NEED_MORE
+            continue
+        if sel[SEL_HEAP] > 0:
+            e = _walk_pop(nodes, memo, sel, pool, mode)
+            depth = pool[e, 1]
+            for j in range(depth):
+                k = pool[e, 0] + j
+                path[j] = pool[k // _KEY_ROW, k % _KEY_ROW]
+            sel[SEL_F] = pool[e, 2]
+            sel[SEL_EOK] = pool[e, 3]
+            sel[SEL_DEPTH] = depth
+            sel[SEL_DESC] = 1
+            continue
+        if sel[SEL_GROUP] < sel[SEL_NTOPS]:
+            status = _rank_group(cfg, nodes, stack, memo, sel, pool, path)
+            if status != OK:
+                return status
+            continue
+        if sel[SEL_EMPTY] == 1:  # the empty complex event: worse than any other
+            if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, 0):
+                return OUTPUT_FULL
+            sel[SEL_EMPTY] = 0
+            if lazy and st[S_TCOUNT] >= st[S_STOP]:
+                return NEED_MORE
+            continue
+        st[S_FINAL] = st[S_NFINALS]
+        st[S_SP] = 0
+        return OK
+
 
 _UNSEEN = INT64_MAX  # compaction: node not reachable from a live root
 _DEAD = INT64_MAX - 1  # compaction: no complex event of the node can be reported any more
