@@ -24,12 +24,14 @@ register values per run: the plan decides at compile time whether they are exact
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST, MAX** with no other check on patterns with many candidates: the kernel chooses
+- **NEXT, LAST, MAX** with no other check on patterns with many candidates (MAX on any
+  pattern: comparing k candidates pairwise costs k**2): the kernel chooses
   each trigger's best support (NEXT, LAST: compiled ``_choose``) or maximal supports (MAX:
   compiled ``_choose_max``, an antichain per node) over its tECS, memoised per node, and
   enumerates only the complex events with those supports. With checks (conditions, STRICT, a
   double window), on patterns with few candidates: chosen among each trigger's complex events
-  by their supports (compiled ``select_supports``).
+  by their supports (compiled ``select_supports``); NEXT and LAST on many candidates: ranked
+  (above).
 - **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
   d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
   marks f's events and the D events of f's span with the compiler's labels; each (complex
