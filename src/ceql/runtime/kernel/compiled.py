@@ -1276,28 +1276,35 @@ def _seq_equal(memo, la, lb):
 
 
 # ====================================================================== NEXT / LAST ranked
-# With checks on each complex event (conditions across events, STRICT, a window over a double
+# With checks on each complex event (conditions across events, a window over a double
 # attribute) the strategy chooses among the complex events that pass, so the best support over
 # the tECS is not enough: the trigger's candidates are enumerated best support first, then the
 # next best, ... (as runtime/ranked.py orders them), and Python stops the enumeration once the
-# best that passes is found (C_LAZY pauses: runner.py's ``_enough``). Best-first search over
-# the tECS with an exact bound: a partial walk (the output nodes taken from the top down, and
-# the node it goes on from, with its empty bit) is keyed by its prefix followed by that node's
-# best support (``_best_below``'s memo); a popped walk descends along the better side of each
-# union, pushing the other side, so each pop outputs one candidate and no worse key pops
-# before a better one. Tops with different window limits need different memo generations:
-# for LAST they are taken one position at a time (a later last event wins outright); for NEXT
-# the trigger is enumerated in the plain order (SEL_RANKED 0: Python then checks them all).
-# The walks live in ``pool``: a walk is a row (prefix start, prefix length, node, empty bit,
-# its best support, -) followed by its prefix's node rows, five per row; column 5 of the rows
-# is the binary heap of walks.
+# best that passes is out (C_LAZY pauses: runner.py's ``_enough``). Best-first search over
+# the tECS with an exact bound: a walk (the output nodes taken from the top down, and the node
+# it goes on from, with its empty bit) is keyed by its prefix followed by that node's best
+# support (``_best_below``'s memo). A popped walk descends to BOTTOM and outputs one
+# candidate; at a union it jumps straight to the output node its best support starts with
+# (the memo's row), leaving a *deferred* walk for the union's other paths with the same key:
+# popped (only if the enumeration goes on), it walks the unions down to that output node and
+# pushes each other side. So the first candidate costs its length, not the unions above it
+# (a union chain of every live run), and no worse key pops before a better one. Tops with
+# different window limits need different memo generations: for LAST they are taken one
+# position at a time (a later last event wins outright); for NEXT the trigger is enumerated in
+# the plain order (SEL_RANKED 0: Python then checks them all). The walks live in ``pool``: a
+# walk is a row (prefix start, prefix length, node, empty bit + 2 if deferred, its best
+# support, -); the walks one descent leaves share one copy of its path (five node rows per
+# pool row); column 5 of the rows is the binary heap of walks.
 #: sel[...] for the ranked enumeration: on (config), this trigger is ranked, walks in the heap,
-#: next top to take, a descent in progress (its node, empty bit and depth), the current
-#: tops' window limit, the tops, the empty complex event still to output.
+#: next top to take, a walk in progress (1: descending, 2: expanding a deferred one; its
+#: node, empty bit and depth), the current tops' window limit, the tops, the empty complex
+#: event still to output, the first walk the one in progress left, the output node a deferred
+#: walk expands to, and the prefix copy of that deferred walk.
 SEL_RANK, SEL_RANKED, SEL_HEAP, SEL_GROUP, SEL_DESC, SEL_F, SEL_EOK, SEL_DEPTH = 9, 10, 11, 12, 13, 14, 15, 16
-SEL_HASLIM, SEL_LIMIT, SEL_NTOPS, SEL_EMPTY = 17, 18, 19, 20
-SEL_SIZE = 21
+SEL_HASLIM, SEL_LIMIT, SEL_NTOPS, SEL_EMPTY, SEL_PEND, SEL_X, SEL_KOFF = 17, 18, 19, 20, 21, 22, 23
+SEL_SIZE = 24
 _KEY_ROW = 5  # prefix node rows per pool row (column 5 is the heap)
+_DEFERRED = 2
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -1317,6 +1324,9 @@ def _walk_cmp(nodes, memo, pool, ea, eb, mode):
     ra, rb = pool[ea, 4], pool[eb, 4]
     ja = 0
     jb = 0
+    if pool[ea, 0] == pool[eb, 0]:  # one copy of a path: the same positions up to the shorter
+        ja = min(la, lb)
+        jb = ja
     found = 0
     while True:
         a_rep = ja >= la
@@ -1329,40 +1339,39 @@ def _walk_cmp(nodes, memo, pool, ea, eb, mode):
             return 1
         pa = nodes[_walk_at(pool, ea, ja, ra), POS]
         pb = nodes[_walk_at(pool, eb, jb, rb), POS]
-        step_a = pa >= pb
-        step_b = pb >= pa
         if pa != pb:
             if mode == SELECT_LAST:
                 return 1 if pa > pb else -1
             found = 1 if pa > pb else -1
-        if step_a:
+        if pa >= pb:
             if a_rep:
                 ra = _tail(memo, ra)
             ja += 1
-        if step_b:
+        if pb >= pa:
             if b_rep:
                 rb = _tail(memo, rb)
             jb += 1
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _walk_push(nodes, memo, sel, pool, path, depth, node, eok, rep, mode):
-    """Push the walk (path[:depth], node, eok) whose key ends with ``rep``; False when the pool
-    is full (nothing changed)."""
+def _walk_new(sel, pool, depth, node, eok, rep):
+    """A walk left by the one in progress (its prefix: the first ``depth`` rows of that walk's
+    path, copied when it ends); False when the pool is full (nothing changed)."""
     c = sel[SEL_POOL]
-    rows = 1 + (depth + _KEY_ROW - 1) // _KEY_ROW
-    if c + rows > pool.shape[0]:
+    if c + 1 > pool.shape[0]:
         return False
-    start = (c + 1) * _KEY_ROW
-    for j in range(depth):
-        k = start + j
-        pool[k // _KEY_ROW, k % _KEY_ROW] = path[j]
-    pool[c, 0] = start
+    pool[c, 0] = -1
     pool[c, 1] = depth
     pool[c, 2] = node
     pool[c, 3] = eok
     pool[c, 4] = rep
-    sel[SEL_POOL] = c + rows
+    sel[SEL_POOL] = c + 1
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_push(nodes, memo, sel, pool, c, mode):
+    """Put walk c on the heap."""
     i = sel[SEL_HEAP]
     sel[SEL_HEAP] = i + 1
     while i > 0:  # sift up: the best walk at the root
@@ -1373,6 +1382,31 @@ def _walk_push(nodes, memo, sel, pool, path, depth, node, eok, rep, mode):
         pool[i, 5] = p
         i = parent
     pool[i, 5] = c
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walks_left(nodes, memo, sel, pool, path, depth, koff, mode):
+    """The walk in progress ends: the walks it left get their prefix (``koff`` >= 0: a copy of
+    the path there already, else path[:depth] copied once) and go on the heap; False when the
+    pool is full (nothing changed)."""
+    first = sel[SEL_PEND]
+    last = sel[SEL_POOL]
+    if first == last:
+        return True
+    if koff < 0:
+        rows = (depth + _KEY_ROW - 1) // _KEY_ROW
+        if last + rows > pool.shape[0]:
+            return False
+        koff = last * _KEY_ROW
+        for j in range(depth):
+            k = koff + j
+            pool[k // _KEY_ROW, k % _KEY_ROW] = path[j]
+        sel[SEL_POOL] = last + rows
+    for c in range(first, last):
+        pool[c, 0] = koff
+    for c in range(first, last):
+        _walk_push(nodes, memo, sel, pool, c, mode)
+    sel[SEL_PEND] = sel[SEL_POOL]
     return True
 
 
@@ -1437,7 +1471,8 @@ def _rank_start(cfg, st, nodes, finals, stack, memo, sel):
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _rank_group(cfg, nodes, stack, memo, sel, pool, path):
-    """Push a walk per top of the next group (the tops of one window limit); restartable."""
+    """Put a walk per top of the next group (the tops of one window limit) on the heap;
+    restartable."""
     window = cfg[C_WINDOW]
     mode = sel[SEL_MODE]
     g = sel[SEL_GROUP]
@@ -1446,6 +1481,7 @@ def _rank_group(cfg, nodes, stack, memo, sel, pool, path):
     limit = _lowest_first(nodes[memo[g, MEMO_TOPS], M], window) if has_limit else 0
     sel[SEL_HEAP] = 0
     sel[SEL_POOL] = 0
+    sel[SEL_PEND] = 0
     sel[SEL_STAMP] += 1
     end = g
     while end < ntops and (not has_limit or _lowest_first(nodes[memo[end, MEMO_TOPS], M], window) == limit):
@@ -1453,9 +1489,11 @@ def _rank_group(cfg, nodes, stack, memo, sel, pool, path):
         r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode, 1)
         if r == _SHORT:
             return NEED_STACK
-        if r >= 0 and not _walk_push(nodes, memo, sel, pool, path, 0, top, 1, r, mode):
+        if r >= 0 and not _walk_new(sel, pool, 0, top, 1, r):
             return NEED_POOL
         end += 1
+    if not _walks_left(nodes, memo, sel, pool, path, 0, 0, mode):
+        return NEED_POOL
     sel[SEL_GROUP] = end
     sel[SEL_HASLIM] = 1 if has_limit else 0
     sel[SEL_LIMIT] = limit
@@ -1476,29 +1514,21 @@ def _rank_value(nodes, stack, memo, sel, node, eok, has_limit, limit, mode):
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
-    """Go on with the walk in progress along the better side of each union (pushing the other)
-    down to BOTTOM, and output its complex event; resumable (the walk is in sel and path)."""
+    """Go on with the walk in progress down to BOTTOM (jumping from a union to the output node
+    its best starts with, and leaving a deferred walk there) and output its complex event;
+    or expand a deferred walk (the unions down to its output node, each other side left as a
+    walk). Resumable: the walk is in sel and path."""
     mode = sel[SEL_MODE]
     has_limit = sel[SEL_HASLIM] == 1
     limit = sel[SEL_LIMIT]
     node = sel[SEL_F]
     eok = sel[SEL_EOK]
     depth = sel[SEL_DEPTH]
-    while True:
-        sel[SEL_F] = node
-        sel[SEL_EOK] = eok
-        sel[SEL_DEPTH] = depth
-        st[S_STEPS] += 1
-        kind = nodes[node, KH] >> 1
-        if kind == BOTTOM_KIND:
-            if eok == 1:
-                for d in range(depth):
-                    memo[d, MEMO_ROWS] = path[d]  # (from the latest down)
-                if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, depth):
-                    return OUTPUT_FULL
-            sel[SEL_DESC] = 0
-            return OK
-        if kind == UNION_KIND:
+    if sel[SEL_DESC] == 2:
+        x = sel[SEL_X]
+        while node != x and (nodes[node, KH] >> 1) == UNION_KIND:
+            sel[SEL_F] = node
+            st[S_STEPS] += 1
             a = nodes[node, A]
             b = nodes[node, B]
             if has_limit:
@@ -1508,14 +1538,44 @@ def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger,
             vb = _rank_value(nodes, stack, memo, sel, b, eok, has_limit, limit, mode)
             if va == _SHORT or vb == _SHORT:
                 return NEED_STACK
-            if vb >= 0 and (va < 0 or _rep_cmp(nodes, memo, vb, va, mode) > 0):
+            if not (va >= 0 and (va & _ROW) == x):  # follow the side the best came from
                 a, va, b, vb = b, vb, a, va
-            if va < 0:
-                sel[SEL_DESC] = 0  # (not reached: the walk's key says a side is viable)
-                return OK
-            if vb >= 0 and not _walk_push(nodes, memo, sel, pool, path, depth, b, eok, vb, mode):
+            if vb >= 0 and not _walk_new(sel, pool, depth, b, eok, vb):
                 return NEED_POOL
             node = a
+        sel[SEL_F] = node
+        if not _walks_left(nodes, memo, sel, pool, path, depth, sel[SEL_KOFF], mode):
+            return NEED_POOL
+        sel[SEL_DESC] = 0
+        return OK
+    while True:
+        sel[SEL_F] = node
+        sel[SEL_EOK] = eok
+        sel[SEL_DEPTH] = depth
+        st[S_STEPS] += 1
+        kind = nodes[node, KH] >> 1
+        if kind == BOTTOM_KIND:
+            if not _walks_left(nodes, memo, sel, pool, path, depth, -1, mode):
+                return NEED_POOL
+            if eok == 1:
+                for d in range(depth):
+                    memo[d, MEMO_ROWS] = path[d]  # (from the latest down)
+                if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, depth):
+                    return OUTPUT_FULL
+            sel[SEL_DESC] = 0
+            return OK
+        if kind == UNION_KIND:
+            r = _rank_value(nodes, stack, memo, sel, node, eok, has_limit, limit, mode)
+            if r == _SHORT:
+                return NEED_STACK
+            if r < 0:  # (not reached: the walk's key says a side is viable)
+                if not _walks_left(nodes, memo, sel, pool, path, depth, -1, mode):
+                    return NEED_POOL
+                sel[SEL_DESC] = 0
+                return OK
+            if not _walk_new(sel, pool, depth, node, eok | _DEFERRED, r):
+                return NEED_POOL
+            node = r & _ROW  # the output node (or BOTTOM) its best starts with
             continue
         # an output node
         if depth >= path.shape[0]:
@@ -1536,7 +1596,7 @@ def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigge
     while True:
         if st[S_FINAL] >= st[S_NFINALS]:
             return OK  # ended by Python, or every candidate is out
-        if sel[SEL_DESC] == 1:
+        if sel[SEL_DESC] != 0:
             before = st[S_TCOUNT]
             status = _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool)
             if status != OK:
@@ -1547,13 +1607,22 @@ def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigge
         if sel[SEL_HEAP] > 0:
             e = _walk_pop(nodes, memo, sel, pool, mode)
             depth = pool[e, 1]
+            if depth > path.shape[0]:  # (not reached: the prefix was on the path)
+                return NEED_PATH
+            koff = pool[e, 0]
             for j in range(depth):
-                k = pool[e, 0] + j
+                k = koff + j
                 path[j] = pool[k // _KEY_ROW, k % _KEY_ROW]
             sel[SEL_F] = pool[e, 2]
-            sel[SEL_EOK] = pool[e, 3]
+            sel[SEL_EOK] = pool[e, 3] & 1
             sel[SEL_DEPTH] = depth
-            sel[SEL_DESC] = 1
+            sel[SEL_PEND] = sel[SEL_POOL]
+            if pool[e, 3] & _DEFERRED:
+                sel[SEL_DESC] = 2
+                sel[SEL_X] = pool[e, 4] & _ROW
+                sel[SEL_KOFF] = koff
+            else:
+                sel[SEL_DESC] = 1
             continue
         if sel[SEL_GROUP] < sel[SEL_NTOPS]:
             status = _rank_group(cfg, nodes, stack, memo, sel, pool, path)
