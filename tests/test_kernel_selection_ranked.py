@@ -119,7 +119,7 @@ def test_ranked_stops_at_the_first_that_passes(strategy) -> None:
     more = runner.kernel.more
     runner.kernel.more = lambda chunk: seen.append(len(chunk)) or more(chunk)  # type: ignore[assignment]
     got = [(m.trigger, tuple(m.positions)) for m in runner.matches(events)]
-    assert max(seen, default=0) <= 3 * engine.LAZY_BATCH
+    assert max(seen, default=0) <= 3 * engine.RANKED_BATCH
     assert runner.kernel.st[engine.k.S_STEPS] < 200_000  # not the 2**19 candidates
     # The Python evaluator (registers) agrees, and every match passes.
     expected = [(m.trigger, tuple(m.positions)) for m in query.run(events, engine="python")]

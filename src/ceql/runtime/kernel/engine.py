@@ -27,6 +27,9 @@ MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buf
 #: ANY / LIMIT with checks: a trigger's first pause (C_LAZY); triggers with fewer complex events
 #: never pause, so the common case costs what the full enumeration costs.
 LAZY_BATCH = 64
+#: Ranked NEXT / LAST: the first pause. Candidates come best first, so the first that passes
+#: is mostly among the first few; a pause costs a call of the checks, a candidate a walk.
+RANKED_BATCH = 8
 #: The pool's bound (rows of 48 bytes): MAX's antichains, a ranked trigger's walks.
 MAX_POOL_ROWS = 1 << 22
 #: Initial array sizes; every array grows on demand (tests shrink them to exercise growth).
@@ -169,7 +172,7 @@ class KernelEvaluator:
         # time, doubling; ``more`` keeps those that pass and says whether they are enough.
         self.more = more
         if more is not None and consume == "NONE":
-            self.cfg[k.C_LAZY] = LAZY_BATCH
+            self.cfg[k.C_LAZY] = RANKED_BATCH if ranked else LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
         self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST, "MAX": k.SELECT_MAX}[select]
         if ranked and select not in ("NEXT", "LAST"):
