@@ -1302,7 +1302,16 @@ def _seq_equal(memo, la, lb):
 #: walk expands to, and the prefix copy of that deferred walk.
 SEL_RANK, SEL_RANKED, SEL_HEAP, SEL_GROUP, SEL_DESC, SEL_F, SEL_EOK, SEL_DEPTH = 9, 10, 11, 12, 13, 14, 15, 16
 SEL_HASLIM, SEL_LIMIT, SEL_NTOPS, SEL_EMPTY, SEL_PEND, SEL_X, SEL_KOFF = 17, 18, 19, 20, 21, 22, 23
-SEL_SIZE = 24
+#: ... and for the pauses: the candidates Python has checked, S_STEPS at the last pause and the
+#: steps allowed before the next one while candidates wait unchecked, whether every candidate
+#: still to come is strictly worse than the last one out (Python may then stop: runner.py's
+#: ``_enough``), the walk row of that last candidate, the walk being descended, and whether the
+#: deferred walk being expanded may hold another path with its support (its best's tie bit).
+SEL_CHECKED, SEL_SINCE, SEL_BUDGET, SEL_WORSE, SEL_LAST, SEL_CUR, SEL_XTIE = 24, 25, 26, 27, 28, 29, 30
+SEL_SIZE = 31
+#: Steps a ranked trigger may take while candidates wait unchecked, before it pauses (doubled
+#: at each pause): the first candidate that passes ends the trigger after about this many more.
+RANK_STEPS = 512
 _KEY_ROW = 5  # prefix node rows per pool row (column 5 is the heap)
 _DEFERRED = 2
 
@@ -1391,10 +1400,11 @@ def _walks_left(nodes, memo, sel, pool, path, depth, koff, mode):
     pool is full (nothing changed)."""
     first = sel[SEL_PEND]
     last = sel[SEL_POOL]
-    if first == last:
+    record = koff == -2  # a candidate ends here: keep it as a walk (SEL_LAST) to compare with
+    if first == last and not record:
         return True
     if koff < 0:
-        rows = (depth + _KEY_ROW - 1) // _KEY_ROW
+        rows = (depth + _KEY_ROW - 1) // _KEY_ROW + (1 if record else 0)
         if last + rows > pool.shape[0]:
             return False
         koff = last * _KEY_ROW
@@ -1402,6 +1412,14 @@ def _walks_left(nodes, memo, sel, pool, path, depth, koff, mode):
             k = koff + j
             pool[k // _KEY_ROW, k % _KEY_ROW] = path[j]
         sel[SEL_POOL] = last + rows
+        if record:
+            c = last + rows - 1
+            pool[c, 0] = koff
+            pool[c, 1] = depth
+            pool[c, 2] = 0
+            pool[c, 3] = 1
+            pool[c, 4] = 0
+            sel[SEL_LAST] = c
     for c in range(first, last):
         pool[c, 0] = koff
     for c in range(first, last):
@@ -1431,6 +1449,55 @@ def _walk_pop(nodes, memo, sel, pool, mode):
             i = child
         pool[i, 5] = e
     return top
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+    """Whether to pause now: candidates wait unchecked and the trigger has spent its step
+    budget since the last pause (then SEL_WORSE is set for Python, and the budget doubles)."""
+    if cfg[C_LAZY] == 0 or st[S_TCOUNT] <= sel[SEL_CHECKED] or st[S_STEPS] - sel[SEL_SINCE] < sel[SEL_BUDGET]:
+        return False
+    sel[SEL_BUDGET] *= 2
+    _rank_paused(st, nodes, memo, sel, pool, mode)
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_paused(st, nodes, memo, sel, pool, mode):
+    """At a pause: SEL_WORSE 1 when every candidate still to come is strictly worse than the
+    last one out: each walk on the heap is, or has its key and no other path with it (a
+    deferred walk whose best has no tie bit); so is the walk in progress. (Later groups of
+    tops, LAST only, end before the last one out; the empty complex event is the worst.)"""
+    sel[SEL_SINCE] = st[S_STEPS]
+    last = sel[SEL_LAST]
+    worse = last >= 0
+    if worse and sel[SEL_DESC] == 2:
+        worse = sel[SEL_XTIE] == 0  # (its key is the last one's: the rest of it is worse)
+    elif worse and sel[SEL_DESC] == 1:
+        worse = _walk_cmp(nodes, memo, pool, sel[SEL_CUR], last, mode) < 0
+    # The heap's walks not worse than the last one (the heap's order: only below such ones).
+    sp = 0
+    if worse and sel[SEL_HEAP] > 0:
+        sp = 1
+        todo = np.zeros(64, dtype=np.int64)  # heap indexes to look at (the root first)
+        while sp > 0 and worse:
+            sp -= 1
+            i = todo[sp]
+            e = pool[i, 5]
+            c = _walk_cmp(nodes, memo, pool, e, last, mode)
+            if c < 0:
+                continue
+            if c > 0 or not (pool[e, 3] & _DEFERRED) or pool[e, 4] & _TIE:
+                worse = False
+                break
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < sel[SEL_HEAP]:
+                    if sp == len(todo):
+                        worse = False  # (many walks with the last one's key: do not decide)
+                        break
+                    todo[sp] = child
+                    sp += 1
+    sel[SEL_WORSE] = 1 if worse else 0
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -1466,6 +1533,10 @@ def _rank_start(cfg, st, nodes, finals, stack, memo, sel):
     sel[SEL_HEAP] = 0
     sel[SEL_DESC] = 0
     sel[SEL_EMPTY] = 1 if empty else 0
+    sel[SEL_CHECKED] = 0
+    sel[SEL_SINCE] = st[S_STEPS]
+    sel[SEL_BUDGET] = RANK_STEPS
+    sel[SEL_LAST] = -1
     return OK
 
 
@@ -1528,6 +1599,8 @@ def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger,
         x = sel[SEL_X]
         while node != x and (nodes[node, KH] >> 1) == UNION_KIND:
             sel[SEL_F] = node
+            if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+                return NEED_MORE
             st[S_STEPS] += 1
             a = nodes[node, A]
             b = nodes[node, B]
@@ -1552,10 +1625,12 @@ def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger,
         sel[SEL_F] = node
         sel[SEL_EOK] = eok
         sel[SEL_DEPTH] = depth
+        if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+            return NEED_MORE
         st[S_STEPS] += 1
         kind = nodes[node, KH] >> 1
         if kind == BOTTOM_KIND:
-            if not _walks_left(nodes, memo, sel, pool, path, depth, -1, mode):
+            if not _walks_left(nodes, memo, sel, pool, path, depth, -2 if eok == 1 else -1, mode):
                 return NEED_POOL
             if eok == 1:
                 for d in range(depth):
@@ -1602,10 +1677,15 @@ def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigge
             if status != OK:
                 return status
             if lazy and st[S_TCOUNT] > before and st[S_TCOUNT] >= st[S_STOP]:
+                _rank_paused(st, nodes, memo, sel, pool, mode)
                 return NEED_MORE
             continue
         if sel[SEL_HEAP] > 0:
+            if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+                return NEED_MORE
             e = _walk_pop(nodes, memo, sel, pool, mode)
+            sel[SEL_CUR] = e
+            sel[SEL_XTIE] = 1 if pool[e, 4] & _TIE else 0
             depth = pool[e, 1]
             if depth > path.shape[0]:  # (not reached: the prefix was on the path)
                 return NEED_PATH
@@ -1633,8 +1713,6 @@ def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigge
             if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, 0):
                 return OUTPUT_FULL
             sel[SEL_EMPTY] = 0
-            if lazy and st[S_TCOUNT] >= st[S_STOP]:
-                return NEED_MORE
             continue
         st[S_FINAL] = st[S_NFINALS]
         st[S_SP] = 0

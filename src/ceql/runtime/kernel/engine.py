@@ -511,6 +511,7 @@ class KernelEvaluator:
         chunk = self._trigger_chunk()
         keep, enough = self.more(chunk)  # type: ignore[misc]
         self._keep_trigger(chunk, np.asarray(keep, dtype=bool))
+        self.sel[k.SEL_CHECKED] = self.st[k.S_TCOUNT]  # (ranked: what is out is checked)
         if enough:
             self.st[k.S_SP] = 0
             self.st[k.S_FINAL] = self.st[k.S_NFINALS]

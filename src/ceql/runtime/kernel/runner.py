@@ -45,6 +45,7 @@ from ceql.runtime.kernel.columns import (
 from ceql.runtime.kernel.compiled import (
     MAX_WINDOW,
     SEL_RANKED,
+    SEL_WORSE,
     SELECT_LAST,
     SELECT_MAX,
     SELECT_NEXT,
@@ -580,9 +581,13 @@ class PlanKernel:
         if self.ranked:
             # Best support first (the kernel ranked this trigger, sel[SEL_RANKED]): the kept
             # ones have the best support that passes (select_supports), and once the latest
-            # candidate's support is another (worse) one, no later candidate can be kept.
-            if not self.kernel.sel[SEL_RANKED] or not keep.any():
+            # candidate's support is another (worse) one, or every candidate still to come is
+            # strictly worse than it (sel[SEL_WORSE]), no later candidate can be kept.
+            sel = self.kernel.sel
+            if not sel[SEL_RANKED] or not keep.any():
                 return keep, False
+            if sel[SEL_WORSE]:
+                return keep, True
             best, last = int(np.flatnonzero(keep)[0]), len(chunk) - 1
             offsets, positions = chunk.offsets, chunk.positions
             same = np.array_equal(positions[offsets[best] : offsets[best + 1]], positions[offsets[last] : offsets[last + 1]])
