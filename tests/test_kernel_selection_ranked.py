@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -19,10 +18,10 @@ from ceql.lang.visit import walk
 from ceql.runtime.kernel import PlanKernel
 from ceql.runtime.kernel.postfilter import few_candidates, post_filter
 from ceql.runtime.kernel.runner import unsupported
-from ceql.runtime.parallel import ParallelKernel, split_of
 from tests.support.agreement import assert_agrees, check_case, compile_valid, reference_matches
 from tests.support.cross_strategies import cross_conditions, cross_queries
 from tests.support.strategies import CORE_OPERATORS, TEST_DECLARATION, cases, shaped_queries
+from tests.test_kernel_selection import _pushed, workers_agree
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
 CASES = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -44,15 +43,6 @@ def _checked_next_last(draw):
 
 
 checked_cases = cases(_checked_next_last(), min_size=6, max_size=16)
-
-
-def _pushed(compiled: ceql.Query, events: list[dict]) -> list[ceql.Match]:
-    evaluator = compiled.evaluator(engine="compiled")
-    out: list[ceql.Match] = []
-    for e in events:
-        out.extend(evaluator.push(e))
-    out.extend(evaluator.finish())
-    return out
 
 
 def _reads_private(plan) -> bool:
@@ -86,17 +76,10 @@ def test_ranked_next_and_last_agree_with_the_reference(case) -> None:
 @CASES
 @given(checked_cases, st.integers(2, 6))
 def test_ranked_next_and_last_on_workers_agree_with_one_core(case, batch) -> None:
-    query = dataclasses.replace(case.query, partition_by=(("id",),))
-    compiled = compile_valid(query, SCHEMA)
-    if compiled is None or unsupported(compiled.plan) is not None or split_of(compiled.plan) is None:
-        return
-    post = post_filter(compiled.plan)
-    event(f"ranked: {not isinstance(post, str) and post is not None and post.ranked}")
-    table = pa.Table.from_pylist(case.events)
-    one = list(PlanKernel(compiled.plan).matches(table))
-    many = list(ParallelKernel(compiled.plan, 2, batch_size=batch).matches(table))
-    assert many == one, print_query(query)
-    assert_agrees(query, SCHEMA, many, reference_matches(query, SCHEMA, case.events), "workers")
+    compiled = workers_agree(case, batch)
+    if compiled is not None:
+        post = post_filter(compiled.plan)
+        event(f"ranked: {not isinstance(post, str) and post is not None and post.ranked}")
 
 
 def _a_then_bc(n: int, pairs: int) -> list[dict]:
