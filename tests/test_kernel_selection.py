@@ -192,3 +192,23 @@ def test_next_and_last_on_shards_agree_with_one_core(text) -> None:
     for count in (2, 3):
         for batch in (7, 500):
             assert workers(query, table, arrow=True, count=count, batch=batch).equals(one), (count, batch)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT MAX * FROM S WHERE A AS a ; B AS b WITHIN 50 EVENTS",
+        "SELECT MAX * FROM S WHERE A AS x:+",
+        "SELECT MAX * FROM S WHERE A AS x:+ CONSUME BY ANY",
+        "SELECT MAX * FROM S WHERE A ; B WITHIN 6 EVENTS CONSUME BY PARTITION",
+    ],
+)
+def test_max_on_few_candidates_agrees(text) -> None:
+    """MAX alone is chosen over the tECS on few candidates too (pairwise comparisons cost k**2
+    per trigger), but not with CONSUME BY, which applies after the kernel there and before
+    the strategy."""
+    events = [{"event_type": "AABAB"[i % 5], "id": 0, "v": i, "s": "a", "t": i} for i in range(40)]
+    query = ceql.compile(text, SCHEMA)
+    assert unsupported(query.plan) is None
+    got = [(m.trigger, tuple(m.positions)) for m in query.run(events, engine="compiled")]
+    assert got == [(m.trigger, tuple(m.positions)) for m in query.run(events, engine="python")]

@@ -212,9 +212,10 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     bounded = few_candidates(plan.formula, plan)
     # NEXT, LAST and MAX alone are chosen over the kernel's tECS where the candidates are many
     # (few are cheaper to enumerate and compare: select_supports), and MAX always: comparing a
-    # trigger's k candidates pairwise costs k**2 (``A ; B`` under a long window: k = the A's).
+    # trigger's k candidates pairwise costs k**2 (``A ; B`` under a long window: k = the A's);
+    # not with CONSUME BY there, which consume.py applies after the kernel, before the strategy.
     alone = select is not None and plan.registers is None and not plan.strict_filter
-    in_kernel = alone and (bounded is None or select == "MAX")
+    in_kernel = alone and (bounded is None or select == "MAX" and plan.consume == "NONE")
     # With checks, NEXT and LAST enumerate each trigger's candidates best support first and
     # stop at the first that passes (ranked); MAX would have to check every candidate.
     ranked = bounded is None and select is not None and not in_kernel and _rankable(plan, select)
