@@ -90,6 +90,15 @@ for _name in ("NEXT A;B+;C, window never cuts", "LAST A;B+;C, window never cuts"
     WORKLOADS[f"{_name} {KERNEL}"] = (*WORKLOADS[_name][:3], 2_000)
 for _name in ("MAX A+;B (one maximal complex event of every A)", "MAX A;B, window never cuts"):
     WORKLOADS[f"{_name} {KERNEL}"] = WORKLOADS[_name]
+#: NEXT / LAST with a condition across events (ranked: the first candidate that passes; here
+#: the best one does, so what must stay flat is the walk to it and the stop after it).
+for _strategy in ("NEXT", "LAST"):
+    WORKLOADS[f"{_strategy} A;B+;C FILTER c.id > a.id, window never cuts {KERNEL}"] = (
+        g.VALUES_DECLARATION,
+        f"SELECT {_strategy} * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.id > a.id WITHIN {NEVER} EVENTS",
+        _a_then_bc,
+        200,
+    )
 #: (The enumeration walked that chain down to its empty complex event at every trigger.)
 WORKLOADS[f"B+ WITHIN 4 EVENTS, no partition {KERNEL}"] = (
     g.VALUES_DECLARATION, "SELECT * FROM S WHERE B+ AS b WITHIN 4 EVENTS", _buys, 2_000,

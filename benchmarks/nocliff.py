@@ -51,10 +51,10 @@ KEYS = 2_000
 REPEATS = 3
 
 DECLARATION = """CREATE STREAM S {
-EVENT A { k:int, v:int, n:int, x:double, s:string, t:primary_time },
-EVENT B { k:int, v:int, n:int, x:double, s:string, t:primary_time },
-EVENT C { k:int, v:int, n:int, x:double, s:string, t:primary_time },
-EVENT D { k:int, v:int, n:int, x:double, s:string, t:primary_time }
+EVENT A { k:int, v:int, n:int, x:double, y:double, z:int, s:string, t:primary_time },
+EVENT B { k:int, v:int, n:int, x:double, y:double, z:int, s:string, t:primary_time },
+EVENT C { k:int, v:int, n:int, x:double, y:double, z:int, s:string, t:primary_time },
+EVENT D { k:int, v:int, n:int, x:double, y:double, z:int, s:string, t:primary_time }
 }"""
 W = "PARTITION BY [k] WITHIN 5 SECONDS"
 
@@ -66,6 +66,15 @@ USERS: list[tuple[str, str]] = [
     (f"SELECT NEXT * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
     (f"SELECT LAST * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
     (f"SELECT MAX * FROM S WHERE A ; B+ ; C {W}", f"SELECT * FROM S WHERE A ; B+ ; C {W}"),
+    # NEXT / LAST with checks on many candidates (ranked: the first candidate that passes),
+    # beside the same strategy without them
+    (f"SELECT NEXT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v > a.v {W}", f"SELECT NEXT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT LAST * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER c.v > a.v {W}", f"SELECT LAST * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (f"SELECT NEXT * FROM S WHERE A AS a ; B+ AS b ; C AS c FILTER b.v > a.v {W}", f"SELECT NEXT * FROM S WHERE A AS a ; B+ AS b ; C AS c {W}"),
+    (
+        "SELECT LAST * FROM S WHERE A AS a ; B+ AS b ; C AS c PARTITION BY [k] WITHIN 5 [y]",
+        "SELECT LAST * FROM S WHERE A AS a ; B+ AS b ; C AS c PARTITION BY [k] WITHIN 5000 [z]",
+    ),
     (
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d FILTER d.n = a.n) {W}",
         f"SELECT * FROM S WHERE (A AS a ; C AS c) UNLESS (D AS d) {W}",
@@ -158,6 +167,9 @@ def keyed_events(n: int, seed: int = 7) -> pa.Table:
             "v": pa.array(rng.integers(0, 20, n), pa.int64()),
             "n": pa.array(rng.integers(0, 3, n), pa.int64()),
             "x": pa.array(rng.uniform(0, 100, n) + np.arange(n) / 1000.0, pa.float64()),
+            # seconds as a double, milliseconds as an int (windows over attributes, never decreasing)
+            "y": pa.array(np.arange(n) / 1000.0, pa.float64()),
+            "z": pa.array(np.arange(n), pa.int64()),
             "s": pa.array(np.array(["x", "y", "z"])[rng.integers(0, 3, n)]),
             "t": pa.array(1_700_000_000_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000, pa.int64()),
         }

@@ -319,17 +319,20 @@ def test_partitions_are_dropped_when_nothing_is_live() -> None:
 
 def test_unsupported_plans_say_why() -> None:
     for text, reason in [
-        ("SELECT NEXT * WHERE A AS x; B+; C AS y FILTER y.v > x.v", "strategy NEXT on a pattern with many candidates"),
+        ("SELECT MAX * WHERE A AS x; B+; C AS y FILTER y.v > x.v", "strategy MAX on a pattern with many candidates"),
         ("SELECT NEXT * WHERE (A AS x; B+; C AS y) UNLESS (B AS z ; D FILTER D.v = x.v)", "strategy NEXT on a pattern with many candidates"),
     ]:
         assert reason in (unsupported(ceql.compile(text, SCHEMA).plan) or ""), text
     # NEXT and LAST alone are chosen over the tECS; a right side of UNLESS of several events
     # with conditions is decided by replaying the register programs (issue 40).
+    # With a condition across events, NEXT and LAST are ranked (the first candidate that passes).
     for text in (
         "SELECT NEXT * WHERE A; B+; C",
         "SELECT LAST * WHERE A; B+; C WITHIN 5 EVENTS",
         "SELECT MAX * WHERE A; B+; C",
         "SELECT * WHERE (A AS x; C AS y) UNLESS (B AS z ; D FILTER D.v = x.v)",
+        "SELECT NEXT * WHERE A AS x; B+; C AS y FILTER y.v > x.v",
+        "SELECT LAST * WHERE A AS x; B+; C AS y FILTER y.v > x.v WITHIN 5 EVENTS",
     ):
         assert unsupported(ceql.compile(text, SCHEMA).plan) is None, text
     with pytest.raises(ceql.UnsupportedQueryError, match="strategy MAX"):

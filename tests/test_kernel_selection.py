@@ -71,16 +71,23 @@ def test_next_and_last_on_many_candidates_agree_with_the_reference(case) -> None
 @CASES
 @given(many_cases, st.integers(2, 6))
 def test_next_and_last_on_workers_agree_with_one_core(case, batch) -> None:
+    workers_agree(case, batch)
+
+
+def workers_agree(case, batch: int) -> ceql.Query | None:
+    """The case's query partitioned by ``id`` on 2 workers: the same matches as one core, and
+    the reference's (None, nothing checked: invalid, off the kernel or not split)."""
     query = dataclasses.replace(case.query, partition_by=(("id",),))
     compiled = compile_valid(query, SCHEMA)
     if compiled is None or unsupported(compiled.plan) is not None or split_of(compiled.plan) is None:
-        return
+        return None
     event("split")
     table = pa.Table.from_pylist(case.events)
     one = list(PlanKernel(compiled.plan).matches(table))
     many = list(ParallelKernel(compiled.plan, 2, batch_size=batch).matches(table))
     assert many == one, print_query(query)
     assert_agrees(query, SCHEMA, many, reference_matches(query, SCHEMA, case.events), "workers")
+    return compiled
 
 
 @st.composite
@@ -185,3 +192,23 @@ def test_next_and_last_on_shards_agree_with_one_core(text) -> None:
     for count in (2, 3):
         for batch in (7, 500):
             assert workers(query, table, arrow=True, count=count, batch=batch).equals(one), (count, batch)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT MAX * FROM S WHERE A AS a ; B AS b WITHIN 50 EVENTS",
+        "SELECT MAX * FROM S WHERE A AS x:+",
+        "SELECT MAX * FROM S WHERE A AS x:+ CONSUME BY ANY",
+        "SELECT MAX * FROM S WHERE A ; B WITHIN 6 EVENTS CONSUME BY PARTITION",
+    ],
+)
+def test_max_on_few_candidates_agrees(text) -> None:
+    """MAX alone is chosen over the tECS on few candidates too (pairwise comparisons cost k**2
+    per trigger), but not with CONSUME BY, which applies after the kernel there and before
+    the strategy."""
+    events = [{"event_type": "AABAB"[i % 5], "id": 0, "v": i, "s": "a", "t": i} for i in range(40)]
+    query = ceql.compile(text, SCHEMA)
+    assert unsupported(query.plan) is None
+    got = [(m.trigger, tuple(m.positions)) for m in query.run(events, engine="compiled")]
+    assert got == [(m.trigger, tuple(m.positions)) for m in query.run(events, engine="python")]

@@ -118,16 +118,16 @@ def test_a_stream_of_small_batches_moves_to_the_kernel(small_thresholds) -> None
 
 
 def test_a_query_off_the_kernel_is_announced_once(small_thresholds, caplog) -> None:
-    query = ceql.compile("SELECT NEXT * FROM S WHERE A AS a ; B+ ; C AS c FILTER c.v > a.v WITHIN 3 EVENTS", SCHEMA)
+    query = ceql.compile("SELECT MAX * FROM S WHERE A AS a ; B+ ; C AS c FILTER c.v > a.v WITHIN 3 EVENTS", SCHEMA)
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, logger="ceql"):
         warnings.simplefilter("always")
         list(query.run(events(50)))
         list(query.run(events(50)))
     slow = [w for w in caught if issubclass(w.category, SlowPathWarning)]
-    assert len(slow) == 1 and "strategy NEXT" in str(slow[0].message)
+    assert len(slow) == 1 and "strategy MAX" in str(slow[0].message)
     notices = [r for r in caplog.records if r.name == "ceql" and "not the compiled kernel" in r.getMessage()]
     assert len(notices) == 1
-    assert "strategy NEXT" in query.explain()
+    assert "strategy MAX" in query.explain()
 
 
 def test_the_python_engine_is_not_announced(caplog) -> None:

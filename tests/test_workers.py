@@ -119,7 +119,10 @@ QUERIES = [
     ("shards", "SELECT * FROM S WHERE (A AS a ; B AS b ; C AS c) FILTER a.id + 4 > c.id WITHIN 8 [t]"),
     ("shards", "SELECT NEXT * FROM S WHERE A ; (B OR D) ; C WITHIN 7 EVENTS"),
     ("shards", "SELECT MAX * FROM S WHERE A ; (B OR D)+ ; C WITHIN 7 EVENTS"),  # (MAX over the tECS: issue 40)
-    (None, "SELECT NEXT * FROM S WHERE (A AS a ; (B OR D)+ ; C AS c) FILTER c.id > a.id WITHIN 7 EVENTS"),
+    # NEXT / LAST with a condition on many candidates: ranked over the tECS (issue 40).
+    ("shards", "SELECT NEXT * FROM S WHERE (A AS a ; (B OR D)+ ; C AS c) FILTER c.id > a.id WITHIN 7 EVENTS"),
+    ("keys", "SELECT LAST * FROM S WHERE (A AS a ; (B OR D)+ ; C AS c) FILTER c.id > a.id PARTITION BY [k] WITHIN 30 EVENTS"),
+    (None, "SELECT MAX * FROM S WHERE (A AS a ; (B OR D)+ ; C AS c) FILTER c.id > a.id WITHIN 7 EVENTS"),
     (None, "SELECT * FROM S WHERE A ; B ; C"),
     (None, "SELECT * FROM S WHERE A ; B WITHIN 10 EVENTS CONSUME BY ANY"),
 ]

@@ -433,9 +433,19 @@ def _enumerate(cfg, st, nodes, finals, stack, path, out_m, out_pos, out_lab, tri
     first event's own measure.)
 
     With NEXT / LAST (``sel[SEL_MODE]``), the best support is chosen first over the tECS
-    (``_choose``) and only the paths spelling it are followed."""
+    (``_choose``) and only the paths spelling it are followed; with ``sel[SEL_RANK]`` every
+    complex event is output, best support first (``_rank_enumerate``)."""
     window = cfg[C_WINDOW]
-    selecting = sel[SEL_MODE] != 0
+    ranking = sel[SEL_RANK] == 1
+    if ranking:  # NEXT / LAST with checks: best support first (_rank_enumerate)
+        if sel[SEL_CHOSEN] == 0:
+            status = _rank_start(cfg, st, nodes, finals, stack, memo, sel)
+            if status != OK:
+                return status
+            sel[SEL_CHOSEN] = 1
+        if sel[SEL_RANKED] == 1:
+            return _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool)
+    selecting = sel[SEL_MODE] != 0 and not ranking
     maximal = sel[SEL_MODE] == SELECT_MAX
     if selecting and sel[SEL_CHOSEN] == 0:
         if maximal:
@@ -642,7 +652,6 @@ def _save(stack, sp, node, depth, has_limit, limit, empty_ok):
 SEL_MODE, SEL_STAMP, SEL_CHOSEN, SEL_LEN, SEL_EPOCH, SEL_PERM, SEL_DIRECT = range(7)
 #: MAX: the pool cells in use, and the antichain cell whose support is being enumerated.
 SEL_POOL, SEL_MAXAC = 7, 8
-SEL_SIZE = 9
 #: memo[node, ...]: generation and best (a node row, 0 for the empty support, -1 for none)
 #: for each value of the empty bit; an output node's tail (its child's best); the chosen
 #: support (from the latest position down), a candidate's, and the trigger's top output nodes;
@@ -820,15 +829,16 @@ def _viable(nodes, node, has_limit, limit, eok):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
-    """The best support of the output node ``root`` (its window limit fixed): a node row whose
-    tail chain spells it, -1 when none is in the window, or _SHORT."""
+def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode, root_eok):
+    """The best support of ``root`` reached with the empty bit ``root_eok`` (1 for a top output
+    node; its window limit fixed): a node row whose tail chain spells it, -1 when none is in
+    the window, or _SHORT."""
     stamp = sel[SEL_STAMP]
-    value = _lookup(nodes, stack, memo, sel, stamp, root, 1, has_limit, limit, 0, mode)
+    value = _lookup(nodes, stack, memo, sel, stamp, root, root_eok, has_limit, limit, 0, mode)
     if value != _UNKNOWN_REP:
         return value
     stack[0, 0] = root
-    stack[0, 1] = 1
+    stack[0, 1] = root_eok
     sp = 1
     while sp > 0:
         if sp + 2 > stack.shape[0]:
@@ -879,7 +889,7 @@ def _best_below(nodes, stack, memo, sel, root, has_limit, limit, mode):
         _store_rep(memo, node, 0, stamp, r)
         _store_rep(memo, node, 1, stamp, r)
         sp -= 1
-    return memo[root, MEMO_REP1]
+    return _lookup(nodes, stack, memo, sel, stamp, root, root_eok, has_limit, limit, 0, mode)
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -926,7 +936,7 @@ def _choose(cfg, st, nodes, finals, stack, memo, sel):
             continue
         limit = _lowest_first(nodes[top, M], window) if has_limit else 0
         sel[SEL_STAMP] += 1
-        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode)
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode, 1)
         if r == _SHORT:
             return NEED_STACK
         if r < 0:
@@ -1263,6 +1273,451 @@ def _seq_equal(memo, la, lb):
 
 
 # ====================================================================== compaction
+
+
+# ====================================================================== NEXT / LAST ranked
+# With checks on each complex event (conditions across events, a window over a double
+# attribute) the strategy chooses among the complex events that pass, so the best support over
+# the tECS is not enough: the trigger's candidates are enumerated best support first, then the
+# next best, ... (as runtime/ranked.py orders them), and Python stops the enumeration once the
+# best that passes is out (C_LAZY pauses: runner.py's ``_enough``). Best-first search over
+# the tECS with an exact bound: a walk (the output nodes taken from the top down, and the node
+# it goes on from, with its empty bit) is keyed by its prefix followed by that node's best
+# support (``_best_below``'s memo). A popped walk descends to BOTTOM and outputs one
+# candidate; at a union it jumps straight to the output node its best support starts with
+# (the memo's row), leaving a *deferred* walk for the union's other paths with the same key:
+# popped (only if the enumeration goes on), it walks the unions down to that output node and
+# pushes each other side. So the first candidate costs its length, not the unions above it
+# (a union chain of every live run), and no worse key pops before a better one. Tops with
+# different window limits need different memo generations: for LAST they are taken one
+# position at a time (a later last event wins outright); for NEXT the trigger is enumerated in
+# the plain order (SEL_RANKED 0: Python then checks them all). The walks live in ``pool``: a
+# walk is a row (prefix start, prefix length, node, empty bit + 2 if deferred, its best
+# support, -); the walks one descent leaves share one copy of its path (five node rows per
+# pool row); column 5 of the rows is the binary heap of walks.
+#: sel[...] for the ranked enumeration: on (config), this trigger is ranked, walks in the heap,
+#: next top to take, a walk in progress (1: descending, 2: expanding a deferred one; its
+#: node, empty bit and depth), the current tops' window limit, the tops, the empty complex
+#: event still to output, the first walk the one in progress left, the output node a deferred
+#: walk expands to, and the prefix copy of that deferred walk.
+SEL_RANK, SEL_RANKED, SEL_HEAP, SEL_GROUP, SEL_DESC, SEL_F, SEL_EOK, SEL_DEPTH = 9, 10, 11, 12, 13, 14, 15, 16
+SEL_HASLIM, SEL_LIMIT, SEL_NTOPS, SEL_EMPTY, SEL_PEND, SEL_X, SEL_KOFF = 17, 18, 19, 20, 21, 22, 23
+#: ... and for the pauses: the candidates Python has checked, S_STEPS at the last pause and the
+#: steps allowed before the next one while candidates wait unchecked, whether every candidate
+#: still to come is strictly worse than the last one out (Python may then stop: runner.py's
+#: ``_enough``), the walk row of that last candidate, the walk being descended, and whether the
+#: deferred walk being expanded may hold another path with its support (its best's tie bit).
+SEL_CHECKED, SEL_SINCE, SEL_BUDGET, SEL_WORSE, SEL_LAST, SEL_CUR, SEL_XTIE = 24, 25, 26, 27, 28, 29, 30
+SEL_SIZE = 31
+#: Steps a ranked trigger may take while candidates wait unchecked, before it pauses (doubled
+#: at each pause): the first candidate that passes ends the trigger after about this many more.
+RANK_STEPS = 512
+_KEY_ROW = 5  # prefix node rows per pool row (column 5 is the heap)
+_DEFERRED = 2
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_at(pool, e, j, r):
+    """The node row at step ``j`` of walk ``e``'s key (its prefix, then the chain of ``r``)."""
+    if j < pool[e, 1]:
+        k = pool[e, 0] + j
+        return pool[k // _KEY_ROW, k % _KEY_ROW]
+    return r & _ROW
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_cmp(nodes, memo, pool, ea, eb, mode):
+    """Compare the keys of walks ea and eb as _rep_cmp compares supports: > 0 when ea's is
+    better, < 0 when eb's is, 0 when equal."""
+    la, lb = pool[ea, 1], pool[eb, 1]
+    ra, rb = pool[ea, 4], pool[eb, 4]
+    ja = 0
+    jb = 0
+    if pool[ea, 0] == pool[eb, 0]:  # one copy of a path: the same positions up to the shorter
+        ja = min(la, lb)
+        jb = ja
+    found = 0
+    while True:
+        a_rep = ja >= la
+        b_rep = jb >= lb
+        if a_rep and b_rep and (ra | _TIE) == (rb | _TIE):
+            return found  # the same node: the same positions from here down
+        if a_rep and ra == 0:
+            return -1
+        if b_rep and rb == 0:
+            return 1
+        pa = nodes[_walk_at(pool, ea, ja, ra), POS]
+        pb = nodes[_walk_at(pool, eb, jb, rb), POS]
+        if pa != pb:
+            if mode == SELECT_LAST:
+                return 1 if pa > pb else -1
+            found = 1 if pa > pb else -1
+        if pa >= pb:
+            if a_rep:
+                ra = _tail(memo, ra)
+            ja += 1
+        if pb >= pa:
+            if b_rep:
+                rb = _tail(memo, rb)
+            jb += 1
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_new(sel, pool, depth, node, eok, rep):
+    """A walk left by the one in progress (its prefix: the first ``depth`` rows of that walk's
+    path, copied when it ends); False when the pool is full (nothing changed)."""
+    c = sel[SEL_POOL]
+    if c + 1 > pool.shape[0]:
+        return False
+    pool[c, 0] = -1
+    pool[c, 1] = depth
+    pool[c, 2] = node
+    pool[c, 3] = eok
+    pool[c, 4] = rep
+    sel[SEL_POOL] = c + 1
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_push(nodes, memo, sel, pool, c, mode):
+    """Put walk c on the heap."""
+    i = sel[SEL_HEAP]
+    sel[SEL_HEAP] = i + 1
+    while i > 0:  # sift up: the best walk at the root
+        parent = (i - 1) // 2
+        p = pool[parent, 5]
+        if _walk_cmp(nodes, memo, pool, c, p, mode) <= 0:
+            break
+        pool[i, 5] = p
+        i = parent
+    pool[i, 5] = c
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walks_left(nodes, memo, sel, pool, path, depth, koff, mode):
+    """The walk in progress ends: the walks it left get their prefix (``koff`` >= 0: a copy of
+    the path there already, else path[:depth] copied once) and go on the heap; False when the
+    pool is full (nothing changed)."""
+    first = sel[SEL_PEND]
+    last = sel[SEL_POOL]
+    record = koff == -2  # a candidate ends here: keep it as a walk (SEL_LAST) to compare with
+    if first == last and not record:
+        return True
+    if koff < 0:
+        rows = (depth + _KEY_ROW - 1) // _KEY_ROW + (1 if record else 0)
+        if last + rows > pool.shape[0]:
+            return False
+        koff = last * _KEY_ROW
+        for j in range(depth):
+            k = koff + j
+            pool[k // _KEY_ROW, k % _KEY_ROW] = path[j]
+        sel[SEL_POOL] = last + rows
+        if record:
+            c = last + rows - 1
+            pool[c, 0] = koff
+            pool[c, 1] = depth
+            pool[c, 2] = 0
+            pool[c, 3] = 1
+            pool[c, 4] = 0
+            sel[SEL_LAST] = c
+    for c in range(first, last):
+        pool[c, 0] = koff
+    for c in range(first, last):
+        _walk_push(nodes, memo, sel, pool, c, mode)
+    sel[SEL_PEND] = sel[SEL_POOL]
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _walk_pop(nodes, memo, sel, pool, mode):
+    """Remove and return the best walk of the heap."""
+    top = pool[0, 5]
+    n = sel[SEL_HEAP] - 1
+    sel[SEL_HEAP] = n
+    if n > 0:
+        e = pool[n, 5]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _walk_cmp(nodes, memo, pool, pool[child + 1, 5], pool[child, 5], mode) > 0:
+                child += 1
+            if _walk_cmp(nodes, memo, pool, pool[child, 5], e, mode) <= 0:
+                break
+            pool[i, 5] = pool[child, 5]
+            i = child
+        pool[i, 5] = e
+    return top
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+    """Whether to pause now: candidates wait unchecked and the trigger has spent its step
+    budget since the last pause (then SEL_WORSE is set for Python, and the budget doubles)."""
+    if cfg[C_LAZY] == 0 or st[S_TCOUNT] <= sel[SEL_CHECKED] or st[S_STEPS] - sel[SEL_SINCE] < sel[SEL_BUDGET]:
+        return False
+    sel[SEL_BUDGET] *= 2
+    _rank_paused(st, nodes, memo, sel, pool, mode)
+    return True
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_paused(st, nodes, memo, sel, pool, mode):
+    """At a pause: SEL_WORSE 1 when every candidate still to come is strictly worse than the
+    last one out: each walk on the heap is, or has its key and no other path with it (a
+    deferred walk whose best has no tie bit); so is the walk in progress. (Later groups of
+    tops, LAST only, end before the last one out; the empty complex event is the worst.)"""
+    sel[SEL_SINCE] = st[S_STEPS]
+    last = sel[SEL_LAST]
+    worse = last >= 0
+    if worse and sel[SEL_DESC] == 2:
+        worse = sel[SEL_XTIE] == 0  # (its key is the last one's: the rest of it is worse)
+    elif worse and sel[SEL_DESC] == 1:
+        worse = _walk_cmp(nodes, memo, pool, sel[SEL_CUR], last, mode) < 0
+    # The heap's walks not worse than the last one (the heap's order: only below such ones).
+    sp = 0
+    if worse and sel[SEL_HEAP] > 0:
+        sp = 1
+        todo = np.zeros(64, dtype=np.int64)  # heap indexes to look at (the root first)
+        while sp > 0 and worse:
+            sp -= 1
+            i = todo[sp]
+            e = pool[i, 5]
+            c = _walk_cmp(nodes, memo, pool, e, last, mode)
+            if c < 0:
+                continue
+            if c > 0 or not (pool[e, 3] & _DEFERRED) or pool[e, 4] & _TIE:
+                worse = False
+                break
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < sel[SEL_HEAP]:
+                    if sp == len(todo):
+                        worse = False  # (many walks with the last one's key: do not decide)
+                        break
+                    todo[sp] = child
+                    sp += 1
+    sel[SEL_WORSE] = 1 if worse else 0
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_start(cfg, st, nodes, finals, stack, memo, sel):
+    """A trigger's ranked enumeration: its tops (LAST: the latest position first), or, for NEXT
+    with tops of different window limits, the plain enumeration (SEL_RANKED 0)."""
+    window = cfg[C_WINDOW]
+    ntops, empty = _tops(st, nodes, finals, stack, memo)
+    if ntops < 0:
+        return NEED_STACK
+    has_limit = window >= 0
+    kept = 0
+    for t in range(ntops):  # a top without a window measure ends no complex event in the window
+        top = memo[t, MEMO_TOPS]
+        if not (has_limit and (nodes[top, KH] >> 1) == GONE_KIND):
+            memo[kept, MEMO_TOPS] = top
+            kept += 1
+    ntops = kept
+    for t in range(1, ntops):  # by position, the latest first (insertion sort: few tops)
+        top = memo[t, MEMO_TOPS]
+        u = t
+        while u > 0 and nodes[memo[u - 1, MEMO_TOPS], POS] < nodes[top, POS]:
+            memo[u, MEMO_TOPS] = memo[u - 1, MEMO_TOPS]
+            u -= 1
+        memo[u, MEMO_TOPS] = top
+    sel[SEL_RANKED] = 1
+    if has_limit and sel[SEL_MODE] == SELECT_NEXT:
+        for t in range(1, ntops):
+            if _lowest_first(nodes[memo[t, MEMO_TOPS], M], window) != _lowest_first(nodes[memo[0, MEMO_TOPS], M], window):
+                sel[SEL_RANKED] = 0
+    sel[SEL_NTOPS] = ntops
+    sel[SEL_GROUP] = 0
+    sel[SEL_HEAP] = 0
+    sel[SEL_DESC] = 0
+    sel[SEL_EMPTY] = 1 if empty else 0
+    sel[SEL_CHECKED] = 0
+    sel[SEL_SINCE] = st[S_STEPS]
+    sel[SEL_BUDGET] = RANK_STEPS
+    sel[SEL_LAST] = -1
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_group(cfg, nodes, stack, memo, sel, pool, path):
+    """Put a walk per top of the next group (the tops of one window limit) on the heap;
+    restartable."""
+    window = cfg[C_WINDOW]
+    mode = sel[SEL_MODE]
+    g = sel[SEL_GROUP]
+    ntops = sel[SEL_NTOPS]
+    has_limit = window >= 0
+    limit = _lowest_first(nodes[memo[g, MEMO_TOPS], M], window) if has_limit else 0
+    sel[SEL_HEAP] = 0
+    sel[SEL_POOL] = 0
+    sel[SEL_PEND] = 0
+    sel[SEL_STAMP] += 1
+    end = g
+    while end < ntops and (not has_limit or _lowest_first(nodes[memo[end, MEMO_TOPS], M], window) == limit):
+        top = memo[end, MEMO_TOPS]
+        r = _best_below(nodes, stack, memo, sel, top, has_limit, limit, mode, 1)
+        if r == _SHORT:
+            return NEED_STACK
+        if r >= 0 and not _walk_new(sel, pool, 0, top, 1, r):
+            return NEED_POOL
+        end += 1
+    if not _walks_left(nodes, memo, sel, pool, path, 0, 0, mode):
+        return NEED_POOL
+    sel[SEL_GROUP] = end
+    sel[SEL_HASLIM] = 1 if has_limit else 0
+    sel[SEL_LIMIT] = limit
+    return OK
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_value(nodes, stack, memo, sel, node, eok, has_limit, limit, mode):
+    """A node's best support under this generation (computed if not yet), -1 when none in the
+    window is viable, _SHORT."""
+    if not _viable(nodes, node, has_limit, limit, eok):
+        return -1
+    v = _lookup(nodes, stack, memo, sel, sel[SEL_STAMP], node, eok, has_limit, limit, 0, mode)
+    if v == _UNKNOWN_REP:
+        v = _best_below(nodes, stack, memo, sel, node, has_limit, limit, mode, eok)
+    return v
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
+    """Go on with the walk in progress down to BOTTOM (jumping from a union to the output node
+    its best starts with, and leaving a deferred walk there) and output its complex event;
+    or expand a deferred walk (the unions down to its output node, each other side left as a
+    walk). Resumable: the walk is in sel and path."""
+    mode = sel[SEL_MODE]
+    has_limit = sel[SEL_HASLIM] == 1
+    limit = sel[SEL_LIMIT]
+    node = sel[SEL_F]
+    eok = sel[SEL_EOK]
+    depth = sel[SEL_DEPTH]
+    if sel[SEL_DESC] == 2:
+        x = sel[SEL_X]
+        while node != x and (nodes[node, KH] >> 1) == UNION_KIND:
+            sel[SEL_F] = node
+            if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+                return NEED_MORE
+            st[S_STEPS] += 1
+            a = nodes[node, A]
+            b = nodes[node, B]
+            if has_limit:
+                a = _only_empty(nodes, a, limit)
+                b = _only_empty(nodes, b, limit)
+            va = _rank_value(nodes, stack, memo, sel, a, eok, has_limit, limit, mode)
+            vb = _rank_value(nodes, stack, memo, sel, b, eok, has_limit, limit, mode)
+            if va == _SHORT or vb == _SHORT:
+                return NEED_STACK
+            if not (va >= 0 and (va & _ROW) == x):  # follow the side the best came from
+                a, va, b, vb = b, vb, a, va
+            if vb >= 0 and not _walk_new(sel, pool, depth, b, eok, vb):
+                return NEED_POOL
+            node = a
+        sel[SEL_F] = node
+        if not _walks_left(nodes, memo, sel, pool, path, depth, sel[SEL_KOFF], mode):
+            return NEED_POOL
+        sel[SEL_DESC] = 0
+        return OK
+    while True:
+        sel[SEL_F] = node
+        sel[SEL_EOK] = eok
+        sel[SEL_DEPTH] = depth
+        if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+            return NEED_MORE
+        st[S_STEPS] += 1
+        kind = nodes[node, KH] >> 1
+        if kind == BOTTOM_KIND:
+            if not _walks_left(nodes, memo, sel, pool, path, depth, -2 if eok == 1 else -1, mode):
+                return NEED_POOL
+            if eok == 1:
+                for d in range(depth):
+                    memo[d, MEMO_ROWS] = path[d]  # (from the latest down)
+                if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, depth):
+                    return OUTPUT_FULL
+            sel[SEL_DESC] = 0
+            return OK
+        if kind == UNION_KIND:
+            r = _rank_value(nodes, stack, memo, sel, node, eok, has_limit, limit, mode)
+            if r == _SHORT:
+                return NEED_STACK
+            if r < 0:  # (not reached: the walk's key says a side is viable)
+                if not _walks_left(nodes, memo, sel, pool, path, depth, -1, mode):
+                    return NEED_POOL
+                sel[SEL_DESC] = 0
+                return OK
+            if not _walk_new(sel, pool, depth, node, eok | _DEFERRED, r):
+                return NEED_POOL
+            node = r & _ROW  # the output node (or BOTTOM) its best starts with
+            continue
+        # an output node
+        if depth >= path.shape[0]:
+            return NEED_PATH
+        child, ceok = _child_of(nodes, node, has_limit, limit)
+        path[depth] = node
+        depth += 1
+        node = child
+        eok = ceok
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _rank_enumerate(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool):
+    """Output the trigger's complex events best support first (see above), pausing every
+    S_STOP of them (NEED_MORE) so that Python can end the trigger (S_FINAL = S_NFINALS)."""
+    lazy = cfg[C_LAZY] > 0
+    mode = sel[SEL_MODE]
+    while True:
+        if st[S_FINAL] >= st[S_NFINALS]:
+            return OK  # ended by Python, or every candidate is out
+        if sel[SEL_DESC] != 0:
+            before = st[S_TCOUNT]
+            status = _rank_descend(cfg, st, nodes, stack, path, out_m, out_pos, out_lab, trigger, code, memo, sel, pool)
+            if status != OK:
+                return status
+            if lazy and st[S_TCOUNT] > before and st[S_TCOUNT] >= st[S_STOP]:
+                _rank_paused(st, nodes, memo, sel, pool, mode)
+                return NEED_MORE
+            continue
+        if sel[SEL_HEAP] > 0:
+            if _rank_pause(cfg, st, nodes, memo, sel, pool, mode):
+                return NEED_MORE
+            e = _walk_pop(nodes, memo, sel, pool, mode)
+            sel[SEL_CUR] = e
+            sel[SEL_XTIE] = 1 if pool[e, 4] & _TIE else 0
+            depth = pool[e, 1]
+            if depth > path.shape[0]:  # (not reached: the prefix was on the path)
+                return NEED_PATH
+            koff = pool[e, 0]
+            for j in range(depth):
+                k = koff + j
+                path[j] = pool[k // _KEY_ROW, k % _KEY_ROW]
+            sel[SEL_F] = pool[e, 2]
+            sel[SEL_EOK] = pool[e, 3] & 1
+            sel[SEL_DEPTH] = depth
+            sel[SEL_PEND] = sel[SEL_POOL]
+            if pool[e, 3] & _DEFERRED:
+                sel[SEL_DESC] = 2
+                sel[SEL_X] = pool[e, 4] & _ROW
+                sel[SEL_KOFF] = koff
+            else:
+                sel[SEL_DESC] = 1
+            continue
+        if sel[SEL_GROUP] < sel[SEL_NTOPS]:
+            status = _rank_group(cfg, nodes, stack, memo, sel, pool, path)
+            if status != OK:
+                return status
+            continue
+        if sel[SEL_EMPTY] == 1:  # the empty complex event: worse than any other
+            if not _emit_direct(cfg, st, nodes, memo, out_m, out_pos, out_lab, trigger, code, 0):
+                return OUTPUT_FULL
+            sel[SEL_EMPTY] = 0
+            continue
+        st[S_FINAL] = st[S_NFINALS]
+        st[S_SP] = 0
+        return OK
+
 
 _UNSEEN = INT64_MAX  # compaction: node not reachable from a live root
 _DEAD = INT64_MAX - 1  # compaction: no complex event of the node can be reported any more

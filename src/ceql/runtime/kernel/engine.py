@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ceql.compile.determinize import DetAutomaton
+from ceql.errors import LimitError
 from ceql.runtime.kernel import compiled as k
 from ceql.runtime.kernel.tables import TransitionTable
 
@@ -26,6 +27,12 @@ MAX_CHUNK_MATCHES = 1 << 18  # output chunk size (complex events) before the buf
 #: ANY / LIMIT with checks: a trigger's first pause (C_LAZY); triggers with fewer complex events
 #: never pause, so the common case costs what the full enumeration costs.
 LAZY_BATCH = 64
+#: Ranked NEXT / LAST: the first pause (or earlier, once a trigger has spent
+#: compiled.RANK_STEPS: the first that passes then ends a costly trigger soon). A pause costs
+#: a call of the checks (about 0.3 ms), a cheap candidate a few steps: 8 cost more than 64.
+RANKED_BATCH = 64
+#: The pool's bound (rows of 48 bytes): MAX's antichains, a ranked trigger's walks.
+MAX_POOL_ROWS = 1 << 22
 #: Initial array sizes; every array grows on demand (tests shrink them to exercise growth).
 INITIAL = {
     "nodes": 4096,
@@ -109,6 +116,11 @@ class KernelEvaluator:
             some are kept. The kept ones are the ones output.
         max_nodes: the stored nodes (live after a compaction) may not exceed this (LimitError;
             None: no bound).
+        select: NEXT / LAST / MAX chosen over the tECS (only the chosen complex events out).
+        ranked: with select NEXT / LAST, output every complex event instead, best support
+            first, for ``more`` to stop at the first that passes the checks.
+        more: a trigger's complex events so far (paused every so many) -> which to keep and
+            whether they are enough (the rest of the trigger is then not enumerated).
     """
 
     def __init__(
@@ -129,6 +141,7 @@ class KernelEvaluator:
         select: str | None = None,
         more: Callable[[KernelMatches], tuple[np.ndarray, bool]] | None = None,
         perm: bool = True,
+        ranked: bool = False,
     ) -> None:
         if strategy not in ("ALL", "ANY"):
             raise ValueError(f"the kernel evaluates strategies ALL and ANY, not {strategy}")
@@ -160,10 +173,15 @@ class KernelEvaluator:
         # time, doubling; ``more`` keeps those that pass and says whether they are enough.
         self.more = more
         if more is not None and consume == "NONE":
-            self.cfg[k.C_LAZY] = LAZY_BATCH
+            self.cfg[k.C_LAZY] = RANKED_BATCH if ranked else LAZY_BATCH
         self.sel = np.zeros(k.SEL_SIZE, dtype=np.int64)
         self.sel[k.SEL_MODE] = {None: 0, "NEXT": k.SELECT_NEXT, "LAST": k.SELECT_LAST, "MAX": k.SELECT_MAX}[select]
-        self.pool = np.zeros((1024 if select == "MAX" else 1, k.POOL_FIELDS), dtype=np.int64)
+        if ranked and select not in ("NEXT", "LAST"):
+            raise ValueError(f"the kernel ranks complex events for NEXT or LAST, not {select}")
+        # Ranked (NEXT / LAST with checks): a trigger's candidates best support first
+        # (compiled._rank_enumerate; its walks in ``pool``), checked as they come by ``more``.
+        self.sel[k.SEL_RANK] = int(ranked)
+        self.pool = np.zeros((1024 if select == "MAX" or ranked else 1, k.POOL_FIELDS), dtype=np.int64)
         self.sel[k.SEL_EPOCH] = 1
         # A node's best over all its paths is kept for good unless an event may lack its
         # window measure (a missing value is in no window, which the nodes' bounds ignore).
@@ -295,7 +313,7 @@ class KernelEvaluator:
             elif status == k.NEED_MORE:
                 self._more()
             elif status == k.NEED_POOL:  # (MAX: the trigger's choice starts again)
-                self.pool = np.zeros((2 * len(self.pool), k.POOL_FIELDS), dtype=np.int64)
+                self._grow_pool()
             else:  # pragma: no cover - the loop returns only the statuses above
                 raise RuntimeError(f"kernel status {status}")
         chunk = self._take_output(int(self.st[k.S_NMATCH]))
@@ -334,6 +352,21 @@ class KernelEvaluator:
                     self.compact()
                 return [chunk] if chunk is not None else []
         return list(self.process_chunks(symbols, positions, measures, codes if self.partitioned else None, miss))
+
+    def _grow_pool(self) -> None:
+        """Twice the pool, kept (a ranked trigger's walks go on from it); bounded, since its
+        rows grow with the candidates a ranked trigger enumerates."""
+        rows = 2 * len(self.pool)
+        if rows > MAX_POOL_ROWS:
+            raise LimitError(
+                f"more than {MAX_POOL_ROWS:,} cells of candidates for one trigger of NEXT/LAST/MAX over the "
+                "tECS (every candidate failed the checks so far); add or shorten a WITHIN window",
+                "max_pool",
+                MAX_POOL_ROWS,
+            )
+        pool = np.zeros((rows, k.POOL_FIELDS), dtype=np.int64)
+        pool[: len(self.pool)] = self.pool
+        self.pool = pool
 
     def _fit_memo(self) -> None:
         """With NEXT / LAST, a memo row per node row (grown with the nodes; its generations
@@ -487,6 +520,7 @@ class KernelEvaluator:
         chunk = self._trigger_chunk()
         keep, enough = self.more(chunk)  # type: ignore[misc]
         self._keep_trigger(chunk, np.asarray(keep, dtype=bool))
+        self.sel[k.SEL_CHECKED] = self.st[k.S_TCOUNT]  # (ranked: what is out is checked)
         if enough:
             self.st[k.S_SP] = 0
             self.st[k.S_FINAL] = self.st[k.S_NFINALS]

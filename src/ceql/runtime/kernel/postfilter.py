@@ -16,17 +16,22 @@ register values per run: the plan decides at compile time whether they are exact
   that can skip events), and on any pattern with strategy ALL and no LIMIT, whose twin without
   the condition enumerates the same candidates. With ANY or LIMIT the enumeration is lazy
   (runner.py's ``_enough``): a trigger pauses every so many candidates and ends once enough
-  pass, so it does not enumerate every candidate to keep a few. NEXT, LAST and MAX with
-  conditions on patterns with many candidates stay on the Python path.
+  pass, so it does not enumerate every candidate to keep a few. NEXT and LAST with checks on
+  patterns with many candidates are *ranked*: the kernel enumerates each trigger's candidates
+  best support first (compiled ``_rank_enumerate``) and the enumeration ends once the best
+  that passes is out; MAX with checks on such patterns stays on the Python path (a passing
+  candidate is maximal only if no larger passing one contains it: every one would be checked).
   ``NOT(E FILTER c)`` with c reading other
   labels has one instance per E event it reads (under a private label, with its end label):
   the check is ``NOT (c)`` on that event, its free labels read from the whole complex event.
-- **NEXT, LAST, MAX** with no other check on patterns with many candidates: the kernel chooses
+- **NEXT, LAST, MAX** with no other check on patterns with many candidates (MAX on any
+  pattern: comparing k candidates pairwise costs k**2): the kernel chooses
   each trigger's best support (NEXT, LAST: compiled ``_choose``) or maximal supports (MAX:
   compiled ``_choose_max``, an antichain per node) over its tECS, memoised per node, and
   enumerates only the complex events with those supports. With checks (conditions, STRICT, a
   double window), on patterns with few candidates: chosen among each trigger's complex events
-  by their supports (compiled ``select_supports``).
+  by their supports (compiled ``select_supports``); NEXT and LAST on many candidates: ranked
+  (above).
 - **UNLESS with a one-event right side** whose conditions read other labels (``f UNLESS (D AS
   d FILTER d.n = a.n)``, with PARTITION BY keys, or an OR / AND of such events): the automaton
   marks f's events and the D events of f's span with the compiler's labels; each (complex
@@ -84,6 +89,9 @@ class PostFilter:
     select: str | None = None  # NEXT, LAST or MAX: chosen among each trigger's complex events
     #: NEXT / LAST chosen by the kernel over its tECS (nothing else is checked per match).
     in_kernel: bool = False
+    #: NEXT / LAST with checks on many candidates: the kernel enumerates each trigger's best
+    #: support first (compiled ``_rank_enumerate``) and stops at the first that passes.
+    ranked: bool = False
     window: int | None = None  # WITHIN n over a double attribute: checked exactly (windows.py)
     #: ``f UNLESS (E AS e FILTER c)`` with c reading f's labels: checked per complex event.
     unless: tuple[RightEvent, ...] = ()
@@ -193,8 +201,16 @@ def _with_window(plan: Plan, decided: PostFilter | str | None) -> PostFilter | s
         return decided
     post = decided if decided is not None else PostFilter(plan)
     if post.in_kernel and few_candidates(plan.formula, plan) is None:
-        # The kernel's looser window would choose among complex events the exact one drops.
-        return f"strategy {post.select} on a pattern with many candidates and a window over a double attribute"
+        # The kernel's looser window would choose among complex events the exact one drops:
+        # ranked, each candidate is checked in the exact window (MAX: every one would be).
+        if not _rankable(plan, post.select):
+            return f"strategy {post.select} on a pattern with many candidates and a window over a double attribute"
+        post.ranked = True
+        chosen = f"strategy {post.select} chosen among each trigger's complex events"
+        post.notes[:] = [
+            f"{chosen} ({_RANKED_NOTE.format(post.select)})" if note.startswith(f"strategy {post.select}:") else note
+            for note in post.notes
+        ]
     post.in_kernel = False
     post.window = window
     post.notes.append(
@@ -213,17 +229,25 @@ def _decide(plan: Plan) -> PostFilter | str | None:
     # and enumerating all would cost exponentially more there.
     bounded = few_candidates(plan.formula, plan)
     # NEXT, LAST and MAX alone are chosen over the kernel's tECS where the candidates are many
-    # (few are cheaper to enumerate and compare: select_supports).
-    in_kernel = bounded is None and select is not None and plan.registers is None and not plan.strict_filter
+    # (few are cheaper to enumerate and compare: select_supports), and MAX always: comparing a
+    # trigger's k candidates pairwise costs k**2 (``A ; B`` under a long window: k = the A's);
+    # not with CONSUME BY there, which consume.py applies after the kernel, before the strategy.
+    alone = select is not None and plan.registers is None and not plan.strict_filter
+    in_kernel = alone and (bounded is None or select == "MAX" and plan.consume == "NONE")
+    # With checks, NEXT and LAST enumerate each trigger's candidates best support first and
+    # stop at the first that passes (ranked); MAX would have to check every candidate.
+    ranked = bounded is None and select is not None and not in_kernel and _rankable(plan, select)
     if bounded is None:
-        if select is not None and not in_kernel:
+        if select is not None and not in_kernel and not ranked:
             return f"strategy {select} on a pattern with many candidates"
         # (ANY and LIMIT: the kernel enumerates lazily and stops once enough pass.)
-        bounded = MANY
+        bounded = _RANKED_NOTE.format(select) if ranked else MANY
     if plan.registers is None:
         if not plan.strict_filter and not repeats and select is None:
             return None
-        post = PostFilter(plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel)
+        post = PostFilter(
+            plan, strict=plan.strict_filter, distinct=repeats, select=select, in_kernel=in_kernel, ranked=ranked
+        )
         if in_kernel:
             chosen = "maximal supports" if select == "MAX" else "best support"
             post.notes.append(f"strategy {select}: each trigger's {chosen} chosen over the tECS")
@@ -294,6 +318,7 @@ def _decide(plan: Plan) -> PostFilter | str | None:
         instances=instances,
         select=select,
         unless=unless,
+        ranked=ranked,
     )
     if conditions or groups or instances:
         post.notes.append(f"conditions across events checked on each complex event after the enumeration ({bounded})")
@@ -333,6 +358,20 @@ def _replayed(plan: Plan, select: str | None, bounded: str, why: str) -> PostFil
     if post.distinct:
         post.notes.append("repeats of a complex event dropped per trigger")
     return post
+
+
+_RANKED_NOTE = "many candidates: {} enumerates each trigger's best support first and stops at the first that passes"
+
+
+def _rankable(plan: Plan, select: str | None) -> bool:
+    """Whether NEXT / LAST may be ranked over the kernel's tECS: its supports are those the
+    strategy compares, so no event is reported only under the compiler's own labels (the
+    event a NOT(E FILTER c) reads, UNLESS's right-side events)."""
+    if select not in ("NEXT", "LAST"):
+        return False
+    if plan.registers is not None and plan.registers.tracked:
+        return False
+    return not any(isinstance(node, ast.NotEvent) for node in walk(plan.formula, formulas_only=True))
 
 
 #: Formulas above an UNLESS the kernel checks per complex event: each keeps the events and

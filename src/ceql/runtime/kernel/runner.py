@@ -44,6 +44,8 @@ from ceql.runtime.kernel.columns import (
 )
 from ceql.runtime.kernel.compiled import (
     MAX_WINDOW,
+    SEL_RANKED,
+    SEL_WORSE,
     SELECT_LAST,
     SELECT_MAX,
     SELECT_NEXT,
@@ -505,6 +507,9 @@ class PlanKernel:
         window = None if within is None else int(within.value)
         if window is not None and self.post is not None and self.post.window is not None:
             window += 1  # over floor(value): wide enough for every exact match (windows.py)
+        # NEXT / LAST with checks on many candidates: each trigger's candidates come best
+        # support first, and ``_enough`` ends the trigger once the best that passes is out.
+        self.ranked = self.post is not None and self.post.ranked
         self.kernel = KernelEvaluator(
             plan.det,
             window=window,
@@ -523,14 +528,16 @@ class PlanKernel:
             # START: a (sub-)stream whose runs all died stays without runs.
             anchored=any(isinstance(node, ast.Start) for node in walk(plan.formula, formulas_only=True)),
             max_nodes=self.max_nodes,
-            select=self.post.select if self.post is not None and self.post.in_kernel else None,
+            select=self.post.select if self.post is not None and (self.post.in_kernel or self.ranked) else None,
+            ranked=self.ranked,
             perm=within is None or within.kind != "attribute",
             # ANY / LIMIT after checks or a merging projection: enumerate lazily, stop once
             # enough pass (issue 40: the rest of a trigger's candidates are never enumerated).
             # Not with CONSUME BY emulated after the checks: it consumes trigger by trigger in
             # order, and a paused later trigger must not consume before the earlier ones.
             more=self._enough
-            if (self.source.strategy == "ANY" and self.checked or self.limit is not None) and self.consumed is None
+            if (self.source.strategy == "ANY" and self.checked or self.limit is not None or self.ranked)
+            and self.consumed is None
             else None,
         )
         self.keys = (WindowKeyCodes(plan) if WindowKeyCodes.fits(plan) else KeyCodes(plan)) if self.partitioned else None
@@ -591,6 +598,20 @@ class PlanKernel:
         checks, and whether they make enough results (ANY: one; LIMIT n: n, distinct once
         projected; measures are left out, so this may count fewer, never more)."""
         keep = self._checked_mask(chunk) if self.checked else np.ones(len(chunk), dtype=bool)
+        if self.ranked:
+            # Best support first (the kernel ranked this trigger, sel[SEL_RANKED]): the kept
+            # ones have the best support that passes (select_supports), and once the latest
+            # candidate's support is another (worse) one, or every candidate still to come is
+            # strictly worse than it (sel[SEL_WORSE]), no later candidate can be kept.
+            sel = self.kernel.sel
+            if not sel[SEL_RANKED] or not keep.any():
+                return keep, False
+            if sel[SEL_WORSE]:
+                return keep, True
+            best, last = int(np.flatnonzero(keep)[0]), len(chunk) - 1
+            offsets, positions = chunk.offsets, chunk.positions
+            same = np.array_equal(positions[offsets[best] : offsets[best + 1]], positions[offsets[last] : offsets[last + 1]])
+            return keep, not same
         goal = 1 if self.source.strategy == "ANY" else (self.limit or 1)
         if self.projection.merges:
             found = len(project(select_matches(chunk, keep), self.projection))
