@@ -17,11 +17,10 @@ batches: zero-copy slices of Arrow input); per batch of pieces:
    input error (typing, missing time, time order) ends the run there, after the matches of the
    pieces before it, as on one core; a piece with an error is checked again on this thread
    only to raise the one-core error itself.
-3. **evaluate** (a job per worker): a keyed plan's worker takes its events of each group of N
+3. **evaluate** (a job per worker): a keyed plan's worker takes its events of the batch's
    pieces (slices: a piece's rows were put in worker order when it was prepared; event_type
-   rebuilt from the type indexes) and runs them at their stream positions, a kernel call per
-   group (about one piece's rows: one core's array sizes; NOT FOLLOWED BY: piece by piece where
-   a deadline may overflow); a sharded
+   rebuilt from the type indexes) and runs them at their stream positions in one kernel call
+   (NOT FOLLOWED BY: piece by piece where a deadline may overflow); a sharded
    plan's worker runs its run of rows (see below). Each worker projects its complex events (``PlanKernel.columns``) and, for
    ``arrow``, builds the record batches.
 4. the output, merged by trigger (a trigger belongs to one worker; its complex events come in
@@ -96,17 +95,12 @@ MIN_ROWS = 100_000
 #: ``ceql run``: workers start when the first chunk read has at least this many events.
 CHUNK_MIN_ROWS = 20_000
 #: Pieces of the one-core batch size per worker in one batch: larger batches amortise the
-#: per-batch synchronisation and merge (a keyed worker makes a kernel call per group of N
-#: pieces of the batch, ``ParallelKernel._groups``).
+#: per-batch synchronisation, merge and kernel call (a keyed worker runs its rows of a whole
+#: batch in one call, ``ParallelKernel._groups``).
 PIECES_PER_WORKER = 8
 
 #: Node rows a worker's kernel keeps in use before compacting, at least (one core: COMPACT_MIN).
 WORKER_COMPACT_MIN = 4096
-#: Complex events per output chunk of a worker at least (``output="arrow"``): N workers with
-#: one core's chunk size each made N sets of output buffers of up to 38 MB, which the threads'
-#: allocator maps afresh for every chunk (measured: the sharded workload's page faults 2.5x
-#: one core's, the workers' system time 2.5x their user time's extra).
-CHUNK_MIN = 16_384
 
 logger = logging.getLogger("ceql")
 
@@ -673,16 +667,16 @@ class ParallelKernel:
         return self._merged(pool, jobs, valid[0].first, valid[-1].first + valid[-1].rows, collect)
 
     def _groups(self, valid: list[_Piece]) -> list[list[_Piece]]:
-        """A keyed batch's pieces in groups of ``count``, each a worker's kernel call: a worker's
-        share of a group is about one piece, so its arrays stay the one-core run's size (the
-        allocator reuses them; measured on 16 cores, 10M events: a call per batch, 0.6M rows a
-        worker, faulted in 0.8 GB of fresh pages, a third of the workers' CPU in the kernel's
-        page faults). NOT FOLLOWED BY: piece by piece where a deadline may lie beyond int64
-        (that error comes after the complex events due in the pieces before it, as on one
-        core)."""
+        """A keyed batch's pieces in groups, each a worker's kernel call: the whole batch in one
+        call (each call, its output chunks and their merge are Python work under the GIL: on 16
+        cores, a call per group of N pieces and output chunks of 1/N of one core's used less CPU
+        but took 1.1-1.7x the wall time of one call per batch, in one run of
+        benchmarks/device_scaling.sh). NOT FOLLOWED BY: piece by piece where a deadline may lie
+        beyond int64 (that error comes after the complex events due in the pieces before it,
+        as on one core)."""
         if self.absence is not None and any(piece.late for piece in valid):
             return [[piece] for piece in valid]
-        return [valid[at : at + self.count] for at in range(0, len(valid), self.count)]
+        return [valid]
 
     def _keys_job(
         self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None, groups: list[list[_Piece]]
@@ -837,8 +831,8 @@ class ParallelKernel:
         kernel = runner.kernel
         if channel is not None:  # a lazy run: smaller chunks, so N workers hold one core's
             kernel.max_chunk = max(1024, MAX_CHUNK_MATCHES // (2 * self.count))
-        else:  # (N workers' output buffers in all as large as one core's: see CHUNK_MIN)
-            kernel.max_chunk = max(CHUNK_MIN, MAX_CHUNK_MATCHES // self.count)
+        else:  # one core's chunks: fewer chunks to build and merge under the GIL (_groups)
+            kernel.max_chunk = MAX_CHUNK_MATCHES
         try:
             for part in parts:
                 chunks = runner.process_table(*part) if self.absence is None else runner.process_part(*part)
