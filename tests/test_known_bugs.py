@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 
 import ceql
+from ceql.runtime import kernel
+from tests.support.agreement import by_trigger, run_engine
 from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -509,3 +511,20 @@ def test_consume_by_after_a_project_with_checks(consume: str) -> None:
     assert [(t, p) for t, p, _ in expected] == [(4, (4,)), (5, (5,))]
     assert engine(text, events, "python") == expected
     assert engine(text, events, "compiled") == expected
+
+
+@pytest.mark.parametrize("window", ["2 EVENTS", "1 SECONDS"])
+@pytest.mark.parametrize("save_at", [1, 2])
+def test_absence_on_a_join_kernel_saves_the_kept_values_of_its_entries(window: str, save_at: int) -> None:
+    """NOT FOLLOWED BY over a kernel that evaluates f as a hash join (joins.py), with a measure
+    (values kept per event): f's own kernel listed the positions in use from the automaton's
+    nodes alone, not the join's entries, so a saved state kept no values for them and loading
+    it failed ("a join entry refers to an event without kept values"; a pruning would have
+    dropped them too). Found by tests/test_absence_order.py under the default Hypothesis
+    profile."""
+    text = f"SELECT *, FIRST(A).s AS f WHERE A AS x ; A AS y NOT FOLLOWED BY A PARTITION BY [id] WITHIN {window}"
+    events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": 0} for _ in range(5)]
+    compiled = ceql.compile(text, SCHEMA)
+    assert kernel.unsupported(compiled.plan) is None
+    got = by_trigger(run_engine(compiled, events, "compiled", save_at=save_at))
+    assert got == by_trigger(ceql.reference.run(ceql.check(text, SCHEMA), events))
