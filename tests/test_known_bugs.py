@@ -2,8 +2,8 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
-``test_consume_by_after_a_project_with_checks``.
+it meanwhile); when it is fixed, both go and the test stays as a regression. None is open now
+(``test_consume_by_after_a_project_with_checks`` was settled by a refusal: the Python path).
 """
 
 from __future__ import annotations
