@@ -519,8 +519,8 @@ def test_absence_on_a_join_kernel_saves_the_kept_values_of_its_entries(window: s
     """NOT FOLLOWED BY over a kernel that evaluates f as a hash join (joins.py), with a measure
     (values kept per event): f's own kernel listed the positions in use from the automaton's
     nodes alone, not the join's entries, so a saved state kept no values for them and loading
-    it failed ("a join entry refers to an event without kept values"; a pruning would have
-    dropped them too). Found by tests/test_absence_order.py under the default Hypothesis
+    it failed ("a join entry refers to an event without kept values"; pruning reads the same
+    list). Found by tests/test_absence_order.py under the default Hypothesis
     profile."""
     text = f"SELECT *, FIRST(A).s AS f WHERE A AS x ; A AS y NOT FOLLOWED BY A PARTITION BY [id] WITHIN {window}"
     events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": 0} for _ in range(5)]
