@@ -12,7 +12,9 @@ import pytest
 
 import ceql
 from ceql.runtime import kernel
+from ceql.runtime.state import StateError
 from tests.support.agreement import by_trigger, run_engine
+from tests.support.states import open_state, reseal
 from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -528,3 +530,19 @@ def test_absence_on_a_join_kernel_saves_the_kept_values_of_its_entries(window: s
     assert kernel.unsupported(compiled.plan) is None
     got = by_trigger(run_engine(compiled, events, "compiled", save_at=save_at))
     assert got == by_trigger(ceql.reference.run(ceql.check(text, SCHEMA), events))
+
+
+@pytest.mark.parametrize("kind", [["t", []], {"int64": 1}, None, 7])
+def test_a_saved_kernel_state_with_a_forged_kind_of_kept_values_is_a_state_error(kind: object) -> None:
+    """A saved kernel state whose kept values name their kind with something not a string (a
+    list, a dict: unhashable) raised TypeError from the look-up of the kind, not StateError.
+    Found by tests/test_fuzz.py::test_fuzz_saved_states_long under the default Hypothesis
+    profile."""
+    compiled = ceql.compile("SELECT NEXT * WHERE A AS x", SCHEMA)
+    evaluator = compiled.evaluator(engine="compiled")
+    evaluator.push_batch(events_of([("A", 0, 0)]))
+    header, body = open_state(evaluator.export_state())
+    name, (_, payload) = next(iter(body["extra"].items()))
+    body["extra"][name] = [kind, payload]
+    with pytest.raises(StateError):
+        compiled.evaluator(engine="compiled").import_state(reseal(header, body))
