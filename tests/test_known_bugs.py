@@ -546,3 +546,19 @@ def test_a_saved_kernel_state_with_a_forged_kind_of_kept_values_is_a_state_error
     body["extra"][name] = [kind, payload]
     with pytest.raises(StateError):
         compiled.evaluator(engine="compiled").import_state(reseal(header, body))
+
+
+@pytest.mark.parametrize("divisor", ["0", "3", "C.v"])
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_the_remainder_of_an_infinite_double_is_nan(divisor: str, path: str) -> None:
+    """``%`` on a double is fmod (docs/semantics.md), and IEEE's fmod of an infinite dividend is
+    NaN, as the kernel's numpy has it; the reference and the Python path called
+    ``math.fmod``, which raises ValueError ("math domain error") there, even where the divisor
+    is 0 and the value is missing anyway. Found by tests/test_fuzz.py's edge-value fuzz under
+    the default Hypothesis profile."""
+    text = f"SELECT * WHERE C AS x FILTER C.id = C.v % {divisor} OR C.v % {divisor} != 1"
+    events = [
+        {"event_type": "C", "id": 0, "v": v, "s": "a", "t": k}
+        for k, v in enumerate([float("-inf"), 7.0, float("inf"), float("nan"), -2.5])
+    ]
+    assert engine(text, events, path) == reference(text, events)
