@@ -17,6 +17,8 @@ from ceql.compile.plan import split_keys
 from ceql.lang import print_query
 from ceql.match import Match
 from ceql.runtime.absence import deadline_triggers
+from ceql.runtime.kernel.absence import own_plan
+from ceql.runtime.kernel.output import Projection
 from tests.support.agreement import compile_valid
 from tests.support.strategies import TEST_DECLARATION, absence_queries, cases
 
@@ -71,7 +73,13 @@ def test_split_by_key_equals_the_whole_stream(case) -> None:
     if query is None or split_keys(query.plan) is None:
         return
     whole = list(query.run(case.events, engine="python"))
-    assert _counts(split_run(query, case.events)) == _counts(whole), print_query(case.query)
+    split = _counts(split_run(query, case.events))
+    if query.plan.absence is not None and not query.plan.partition_groups and Projection.from_plan(own_plan(query.plan)).merges:
+        # Keys of an equality are no partition: a projection (SELECT NONE, SELECT x) can make the
+        # complex events of two keys due at one event equal, and one core reports them once.
+        # The split's users (workers, Spark) do not split such queries (absence_split, absence_routing).
+        split = Counter(set(split))
+    assert split == _counts(whole), print_query(case.query)
 
 
 def test_the_recipe_splits_by_order() -> None:

@@ -2,8 +2,8 @@
 
 Each test states the semantics (docs/semantics.md). An open bug is a strict xfail together with
 an entry of ``tests.support.agreement.KNOWN_BUGS`` (which keeps the generated suites from tripping over
-it meanwhile); when it is fixed, both go and the test stays as a regression. One is open:
-``test_consume_by_after_a_project_with_checks``.
+it meanwhile); when it is fixed, both go and the test stays as a regression. None is open now
+(``test_consume_by_after_a_project_with_checks`` was settled by a refusal: the Python path).
 """
 
 from __future__ import annotations
@@ -11,6 +11,10 @@ from __future__ import annotations
 import pytest
 
 import ceql
+from ceql.runtime import kernel
+from ceql.runtime.state import StateError
+from tests.support.agreement import by_trigger, run_engine
+from tests.support.states import open_state, reseal
 from tests.support.strategies import TEST_DECLARATION
 
 SCHEMA = ceql.declare(TEST_DECLARATION)
@@ -509,3 +513,52 @@ def test_consume_by_after_a_project_with_checks(consume: str) -> None:
     assert [(t, p) for t, p, _ in expected] == [(4, (4,)), (5, (5,))]
     assert engine(text, events, "python") == expected
     assert engine(text, events, "compiled") == expected
+
+
+@pytest.mark.parametrize("window", ["2 EVENTS", "1 SECONDS"])
+@pytest.mark.parametrize("save_at", [1, 2])
+def test_absence_on_a_join_kernel_saves_the_kept_values_of_its_entries(window: str, save_at: int) -> None:
+    """NOT FOLLOWED BY over a kernel that evaluates f as a hash join (joins.py), with a measure
+    (values kept per event): f's own kernel listed the positions in use from the automaton's
+    nodes alone, not the join's entries, so a saved state kept no values for them and loading
+    it failed ("a join entry refers to an event without kept values"; pruning reads the same
+    list). Found by tests/test_absence_order.py under the default Hypothesis
+    profile."""
+    text = f"SELECT *, FIRST(A).s AS f WHERE A AS x ; A AS y NOT FOLLOWED BY A PARTITION BY [id] WITHIN {window}"
+    events = [{"event_type": "A", "id": 0, "v": 0, "s": "a", "t": 0} for _ in range(5)]
+    compiled = ceql.compile(text, SCHEMA)
+    assert kernel.unsupported(compiled.plan) is None
+    got = by_trigger(run_engine(compiled, events, "compiled", save_at=save_at))
+    assert got == by_trigger(ceql.reference.run(ceql.check(text, SCHEMA), events))
+
+
+@pytest.mark.parametrize("kind", [["t", []], {"int64": 1}, None, 7])
+def test_a_saved_kernel_state_with_a_forged_kind_of_kept_values_is_a_state_error(kind: object) -> None:
+    """A saved kernel state whose kept values name their kind with something not a string (a
+    list, a dict: unhashable) raised TypeError from the look-up of the kind, not StateError.
+    Found by tests/test_fuzz.py::test_fuzz_saved_states_long under the default Hypothesis
+    profile."""
+    compiled = ceql.compile("SELECT NEXT * WHERE A AS x", SCHEMA)
+    evaluator = compiled.evaluator(engine="compiled")
+    evaluator.push_batch(events_of([("A", 0, 0)]))
+    header, body = open_state(evaluator.export_state())
+    name, (_, payload) = next(iter(body["extra"].items()))
+    body["extra"][name] = [kind, payload]
+    with pytest.raises(StateError):
+        compiled.evaluator(engine="compiled").import_state(reseal(header, body))
+
+
+@pytest.mark.parametrize("divisor", ["0", "3", "C.v"])
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_the_remainder_of_an_infinite_double_is_nan(divisor: str, path: str) -> None:
+    """``%`` on a double is fmod (docs/semantics.md), and IEEE's fmod of an infinite dividend is
+    NaN, as the kernel's numpy has it; the reference and the Python path called
+    ``math.fmod``, which raises ValueError ("math domain error") there, even where the divisor
+    is 0 and the value is missing anyway. Found by tests/test_fuzz.py's edge-value fuzz under
+    the default Hypothesis profile."""
+    text = f"SELECT * WHERE C AS x FILTER C.id = C.v % {divisor} OR C.v % {divisor} != 1"
+    events = [
+        {"event_type": "C", "id": 0, "v": v, "s": "a", "t": k}
+        for k, v in enumerate([float("-inf"), 7.0, float("inf"), float("nan"), -2.5])
+    ]
+    assert engine(text, events, path) == reference(text, events)

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.compile.values import COMPARE as PY_COMPARE
+from ceql.compile.values import fmod
 from ceql.lang import ast
 from ceql.lang.printer import print_pred
 from ceql.lang.visit import walk
@@ -544,7 +545,7 @@ def _member(pred: ast.InSet | ast.InInterval, value: Any) -> bool:
 
 
 _OBJECT_ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
-_FMOD = np.frompyfunc(math.fmod, 2, 1)
+_FMOD = np.frompyfunc(fmod, 2, 1)
 #: The comparison operators on arrays, element-wise (object arrays too: exact ints).
 NUMPY_COMPARE = {
     "=": np.equal,

@@ -70,7 +70,13 @@ def arith(op: str, left: Any, right: Any) -> Any:
         return trunc_div(left, right) if ints else left / right
     if ints:
         return left - right * trunc_div(left, right)
-    return math.fmod(left, right)
+    return fmod(left, right)
+
+
+def fmod(left: float, right: float) -> float:
+    """``math.fmod`` as IEEE 754 (and numpy, the kernel) has it: an infinite dividend gives
+    NaN, where ``math.fmod`` raises ValueError."""
+    return math.nan if isinstance(left, float) and math.isinf(left) else math.fmod(left, right)
 
 
 def compare(op: str, left: Any, right: Any) -> bool:

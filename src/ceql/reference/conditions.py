@@ -75,7 +75,11 @@ def arith(op: str, left: Any, right: Any) -> Any:
     integers = isinstance(left, int) and isinstance(right, int)
     if op == "/":
         return _trunc_div(left, right) if integers else left / right
-    return left - right * _trunc_div(left, right) if integers else math.fmod(left, right)
+    if integers:
+        return left - right * _trunc_div(left, right)
+    # fmod as IEEE 754 has it: an infinite dividend gives NaN, a missing value (math.fmod
+    # raises ValueError there).
+    return MISSING if isinstance(left, float) and math.isinf(left) else math.fmod(left, right)
 
 
 def _trunc_div(left: int, right: int) -> int:

@@ -158,7 +158,9 @@ class _OwnKernel(PlanKernel):
             kept.prune(self._in_use())
 
     def _in_use(self) -> np.ndarray:
-        live = self.kernel.live_positions()
+        # The plan's own positions in use (the join's entries, a chain's carry or the
+        # automaton's nodes), then the complex events waiting for their deadline.
+        live = super()._in_use()
         if self.waiting is not None and len(self.waiting.pos):
             live = np.union1d(live, self.waiting.pos)
         return live

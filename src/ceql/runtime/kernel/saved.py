@@ -155,7 +155,7 @@ def _decode_extra(value: Any) -> dict:
             out[name] = payload
             continue
         message = f"saved kernel state has malformed kept values {name[:40]!r}"
-        if kind not in _EXTRA_DTYPES:
+        if not isinstance(kind, str) or kind not in _EXTRA_DTYPES:  # (a forged list is unhashable)
             raise StateError(message)
         out[name] = _decode_array(payload, _EXTRA_DTYPES[kind], message)
     return out
