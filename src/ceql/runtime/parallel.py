@@ -682,8 +682,7 @@ class ParallelKernel:
         self, pool: _Pool, w: int, valid: list[_Piece], channel: queue.Queue | None, groups: list[list[_Piece]]
     ) -> list:
         """Worker ``w``'s events of the batch, at their stream positions, a kernel call per
-        group of pieces (``_groups``; each taken just before its call, so that one group's
-        arrays are alive at a time)."""
+        group of pieces (``_groups``: the whole batch), each group taken just before its call."""
         parts = (self._batch_share(w, group) for group in groups)
         return self._emit(pool, self.kernels[w], (part for part in parts if part[0] is not None), None, channel, None)
 

@@ -823,13 +823,14 @@ class PlanKernel:
         if self.consumed is not None:  # CONSUME BY, before the strategy chooses (consume.py)
             # (This moves the consumption markers: with it set, ``check`` and ``more`` are off,
             # so the mask is asked once per chunk, in order.)
-            # Consumption reads the reported complex event's first position: not an event
-            # PROJECT dropped or a NOT(E FILTER c) read (public_supports).
-            offsets, positions = public_supports(chunk, frame)
-            keep = self.consumed.apply(chunk.trigger, chunk.partition, offsets, positions, keep)
+            # Consumption reads the reported complex event's first position, not that of an
+            # event a NOT(E FILTER c) reads (public_supports; checks on events PROJECT drops
+            # never come here with CONSUME BY: ``unsupported``).
+            supports = public_supports(chunk, frame)
+            keep = self.consumed.apply(chunk.trigger, chunk.partition, *supports, keep)
         if post.select is not None and not post.in_kernel:
             mode = {"NEXT": SELECT_NEXT, "LAST": SELECT_LAST, "MAX": SELECT_MAX}[post.select]
-            offsets, positions = public_supports(chunk, frame)
+            offsets, positions = supports if self.consumed is not None else public_supports(chunk, frame)
             select_supports(chunk.trigger, offsets, positions, keep, mode)
         if self.source.strategy == "ANY":
             keep = first_per_trigger(chunk.trigger, keep, 1)
